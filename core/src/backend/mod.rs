@@ -1,0 +1,122 @@
+//! The one seam between the lock model and the stores behind it. A backend knows how to
+//! take, renew and give back one hold on its store; everything else (reentrancy, watchdog,
+//! lost detection, cancellation, fencing checks) lives once in `lock/`.
+
+mod mem;
+mod poll;
+mod sqlite;
+
+use std::any::Any;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{Error, Result};
+use crate::lock::{LockKind, LostNotifier};
+use crate::owner::Owner;
+use crate::url::ConnectUrl;
+
+/// Backend-private data that rides along with a hold (an etcd key, a ZooKeeper node path,
+/// a dedicated SQL connection).
+pub type HoldState = Option<Arc<dyn Any + Send + Sync>>;
+
+/// A request to take a lock for an owner that does not hold it yet.
+pub struct AcquireRequest {
+    /// The storage key (namespace applied).
+    pub key: String,
+    pub owner: Owner,
+    pub kind: LockKind,
+    /// The lease to write: the caller's explicit lease, or the watchdog's.
+    pub lease: Duration,
+    /// `None` waits forever; a deadline in the past means "try once".
+    pub deadline: Option<Instant>,
+    /// Set when the caller has gone away. A backend stops waiting and returns `Ok(None)`;
+    /// it need not interrupt a store operation already under way.
+    pub cancel: CancellationToken,
+    /// For backends that learn of loss by events (session expiry, connection loss). The
+    /// lease-table backends (mem, SQLite) learn it from renewals instead and leave it unused.
+    #[allow(dead_code)]
+    pub lost: LostNotifier,
+}
+
+/// A successful acquisition.
+pub struct Acquired {
+    /// Strictly greater than every token issued before for this key.
+    pub token: u64,
+    /// When the successful attempt was sent: the lease runs from no earlier than this.
+    pub attempt_started: Instant,
+    pub state: HoldState,
+}
+
+/// What a backend needs to renew or release a hold it granted.
+#[allow(dead_code)] // `kind` and `state` are for backends with several kinds or per-hold state
+pub struct HeldLock {
+    pub key: String,
+    pub owner: Owner,
+    pub kind: LockKind,
+    pub token: u64,
+    pub state: HoldState,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Renewal {
+    Renewed,
+    /// The hold is no longer in the store for this owner and token.
+    Gone,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Release {
+    Released,
+    /// There was nothing left to release: the hold had expired or was taken.
+    Gone,
+}
+
+#[async_trait]
+pub trait Backend: Send + Sync + 'static {
+    /// Take the lock, waiting until the deadline. `Ok(None)` means the deadline passed or the
+    /// request was cancelled, and nothing is held.
+    async fn acquire(&self, request: &AcquireRequest) -> Result<Option<Acquired>>;
+
+    /// Extend the hold's lease to `lease` from now, if it is still this owner's.
+    async fn renew(&self, held: &HeldLock, lease: Duration) -> Result<Renewal>;
+
+    /// The owner acquired the lock again while holding it. Backends whose store records hold
+    /// counts (Redisson's hash) update them; the default does nothing.
+    async fn reenter(&self, _held: &HeldLock) -> Result<Renewal> {
+        Ok(Renewal::Renewed)
+    }
+
+    /// Give back one hold. `holds_left` is how many the owner still has after this one; the
+    /// lock leaves the store only when it reaches zero.
+    async fn release(&self, held: &HeldLock, holds_left: u32) -> Result<Release>;
+
+    /// Close connections and stop background tasks.
+    async fn close(&self) {}
+
+    /// Which kinds of lock this backend offers.
+    fn supports(&self, kind: LockKind) -> bool {
+        kind == LockKind::Reentrant
+    }
+}
+
+/// Open the backend a URL names, taking the options it knows from the URL.
+pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Arc<dyn Backend>> {
+    match url.scheme() {
+        "mem" => Ok(Arc::new(mem::MemBackend::open(url)?)),
+        "sqlite" => Ok(Arc::new(sqlite::SqliteBackend::open(url).await?)),
+        "redis" | "rediss" | "redis+cluster" | "redis+sentinel" | "etcd" | "zk" | "postgres"
+        | "postgresql" | "mysql" | "mariadb" => Err(Error::invalid_argument(format!(
+            "the '{}' backend is not part of this build of polylock yet; use sqlite:// or mem://",
+            url.scheme()
+        ))),
+        other => Err(Error::invalid_argument(format!(
+            "unknown URL scheme '{other}' in {}; use one of mem, sqlite, redis, rediss, redis+cluster, \
+             redis+sentinel, etcd, zk, postgres, mysql",
+            url.redacted()
+        ))),
+    }
+}

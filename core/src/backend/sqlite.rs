@@ -1,0 +1,235 @@
+//! `sqlite://path.db`: the embedded default. Locks are rows in a lease table inside one
+//! SQLite file, so processes on one host exclude each other with no server. Time is the
+//! database's clock, read inside each statement; fencing tokens come from a counter table
+//! that is never cleared.
+//!
+//! SQLite cannot notify other processes, so waiters poll with a short, jittered, bounded
+//! backoff (woken at once by releases within their own process), and read before they
+//! write so a waiter never takes the write lock while the lock is visibly held.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
+use tokio::sync::watch;
+
+use super::poll::{acquire_by_attempts, Attempt, Backoff};
+use super::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
+use crate::error::{Error, Result};
+use crate::url::ConnectUrl;
+
+/// Unix milliseconds by the database's clock.
+const NOW_MS: &str = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS polylock_locks (
+    name           TEXT PRIMARY KEY,
+    owner          TEXT NOT NULL,     -- '<client uuid>:<local id>'
+    token          INTEGER NOT NULL,  -- fencing token of this hold
+    lease_until_ms INTEGER NOT NULL   -- unix ms, database clock
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS polylock_fencing (
+    name  TEXT PRIMARY KEY,
+    token INTEGER NOT NULL            -- last token issued for this name
+) WITHOUT ROWID;
+";
+
+/// Between attempts of a waiter when no release in this process wakes it. Small enough that
+/// a freed lock is noticed within a few milliseconds; bounded so waiters do not hammer the file.
+const BACKOFF: Backoff = Backoff { min: Duration::from_millis(1), max: Duration::from_millis(20) };
+
+/// How long one statement waits for another process's write transaction.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub(crate) struct SqliteBackend {
+    conn: Arc<Mutex<Connection>>,
+    path: Arc<str>,
+    /// Bumped on every release by this process, waking its own waiters at once.
+    released: watch::Sender<u64>,
+}
+
+impl SqliteBackend {
+    pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Self> {
+        let path: Arc<str> = url.target().into();
+        if path.is_empty() {
+            return Err(Error::invalid_argument(
+                "sqlite:// needs a file path, such as sqlite://polylock.db or sqlite:///var/lib/app/locks.db",
+            ));
+        }
+        let conn = run_blocking({
+            let path = path.clone();
+            move || open_connection(&path)
+        })
+        .await?;
+        Ok(SqliteBackend { conn: Arc::new(Mutex::new(conn)), path, released: watch::channel(0).0 })
+    }
+
+    /// Run `op` on the connection in the blocking pool, mapping SQLite errors to ours.
+    async fn with_conn<T, F>(&self, op: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let conn = self.conn.clone();
+        let path = self.path.clone();
+        run_blocking(move || {
+            let mut conn = conn.lock().unwrap_or_else(|e| e.into_inner());
+            op(&mut conn).map_err(|e| map_error(&path, e))
+        })
+        .await
+    }
+
+    async fn attempt(&self, request: &AcquireRequest) -> Result<Attempt> {
+        let key = request.key.clone();
+        let owner = request.owner.to_string();
+        let lease_ms = duration_ms(request.lease);
+        self.with_conn(move |conn| {
+            // Read first, outside any write transaction: most attempts of a waiter end here.
+            if let Some(left) = holder_lease_left(conn, &key, &owner)? {
+                return Ok(Attempt::Busy { holder_lease_left: Some(left) });
+            }
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            if let Some(left) = holder_lease_left(&tx, &key, &owner)? {
+                return Ok(Attempt::Busy { holder_lease_left: Some(left) });
+            }
+            let token: i64 = tx
+                .prepare_cached(
+                    "INSERT INTO polylock_fencing (name, token) VALUES (?1, 1)
+                     ON CONFLICT (name) DO UPDATE SET token = token + 1
+                     RETURNING token",
+                )?
+                .query_row(params![key], |row| row.get(0))?;
+            tx.prepare_cached(&format!(
+                "INSERT INTO polylock_locks (name, owner, token, lease_until_ms)
+                 VALUES (?1, ?2, ?3, {NOW_MS} + ?4)
+                 ON CONFLICT (name) DO UPDATE SET
+                     owner = excluded.owner, token = excluded.token,
+                     lease_until_ms = excluded.lease_until_ms"
+            ))?
+            .execute(params![key, owner, token, lease_ms])?;
+            tx.commit()?;
+            Ok(Attempt::Acquired { token: token as u64, state: None })
+        })
+        .await
+    }
+}
+
+/// How long another owner's unexpired hold on `key` has left, or `None` if it is free to take.
+fn holder_lease_left(conn: &Connection, key: &str, owner: &str) -> rusqlite::Result<Option<Duration>> {
+    let left: Option<i64> = conn
+        .prepare_cached(&format!(
+            "SELECT lease_until_ms - {NOW_MS} FROM polylock_locks WHERE name = ?1 AND owner <> ?2"
+        ))?
+        .query_row(params![key, owner], |row| row.get(0))
+        .optional()?;
+    Ok(left.filter(|ms| *ms > 0).map(|ms| Duration::from_millis(ms as u64)))
+}
+
+fn open_connection(path: &str) -> Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let setup = |conn: &Connection| -> rusqlite::Result<()> {
+        conn.busy_timeout(BUSY_TIMEOUT)?;
+        // WAL lets waiters read while the holder writes. NORMAL sync is durable against
+        // process crashes, the failure that matters for a single-host lock.
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.execute_batch(SCHEMA)
+    };
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| map_error(path, e))?;
+    setup(&conn).map_err(|e| map_error(path, e))?;
+    Ok(conn)
+}
+
+fn map_error(path: &str, err: rusqlite::Error) -> Error {
+    let code = err.sqlite_error_code();
+    let message = match code {
+        Some(ErrorCode::CannotOpen | ErrorCode::ReadOnly | ErrorCode::PermissionDenied | ErrorCode::NotADatabase) => {
+            return Error::connection(format!(
+                "cannot use sqlite database '{path}'; check that its directory exists and is writable \
+                 and that the file is an SQLite database"
+            ))
+            .with_source(err);
+        }
+        Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked) => format!(
+            "sqlite database '{path}' stayed locked by another process for more than {}s",
+            BUSY_TIMEOUT.as_secs()
+        ),
+        Some(ErrorCode::DiskFull) => format!("the disk holding sqlite database '{path}' is full"),
+        _ => format!("sqlite database '{path}' failed"),
+    };
+    Error::backend(message).with_source(err)
+}
+
+async fn run_blocking<T: Send + 'static>(op: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
+    tokio::task::spawn_blocking(op)
+        .await
+        .map_err(|e| Error::backend("a sqlite operation was interrupted").with_source(e))?
+}
+
+fn duration_ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+#[async_trait]
+impl Backend for SqliteBackend {
+    async fn acquire(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
+        acquire_by_attempts(
+            request,
+            BACKOFF,
+            || {
+                let mut released = self.released.subscribe();
+                async move {
+                    let _ = released.changed().await;
+                }
+            },
+            || self.attempt(request),
+        )
+        .await
+    }
+
+    async fn renew(&self, held: &HeldLock, lease: Duration) -> Result<Renewal> {
+        let (key, owner, token) = (held.key.clone(), held.owner.to_string(), held.token as i64);
+        let lease_ms = duration_ms(lease);
+        let updated = self
+            .with_conn(move |conn| {
+                conn.prepare_cached(&format!(
+                    "UPDATE polylock_locks SET lease_until_ms = {NOW_MS} + ?4
+                     WHERE name = ?1 AND owner = ?2 AND token = ?3 AND lease_until_ms > {NOW_MS}"
+                ))?
+                .execute(params![key, owner, token, lease_ms])
+            })
+            .await?;
+        Ok(if updated == 1 { Renewal::Renewed } else { Renewal::Gone })
+    }
+
+    async fn release(&self, held: &HeldLock, holds_left: u32) -> Result<Release> {
+        let (key, owner, token) = (held.key.clone(), held.owner.to_string(), held.token as i64);
+        let partial = holds_left > 0;
+        let was_current: Option<bool> = self
+            .with_conn(move |conn| {
+                if partial {
+                    // Reentrancy is counted by the client; the row only needs to still be ours.
+                    return conn
+                        .prepare_cached(&format!(
+                            "SELECT lease_until_ms > {NOW_MS} FROM polylock_locks
+                             WHERE name = ?1 AND owner = ?2 AND token = ?3"
+                        ))?
+                        .query_row(params![key, owner, token], |row| row.get(0))
+                        .optional();
+                }
+                // An expired row of ours is deleted too (tidiness), but reported as gone.
+                conn.prepare_cached(&format!(
+                    "DELETE FROM polylock_locks WHERE name = ?1 AND owner = ?2 AND token = ?3
+                     RETURNING lease_until_ms > {NOW_MS}"
+                ))?
+                .query_row(params![key, owner, token], |row| row.get(0))
+                .optional()
+            })
+            .await?;
+        if !partial {
+            self.released.send_modify(|n| *n = n.wrapping_add(1));
+        }
+        Ok(if was_current == Some(true) { Release::Released } else { Release::Gone })
+    }
+}

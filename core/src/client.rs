@@ -1,0 +1,158 @@
+//! The entry point: a connection to one backend, named by URL, and the holds it keeps.
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::backend::{self, Backend};
+use crate::error::{Error, Result};
+use crate::lock::hold::{surrender, HoldTable};
+use crate::lock::{storage_key, validate_name, Lock, LostReason};
+use crate::owner::{next_handle_local_id, ClientId, Owner};
+use crate::url::{default_url, ConnectUrl};
+
+/// The watchdog's lease when the URL does not set one: Redisson's `lockWatchdogTimeout`.
+pub const DEFAULT_WATCHDOG_LEASE: Duration = Duration::from_secs(30);
+
+/// A connection to one backend. Cheap to clone; clones share the connection and the holds.
+/// Closing it (or dropping the last clone and every lock made from it) stops its watchdogs.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<ClientInner>,
+}
+
+pub(crate) struct ClientInner {
+    pub id: ClientId,
+    pub backend: Arc<dyn Backend>,
+    pub scheme: String,
+    pub url: String,
+    pub namespace: Option<String>,
+    pub watchdog_lease: Duration,
+    pub holds: HoldTable,
+    pub runtime: tokio::runtime::Handle,
+    closed: AtomicBool,
+}
+
+impl fmt::Debug for Client {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client").field("id", &self.inner.id).field("url", &self.inner.url).finish()
+    }
+}
+
+impl Client {
+    /// Connect to the backend `url` names. Options in the query string:
+    /// `namespace` (prefix lock keys with `<namespace>:`) and `lease` (the watchdog's lease,
+    /// renewed every third of it; default 30s), plus each backend's own.
+    ///
+    /// Must be called within a tokio runtime; the client spawns its watchdogs there.
+    pub async fn connect(url: &str) -> Result<Client> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+            Error::invalid_argument("polylock needs a tokio runtime: call Client::connect from inside one")
+        })?;
+        let mut url = ConnectUrl::parse(url)?;
+        let namespace = url.take_option("namespace").filter(|ns| !ns.is_empty());
+        let watchdog_lease = url.take_duration("lease")?.unwrap_or(DEFAULT_WATCHDOG_LEASE);
+        if watchdog_lease < Duration::from_millis(30) {
+            return Err(Error::invalid_argument(format!(
+                "URL option 'lease' must be at least 30ms, got {}ms: the watchdog renews every third of it",
+                watchdog_lease.as_millis()
+            )));
+        }
+        let backend = backend::open(&mut url).await?;
+        if let Err(err) = url.ensure_no_options_left() {
+            backend.close().await;
+            return Err(err);
+        }
+        Ok(Client {
+            inner: Arc::new(ClientInner {
+                id: ClientId::random(),
+                backend,
+                scheme: url.scheme().to_string(),
+                url: url.redacted().to_string(),
+                namespace,
+                watchdog_lease,
+                holds: HoldTable::default(),
+                runtime,
+                closed: AtomicBool::new(false),
+            }),
+        })
+    }
+
+    /// Connect to `$POLYLOCK_URL`, else to `sqlite://polylock.db`.
+    pub async fn connect_default() -> Result<Client> {
+        Self::connect(&default_url()).await
+    }
+
+    pub fn id(&self) -> ClientId {
+        self.inner.id
+    }
+
+    /// The URL this client connected to, with any password replaced by `***`.
+    pub fn url(&self) -> &str {
+        &self.inner.url
+    }
+
+    /// The lease the watchdog keeps when an acquisition gives none.
+    pub fn watchdog_lease(&self) -> Duration {
+        self.inner.watchdog_lease
+    }
+
+    /// A handle on the lock `name`, owned by the new handle (and its clones). Holds nothing.
+    pub fn lock(&self, name: &str) -> Result<Lock> {
+        validate_name(name)?;
+        let key = storage_key(self.inner.namespace.as_deref(), name);
+        let owner = Owner { client_id: self.inner.id, local_id: next_handle_local_id() };
+        Ok(Lock::new(self.clone(), name, key, owner))
+    }
+
+    /// Stop every watchdog, mark every hold lost, give the holds back to the store (best
+    /// effort, bounded) and close the backend. Later calls on this client fail with a
+    /// `Connection` error. Closing twice is harmless.
+    pub async fn close(&self) {
+        if self.inner.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        for hold in self.inner.holds.drain() {
+            surrender(self.inner.backend.as_ref(), hold).await;
+        }
+        self.inner.backend.close().await;
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn inner(&self) -> &ClientInner {
+        &self.inner
+    }
+}
+
+impl ClientInner {
+    pub fn ensure_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(Error::connection(format!("the client for {} is closed; connect again", self.url)));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ClientInner {
+    /// The last handle is gone without `close()`: stop the watchdogs (dropping a hold aborts
+    /// its keeper) and give the holds back in the background.
+    fn drop(&mut self) {
+        let holds = self.holds.drain();
+        if holds.is_empty() {
+            return;
+        }
+        let backend = self.backend.clone();
+        for hold in &holds {
+            hold.lost.mark(LostReason::ClientClosed);
+        }
+        self.runtime.spawn(async move {
+            for hold in holds {
+                surrender(backend.as_ref(), hold).await;
+            }
+        });
+    }
+}

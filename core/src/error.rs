@@ -1,0 +1,132 @@
+//! The one error type of polylock. Every binding maps [`ErrorKind`] to its own idiom
+//! (a Python exception class, a Node `code`, a Java exception code, a C status).
+
+use std::fmt;
+
+/// What went wrong, in the terms a caller can act on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The caller passed something unusable: an empty name, a zero lease, an unknown URL scheme.
+    InvalidArgument,
+    /// The wait for a lock ended before the lock was free.
+    Timeout,
+    /// The caller tried to release a lock it does not hold.
+    NotOwner,
+    /// The caller held the lock, but the backend no longer does (lease expired, session died,
+    /// the record was removed).
+    Lost,
+    /// The backend could not be reached, refused the credentials, or the client is closed.
+    Connection,
+    /// The backend answered with something unexpected, or a local resource (such as the clock
+    /// behind ID generation) failed.
+    Backend,
+}
+
+impl ErrorKind {
+    /// A stable, upper-snake-case name, used by bindings as an error code suffix.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidArgument => "INVALID_ARGUMENT",
+            ErrorKind::Timeout => "TIMEOUT",
+            ErrorKind::NotOwner => "NOT_OWNER",
+            ErrorKind::Lost => "LOST",
+            ErrorKind::Connection => "CONNECTION",
+            ErrorKind::Backend => "BACKEND",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// An error with a kind and a message that says what to do about it.
+///
+/// Messages never contain credentials: URLs are redacted before they are formatted.
+#[derive(Debug)]
+pub struct Error {
+    kind: ErrorKind,
+    message: String,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+/// The result type of every fallible polylock call.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error { kind, message: message.into(), source: None }
+    }
+
+    /// Attach the lower-level cause. Its text is part of the displayed message, so it must
+    /// not carry credentials either.
+    pub fn with_source(mut self, source: impl std::error::Error + Send + Sync + 'static) -> Self {
+        self.source = Some(Box::new(source));
+        self
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        self.kind
+    }
+
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    pub fn invalid_argument(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidArgument, message)
+    }
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Timeout, message)
+    }
+    pub fn not_owner(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NotOwner, message)
+    }
+    pub fn lost(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Lost, message)
+    }
+    pub fn connection(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Connection, message)
+    }
+    pub fn backend(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Backend, message)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The whole cause chain on one line: what bindings show to their users.
+        f.write_str(&self.message)?;
+        let mut cause = self.source.as_deref().map(|e| e as &(dyn std::error::Error + 'static));
+        while let Some(err) = cause {
+            write!(f, ": {err}")?;
+            cause = err.source();
+        }
+        Ok(())
+    }
+}
+
+// No `source()`: Display already prints the chain, and reporting it twice would repeat it.
+impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn display_includes_cause_chain() {
+        let io = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "permission denied");
+        let err = Error::connection("cannot open sqlite database at /x.db").with_source(io);
+        assert_eq!(err.kind(), ErrorKind::Connection);
+        assert_eq!(err.to_string(), "cannot open sqlite database at /x.db: permission denied");
+    }
+
+    #[test]
+    fn kind_names_are_stable() {
+        assert_eq!(ErrorKind::NotOwner.as_str(), "NOT_OWNER");
+        assert_eq!(ErrorKind::InvalidArgument.to_string(), "INVALID_ARGUMENT");
+    }
+}

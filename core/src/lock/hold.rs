@@ -1,0 +1,169 @@
+//! A client's table of what it holds: per (key, owner), the hold count, the fencing token,
+//! the lost latch and the task that keeps the lease (watchdog) or watches it run out.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::task::AbortHandle;
+use tokio::time::{sleep_until, timeout_at, Instant};
+
+use super::lost::{LostNotifier, LostReason, LostWatch};
+use crate::backend::{Backend, HeldLock, Renewal};
+use crate::owner::Owner;
+
+/// How a hold keeps its lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LeaseMode {
+    /// No lease was given: the watchdog renews `lease` every `lease / 3` while the owner lives.
+    Watchdog { lease: Duration },
+    /// An explicit lease: never renewed; the hold is lost when it runs out.
+    Fixed { lease: Duration },
+}
+
+pub(crate) struct Hold {
+    pub count: u32,
+    pub held: Arc<HeldLock>,
+    pub lost: LostNotifier,
+    pub watch: LostWatch,
+    keeper: AbortHandle,
+}
+
+impl Hold {
+    /// Start keeping a fresh hold; `attempt_started` is the earliest the lease can have begun.
+    pub fn start(
+        backend: Arc<dyn Backend>,
+        held: HeldLock,
+        mode: LeaseMode,
+        attempt_started: Instant,
+        lost: LostNotifier,
+        watch: LostWatch,
+        runtime: &tokio::runtime::Handle,
+    ) -> Hold {
+        let held = Arc::new(held);
+        let keeper = match mode {
+            LeaseMode::Watchdog { lease } => {
+                runtime.spawn(watchdog(backend, held.clone(), lease, attempt_started, lost.clone()))
+            }
+            LeaseMode::Fixed { lease } => runtime.spawn(expire_at(attempt_started + lease, lost.clone())),
+        };
+        Hold { count: 1, held, lost, watch, keeper: keeper.abort_handle() }
+    }
+
+    pub fn is_lost(&self) -> bool {
+        self.lost.is_lost()
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        self.keeper.abort();
+    }
+}
+
+/// Renew every `lease / 3`. A renewal that finds the hold gone marks it lost at once; failing
+/// renewals are retried until the lease, counted from the last renewal that was sent and
+/// succeeded, has run out, and then the hold is lost.
+async fn watchdog(
+    backend: Arc<dyn Backend>,
+    held: Arc<HeldLock>,
+    lease: Duration,
+    attempt_started: Instant,
+    lost: LostNotifier,
+) {
+    let interval = lease / 3;
+    let retry = (interval / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
+    let mut lease_end = attempt_started + lease;
+    let mut next = attempt_started + interval;
+    loop {
+        sleep_until(next).await;
+        let sent = Instant::now();
+        let outcome = match timeout_at(lease_end, backend.renew(&held, lease)).await {
+            Ok(outcome) => outcome,
+            Err(_) => {
+                lost.mark(LostReason::RenewalFailed("the backend did not answer in time".into()));
+                return;
+            }
+        };
+        match outcome {
+            Ok(Renewal::Renewed) => {
+                lease_end = sent + lease;
+                next = sent + interval;
+            }
+            Ok(Renewal::Gone) => {
+                lost.mark(LostReason::Taken);
+                return;
+            }
+            Err(err) if Instant::now() + retry >= lease_end => {
+                lost.mark(LostReason::RenewalFailed(err.to_string()));
+                return;
+            }
+            Err(_) => next = Instant::now() + retry,
+        }
+    }
+}
+
+async fn expire_at(lease_end: Instant, lost: LostNotifier) {
+    sleep_until(lease_end).await;
+    lost.mark(LostReason::LeaseExpired);
+}
+
+/// One owner's place in the table. `turn` serializes that owner's acquisitions so that two
+/// tasks sharing an owner cannot both take the lock fresh; `hold` is only touched briefly.
+#[derive(Default)]
+pub(crate) struct Slot {
+    pub turn: tokio::sync::Mutex<()>,
+    pub hold: Mutex<Option<Hold>>,
+}
+
+impl Slot {
+    pub fn hold(&self) -> std::sync::MutexGuard<'_, Option<Hold>> {
+        self.hold.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+type SlotKey = (String, Owner);
+
+#[derive(Default)]
+pub(crate) struct HoldTable {
+    slots: Mutex<HashMap<SlotKey, Arc<Slot>>>,
+}
+
+impl HoldTable {
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<SlotKey, Arc<Slot>>> {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn slot(&self, key: &str, owner: Owner) -> Arc<Slot> {
+        self.slots().entry((key.to_string(), owner)).or_default().clone()
+    }
+
+    pub fn existing(&self, key: &str, owner: Owner) -> Option<Arc<Slot>> {
+        self.slots().get(&(key.to_string(), owner)).cloned()
+    }
+
+    /// Drop the slot once nobody holds or waits on it, so the table does not grow with every
+    /// name ever locked.
+    pub fn tidy(&self, key: &str, owner: Owner, slot: Arc<Slot>) {
+        let mut slots = self.slots();
+        // The table's reference plus the caller's own.
+        if Arc::strong_count(&slot) == 2 && slot.hold().is_none() {
+            slots.remove(&(key.to_string(), owner));
+        }
+    }
+
+    /// Take every hold out of the table: for client close.
+    pub fn drain(&self) -> Vec<Hold> {
+        let slots = std::mem::take(&mut *self.slots());
+        slots.into_values().filter_map(|slot| slot.hold().take()).collect()
+    }
+}
+
+/// Give up a hold at client close: mark it lost, then release it in the store.
+pub(crate) async fn surrender(backend: &dyn Backend, hold: Hold) {
+    hold.lost.mark(LostReason::ClientClosed);
+    let held = hold.held.clone();
+    drop(hold);
+    // Best effort and bounded: a store that is down lets the lease run out instead.
+    let _ = tokio::time::timeout(Duration::from_secs(2), backend.release(&held, 0)).await;
+}

@@ -1,0 +1,371 @@
+//! Named lock handles and the acquire/release protocol every backend shares: reentrancy per
+//! owner, the lease or watchdog, lost detection, and cancellation that leaves nothing held.
+
+mod guard;
+pub(crate) mod hold;
+mod lost;
+mod name;
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+pub use guard::Guard;
+pub use lost::{LostNotifier, LostReason, LostWatch};
+pub use name::MAX_NAME_LEN;
+pub(crate) use name::{storage_key, validate_name};
+
+use crate::backend::{AcquireRequest, Acquired, HeldLock, Release, Renewal};
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::owner::Owner;
+use hold::{Hold, LeaseMode};
+
+/// The kinds of lock a backend may offer. Every backend offers `Reentrant`, the default.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum LockKind {
+    /// A reentrant mutex: Redisson's RLock on Redis, etcd's Mutex, Curator's
+    /// InterProcessMutex, a session lock on SQL, a lease row on SQLite.
+    #[default]
+    Reentrant,
+    /// First come, first served (Redisson's fair lock).
+    Fair,
+    /// The plain token lock of redis-py and node-redlock (`SET NX PX`).
+    Token,
+    /// ShedLock's lease table on SQL databases.
+    Lease,
+}
+
+impl LockKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LockKind::Reentrant => "reentrant",
+            LockKind::Fair => "fair",
+            LockKind::Token => "token",
+            LockKind::Lease => "lease",
+        }
+    }
+}
+
+impl fmt::Display for LockKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for LockKind {
+    type Err = Error;
+    fn from_str(text: &str) -> Result<Self> {
+        match text {
+            "reentrant" => Ok(LockKind::Reentrant),
+            "fair" => Ok(LockKind::Fair),
+            "token" => Ok(LockKind::Token),
+            "lease" => Ok(LockKind::Lease),
+            other => Err(Error::invalid_argument(format!(
+                "unknown lock kind '{other}'; use reentrant, fair, token or lease"
+            ))),
+        }
+    }
+}
+
+/// How to acquire: how long to wait, and for how long to hold.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AcquireOptions {
+    /// `None` waits until the lock is free; `Some(ZERO)` tries once.
+    pub wait: Option<Duration>,
+    /// `None` lets the watchdog keep the lock while the owner lives; `Some(d)` holds it for
+    /// at most `d` unless released earlier. Zero is an error.
+    pub lease: Option<Duration>,
+}
+
+impl AcquireOptions {
+    pub fn wait(mut self, wait: Duration) -> Self {
+        self.wait = Some(wait);
+        self
+    }
+
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = Some(lease);
+        self
+    }
+}
+
+/// A named lock as seen by one owner. Cheap to create and clone; it holds nothing until it
+/// is acquired. Clones share the owner, so acquiring through two clones is reentrant.
+#[derive(Clone)]
+pub struct Lock {
+    client: Client,
+    name: Arc<str>,
+    key: Arc<str>,
+    kind: LockKind,
+    owner: Owner,
+}
+
+impl fmt::Debug for Lock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lock").field("name", &self.name).field("kind", &self.kind).field("owner", &self.owner).finish()
+    }
+}
+
+impl Lock {
+    pub(crate) fn new(client: Client, name: &str, key: String, owner: Owner) -> Lock {
+        Lock { client, name: name.into(), key: key.into(), kind: LockKind::default(), owner }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn kind(&self) -> LockKind {
+        self.kind
+    }
+
+    pub fn owner(&self) -> Owner {
+        self.owner
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The same name as another kind of lock. Whether the backend offers it is checked when
+    /// acquiring.
+    pub fn with_kind(mut self, kind: LockKind) -> Lock {
+        self.kind = kind;
+        self
+    }
+
+    /// The same lock owned by `local_id` of this client: bindings pass the thread or task id
+    /// here, so that ownership follows their language's rules.
+    pub fn with_local_id(mut self, local_id: u64) -> Lock {
+        self.owner.local_id = local_id;
+        self
+    }
+
+    /// Wait as long as it takes, then hold under the watchdog.
+    pub async fn acquire(&self) -> Result<Guard> {
+        self.acquire_with(AcquireOptions::default()).await
+    }
+
+    /// Try once; `None` if someone else holds the lock.
+    pub async fn try_acquire(&self) -> Result<Option<Guard>> {
+        match self.acquire_with(AcquireOptions::default().wait(Duration::ZERO)).await {
+            Ok(guard) => Ok(Some(guard)),
+            Err(err) if err.kind() == crate::ErrorKind::Timeout => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Acquire with an explicit wait and lease. A wait that runs out is an error of kind
+    /// `Timeout`. If this owner already holds the lock, the acquisition joins the hold
+    /// (reentrancy), returns its token and keeps its lease mode.
+    pub async fn acquire_with(&self, options: AcquireOptions) -> Result<Guard> {
+        if options.lease == Some(Duration::ZERO) {
+            return Err(Error::invalid_argument(
+                "a lease must be positive; omit it to let the watchdog renew the lock",
+            ));
+        }
+        let inner = self.client.inner();
+        inner.ensure_open()?;
+        if !inner.backend.supports(self.kind) {
+            return Err(Error::invalid_argument(format!(
+                "the {} backend does not offer {} locks",
+                inner.scheme, self.kind
+            )));
+        }
+        let slot = inner.holds.slot(&self.key, self.owner);
+        let result = async {
+            let _turn = slot.turn.lock().await;
+            if let Some(guard) = self.reenter(&slot).await? {
+                return Ok(guard);
+            }
+            self.acquire_fresh(&slot, options).await
+        }
+        .await;
+        inner.holds.tidy(&self.key, self.owner, slot);
+        result
+    }
+
+    /// Join this owner's live hold, if there is one.
+    async fn reenter(&self, slot: &hold::Slot) -> Result<Option<Guard>> {
+        let held = match slot.hold().as_ref() {
+            Some(hold) if !hold.is_lost() => hold.held.clone(),
+            _ => return Ok(None),
+        };
+        match self.client.inner().backend.reenter(&held).await? {
+            Renewal::Renewed => {
+                let mut hold = slot.hold();
+                match hold.as_mut() {
+                    Some(hold) if !hold.is_lost() && Arc::ptr_eq(&hold.held, &held) => {
+                        hold.count += 1;
+                        Ok(Some(Guard::new(self.clone(), held.token, hold.watch.clone())))
+                    }
+                    _ => Ok(None),
+                }
+            }
+            Renewal::Gone => {
+                if let Some(hold) = slot.hold().as_ref() {
+                    hold.lost.mark(LostReason::Taken);
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    async fn acquire_fresh(&self, slot: &hold::Slot, options: AcquireOptions) -> Result<Guard> {
+        let inner = self.client.inner();
+        let mode = match options.lease {
+            Some(lease) => LeaseMode::Fixed { lease },
+            None => LeaseMode::Watchdog { lease: inner.watchdog_lease },
+        };
+        let (lost, watch) = lost::lost_latch();
+        let request = AcquireRequest {
+            key: self.key.to_string(),
+            owner: self.owner,
+            kind: self.kind,
+            lease: match mode {
+                LeaseMode::Fixed { lease } | LeaseMode::Watchdog { lease } => lease,
+            },
+            deadline: options.wait.map(|wait| Instant::now() + wait),
+            cancel: CancellationToken::new(),
+            lost: lost.clone(),
+        };
+        let acquired = self.run_acquire(request).await?.ok_or_else(|| {
+            let waited = options.wait.unwrap_or_default();
+            Error::timeout(format!(
+                "lock '{}' is held by someone else; gave up after waiting {}ms",
+                self.name,
+                waited.as_millis()
+            ))
+        })?;
+        // No await between receiving the hold and recording it, so a caller that goes away
+        // now cannot leave it unrecorded.
+        let held = HeldLock {
+            key: self.key.to_string(),
+            owner: self.owner,
+            kind: self.kind,
+            token: acquired.token,
+            state: acquired.state,
+        };
+        let token = held.token;
+        let backend = inner.backend.clone();
+        let hold = Hold::start(backend, held, mode, acquired.attempt_started, lost, watch.clone(), &inner.runtime);
+        *slot.hold() = Some(hold);
+        Ok(Guard::new(self.clone(), token, watch))
+    }
+
+    /// Run the backend's acquire in its own task, so that a caller dropping this future can
+    /// never strand a hold: the task sees the cancellation while waiting, and a hold it gets
+    /// after the caller left is released at once.
+    async fn run_acquire(&self, request: AcquireRequest) -> Result<Option<Acquired>> {
+        let inner = self.client.inner();
+        let backend = inner.backend.clone();
+        let cancel_on_drop = request.cancel.clone().drop_guard();
+        let (reply, answer) = oneshot::channel();
+        inner.runtime.spawn(async move {
+            let result = backend.acquire(&request).await;
+            if let Err(Ok(Some(acquired))) = reply.send(result) {
+                let held = HeldLock {
+                    key: request.key,
+                    owner: request.owner,
+                    kind: request.kind,
+                    token: acquired.token,
+                    state: acquired.state,
+                };
+                let _ = backend.release(&held, 0).await;
+            }
+        });
+        let result = answer.await.map_err(|_| Error::backend("the acquire task stopped before it answered"))?;
+        cancel_on_drop.disarm();
+        result
+    }
+
+    /// Give back one hold of this lock's owner. Releasing a lock the owner does not hold is
+    /// an error of kind `NotOwner`; releasing one that was lost is an error of kind `Lost`.
+    pub async fn release(&self) -> Result<()> {
+        self.release_hold(None).await
+    }
+
+    /// Release one hold; with `token`, only if the owner's current hold is that one (a guard
+    /// of a hold that was lost and replaced must not release its successor).
+    pub(crate) async fn release_hold(&self, token: Option<u64>) -> Result<()> {
+        let inner = self.client.inner();
+        let not_owner = || {
+            Error::not_owner(format!(
+                "lock '{}' is not held by this owner ({}); only the owner that acquired it can release it",
+                self.name, self.owner
+            ))
+        };
+        let slot = inner.holds.existing(&self.key, self.owner).ok_or_else(not_owner)?;
+        let taken = {
+            let mut state = slot.hold();
+            match state.as_mut() {
+                Some(hold) if token.is_none_or(|t| t == hold.held.token) => {
+                    hold.count -= 1;
+                    let holds_left = hold.count;
+                    let taken = (hold.held.clone(), hold.lost.clone(), holds_left);
+                    if holds_left == 0 {
+                        // The last release stops the keeper whatever the store says next.
+                        drop(state.take());
+                    }
+                    Some(taken)
+                }
+                _ => None,
+            }
+        };
+        inner.holds.tidy(&self.key, self.owner, slot);
+        let (held, lost, holds_left) = taken.ok_or_else(not_owner)?;
+        let lost_error = |reason: LostReason| {
+            Error::lost(format!("lock '{}' was lost before it was released: {reason}", self.name))
+        };
+        if let Some(reason) = lost.reason() {
+            if holds_left == 0 {
+                // The store may still have our record (say, renewals failed on a flaky
+                // network); removing it is harmless and frees the lock sooner.
+                let _ = inner.backend.release(&held, 0).await;
+            }
+            return Err(lost_error(reason));
+        }
+        match inner.backend.release(&held, holds_left).await? {
+            Release::Released => Ok(()),
+            Release::Gone => {
+                lost.mark(LostReason::Taken);
+                Err(lost_error(LostReason::Taken))
+            }
+        }
+    }
+
+    /// How many times this owner holds the lock, as far as this client knows.
+    pub fn hold_count(&self) -> u32 {
+        self.live_hold(|hold| hold.count).unwrap_or(0)
+    }
+
+    /// Whether this owner holds the lock and it has not been lost.
+    pub fn is_held(&self) -> bool {
+        self.live_hold(|_| ()).is_some()
+    }
+
+    /// The fencing token of this owner's current hold.
+    pub fn fencing_token(&self) -> Option<u64> {
+        self.live_hold(|hold| hold.held.token)
+    }
+
+    /// The lost latch of this owner's current hold, lost or not.
+    pub fn lost_watch(&self) -> Option<LostWatch> {
+        let slot = self.client.inner().holds.existing(&self.key, self.owner)?;
+        let hold = slot.hold();
+        hold.as_ref().map(|hold| hold.watch.clone())
+    }
+
+    fn live_hold<T>(&self, read: impl FnOnce(&Hold) -> T) -> Option<T> {
+        let slot = self.client.inner().holds.existing(&self.key, self.owner)?;
+        let hold = slot.hold();
+        hold.as_ref().filter(|hold| !hold.is_lost()).map(read)
+    }
+}

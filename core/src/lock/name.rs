@@ -1,0 +1,53 @@
+//! Lock names as users give them, and the storage key a backend uses for them.
+
+use crate::error::{Error, Result};
+
+/// Longest accepted lock name, in bytes. Long enough for any sensible key; short enough that
+/// every backend can store it (ZooKeeper paths, SQL primary keys after hashing).
+pub const MAX_NAME_LEN: usize = 512;
+
+pub(crate) fn validate_name(name: &str) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::invalid_argument("a lock name must not be empty"));
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(Error::invalid_argument(format!(
+            "lock name is {} bytes long; the limit is {MAX_NAME_LEN} bytes (hash long names before using them)",
+            name.len()
+        )));
+    }
+    if name.chars().any(|c| c == '\0') {
+        return Err(Error::invalid_argument("a lock name must not contain NUL characters"));
+    }
+    Ok(())
+}
+
+/// The key a backend stores a lock under: the name itself, or `<namespace>:<name>`.
+/// With no namespace the key is exactly the name, so other clients (Redisson, redis-py,
+/// etcdctl) that use the bare name see the same lock.
+pub(crate) fn storage_key(namespace: Option<&str>, name: &str) -> String {
+    match namespace {
+        Some(ns) => format!("{ns}:{name}"),
+        None => name.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_checked() {
+        assert!(validate_name("orders:42").is_ok());
+        assert!(validate_name("").is_err());
+        assert!(validate_name(&"x".repeat(MAX_NAME_LEN)).is_ok());
+        assert!(validate_name(&"x".repeat(MAX_NAME_LEN + 1)).is_err());
+        assert!(validate_name("a\0b").is_err());
+    }
+
+    #[test]
+    fn keys_carry_the_namespace() {
+        assert_eq!(storage_key(None, "job"), "job");
+        assert_eq!(storage_key(Some("orders"), "job"), "orders:job");
+    }
+}

@@ -1,0 +1,177 @@
+//! Connection URLs: `scheme://target?option=value&...`. The scheme picks the backend; the
+//! options ride in the query string. A URL is only ever shown in its redacted form.
+
+use std::time::Duration;
+
+use crate::duration::parse_duration;
+use crate::error::{Error, Result};
+
+/// Used when neither the caller nor `$POLYLOCK_URL` names a backend: the embedded default.
+pub const DEFAULT_URL: &str = "sqlite://polylock.db";
+
+/// The environment variable that names the default backend.
+pub const URL_ENV: &str = "POLYLOCK_URL";
+
+/// The URL `Client::connect_default` uses: `$POLYLOCK_URL`, else [`DEFAULT_URL`].
+pub fn default_url() -> String {
+    std::env::var(URL_ENV).ok().filter(|u| !u.trim().is_empty()).unwrap_or_else(|| DEFAULT_URL.to_string())
+}
+
+/// A parsed connection URL. Backends take the options they know; any option left over when
+/// the backend is done is an error, so a misspelt option never goes unnoticed.
+#[derive(Debug, Clone)]
+pub struct ConnectUrl {
+    scheme: String,
+    target: String,
+    options: Vec<(String, String)>,
+    redacted: String,
+}
+
+impl ConnectUrl {
+    pub fn parse(text: &str) -> Result<Self> {
+        let text = text.trim();
+        let (scheme, rest) = text.split_once("://").ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "'{}' is not a polylock URL; expected scheme://..., such as sqlite://polylock.db or redis://localhost:6379",
+                redact(text)
+            ))
+        })?;
+        let (target, query) = match rest.split_once('?') {
+            Some((target, query)) => (target, query),
+            None => (rest, ""),
+        };
+        let options = form_urlencoded::parse(query.as_bytes())
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        Ok(ConnectUrl {
+            scheme: scheme.to_ascii_lowercase(),
+            target: target.to_string(),
+            options,
+            redacted: redact(text),
+        })
+    }
+
+    pub fn scheme(&self) -> &str {
+        &self.scheme
+    }
+
+    /// Everything between `://` and `?`: host list, credentials, path.
+    pub fn target(&self) -> &str {
+        &self.target
+    }
+
+    /// The URL with any password replaced by `***`: the only form fit for messages and logs.
+    pub fn redacted(&self) -> &str {
+        &self.redacted
+    }
+
+    /// Remove and return an option's value; the last one wins if it is repeated.
+    pub fn take_option(&mut self, key: &str) -> Option<String> {
+        let mut found = None;
+        self.options.retain(|(k, v)| {
+            if k == key {
+                found = Some(v.clone());
+                false
+            } else {
+                true
+            }
+        });
+        found
+    }
+
+    pub fn take_duration(&mut self, key: &str) -> Result<Option<Duration>> {
+        self.take_option(key)
+            .map(|v| parse_duration(&format!("URL option '{key}'"), &v))
+            .transpose()
+    }
+
+    /// Fail if any option was not taken by the backend or the client.
+    pub fn ensure_no_options_left(&self) -> Result<()> {
+        match self.options.first() {
+            None => Ok(()),
+            Some((key, _)) => Err(Error::invalid_argument(format!(
+                "unknown option '{key}' in {}; check its spelling against the backend's documented options",
+                self.redacted
+            ))),
+        }
+    }
+}
+
+/// Hide the password of a `user:password@host` authority, and the value of any option whose
+/// name says it is a secret.
+pub fn redact(url: &str) -> String {
+    let (head, query) = match url.split_once('?') {
+        Some((h, q)) => (h, Some(q)),
+        None => (url, None),
+    };
+    let mut out = match head.split_once("://") {
+        Some((scheme, rest)) => {
+            let authority_end = rest.find('/').unwrap_or(rest.len());
+            let (authority, path) = rest.split_at(authority_end);
+            let authority = match authority.rsplit_once('@') {
+                Some((userinfo, hosts)) => match userinfo.split_once(':') {
+                    Some((user, _password)) => format!("{user}:***@{hosts}"),
+                    None => format!("{userinfo}@{hosts}"),
+                },
+                None => authority.to_string(),
+            };
+            format!("{scheme}://{authority}{path}")
+        }
+        // Not a URL at all; still never echo what might be a password.
+        None => match head.rsplit_once('@') {
+            Some((_, hosts)) => format!("***@{hosts}"),
+            None => head.to_string(),
+        },
+    };
+    if let Some(query) = query {
+        let pairs: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((k, _)) if is_secret_option(k) => format!("{k}=***"),
+                _ => pair.to_string(),
+            })
+            .collect();
+        out.push('?');
+        out.push_str(&pairs.join("&"));
+    }
+    out
+}
+
+fn is_secret_option(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    ["password", "passwd", "pass", "secret", "token", "auth"].iter().any(|s| key.contains(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_scheme_target_and_options() {
+        let mut url = ConnectUrl::parse("SQLITE:///tmp/x.db?namespace=orders&lease=10s").unwrap();
+        assert_eq!(url.scheme(), "sqlite");
+        assert_eq!(url.target(), "/tmp/x.db");
+        assert_eq!(url.take_option("namespace").as_deref(), Some("orders"));
+        assert_eq!(url.take_duration("lease").unwrap(), Some(Duration::from_secs(10)));
+        url.ensure_no_options_left().unwrap();
+    }
+
+    #[test]
+    fn leftover_option_is_an_error() {
+        let url = ConnectUrl::parse("mem://?leese=10s").unwrap();
+        let err = url.ensure_no_options_left().unwrap_err();
+        assert!(err.to_string().contains("leese"), "{err}");
+    }
+
+    #[test]
+    fn passwords_never_survive_redaction() {
+        assert_eq!(
+            redact("postgres://app:s3cret@db:5432/locks?sslmode=require"),
+            "postgres://app:***@db:5432/locks?sslmode=require"
+        );
+        assert_eq!(redact("redis://:s3cret@h:6379/0"), "redis://:***@h:6379/0");
+        assert_eq!(redact("redis://h:6379?password=s3cret&db=1"), "redis://h:6379?password=***&db=1");
+        let err = ConnectUrl::parse("bogus:app:s3cret@host").unwrap_err();
+        assert!(!err.to_string().contains("s3cret"), "{err}");
+    }
+}

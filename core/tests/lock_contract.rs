@@ -1,0 +1,319 @@
+//! The lock contract of DESIGN.md, run against every embedded backend (in-process memory and
+//! an SQLite file). Cross-process behaviour is tested through the CLI in cli/tests.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use polylock::{AcquireOptions, Client, ErrorKind, LostReason};
+use tokio::time::{sleep, timeout, Instant};
+
+/// A fresh store per test: a private mem:// store, or an SQLite file in a temp dir.
+struct Store {
+    url: String,
+    _dir: Option<tempfile::TempDir>,
+}
+
+fn stores(options: &str) -> Vec<Store> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let dir = tempfile::tempdir().unwrap();
+    let sep = if options.is_empty() { "" } else { "?" };
+    vec![
+        Store { url: format!("mem://test-{}-{n}{sep}{options}", std::process::id()), _dir: None },
+        Store { url: format!("sqlite://{}/locks.db{sep}{options}", dir.path().display()), _dir: Some(dir) },
+    ]
+}
+
+async fn connect(store: &Store) -> Client {
+    Client::connect(&store.url).await.unwrap_or_else(|e| panic!("connect {}: {e}", store.url))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tokens_increase_across_holds_and_owners() {
+    for store in stores("") {
+        let a = connect(&store).await;
+        let b = connect(&store).await;
+        let mut last = 0;
+        for client in [&a, &b, &a, &b] {
+            let guard = client.lock("job").unwrap().acquire().await.unwrap();
+            assert!(guard.fencing_token() > last, "{}: token went from {last} to {}", store.url, guard.fencing_token());
+            last = guard.fencing_token();
+            guard.release().await.unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reentrancy_counts_per_owner() {
+    for store in stores("") {
+        let client = connect(&store).await;
+        let lock = client.lock("reentrant").unwrap();
+        let other = client.lock("reentrant").unwrap(); // another handle: another owner
+        let outer = lock.acquire().await.unwrap();
+        let inner = lock.clone().acquire().await.unwrap();
+        assert_eq!(inner.fencing_token(), outer.fencing_token(), "reentry joins the hold");
+        assert_eq!(lock.hold_count(), 2);
+        assert!(other.try_acquire().await.unwrap().is_none(), "{}", store.url);
+        inner.release().await.unwrap();
+        assert_eq!(lock.hold_count(), 1);
+        assert!(other.try_acquire().await.unwrap().is_none(), "still held once");
+        outer.release().await.unwrap();
+        assert!(!lock.is_held());
+        let theirs = other.try_acquire().await.unwrap().expect("free after the last release");
+        theirs.release().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bindings_choose_the_owner_by_local_id() {
+    for store in stores("") {
+        let client = connect(&store).await;
+        let thread_1 = client.lock("owned").unwrap().with_local_id(1);
+        let thread_2 = client.lock("owned").unwrap().with_local_id(2);
+        thread_1.acquire().await.unwrap().detach();
+        // The same thread id through a fresh handle is the same owner (Redisson's rule).
+        let again = client.lock("owned").unwrap().with_local_id(1);
+        again.acquire().await.unwrap().detach();
+        assert_eq!(thread_1.hold_count(), 2);
+        assert!(thread_2.try_acquire().await.unwrap().is_none());
+        assert_eq!(thread_2.release().await.unwrap_err().kind(), ErrorKind::NotOwner);
+        thread_1.release().await.unwrap();
+        again.release().await.unwrap();
+        assert_eq!(thread_1.release().await.unwrap_err().kind(), ErrorKind::NotOwner);
+        thread_2.try_acquire().await.unwrap().expect("free").release().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn release_by_non_owner_is_an_error() {
+    for store in stores("") {
+        let client = connect(&store).await;
+        let holder = client.lock("mine").unwrap();
+        let stranger = client.lock("mine").unwrap();
+        let guard = holder.acquire().await.unwrap();
+        let err = stranger.release().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::NotOwner);
+        assert!(err.to_string().contains("'mine' is not held by this owner"), "{err}");
+        assert!(holder.is_held(), "a failed release by a stranger changes nothing");
+        guard.release().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_times_out_with_a_typed_error() {
+    for store in stores("") {
+        let client = connect(&store).await;
+        let guard = client.lock("busy").unwrap().acquire().await.unwrap();
+        let started = Instant::now();
+        let err = client
+            .lock("busy")
+            .unwrap()
+            .acquire_with(AcquireOptions::default().wait(Duration::from_millis(200)))
+            .await
+            .unwrap_err();
+        let waited = started.elapsed();
+        assert_eq!(err.kind(), ErrorKind::Timeout);
+        assert!(waited >= Duration::from_millis(200) && waited < Duration::from_secs(2), "{waited:?}");
+        guard.release().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_gets_the_lock_soon_after_release() {
+    for store in stores("") {
+        let client = connect(&store).await;
+        let guard = client.lock("handoff").unwrap().acquire().await.unwrap();
+        let waiter = {
+            let lock = client.lock("handoff").unwrap();
+            tokio::spawn(async move {
+                let guard = lock.acquire().await.unwrap();
+                let at = Instant::now();
+                guard.release().await.unwrap();
+                at
+            })
+        };
+        sleep(Duration::from_millis(100)).await;
+        let released_at = Instant::now();
+        guard.release().await.unwrap();
+        let acquired_at = waiter.await.unwrap();
+        let handoff = acquired_at - released_at;
+        assert!(handoff < Duration::from_millis(500), "{}: handoff took {handoff:?}", store.url);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explicit_lease_expires_and_the_guard_knows() {
+    for store in stores("") {
+        let client = connect(&store).await;
+        let lock = client.lock("leased").unwrap();
+        let guard = lock.acquire_with(AcquireOptions::default().lease(Duration::from_millis(300))).await.unwrap();
+        assert!(!guard.is_lost());
+        let other = client.lock("leased").unwrap();
+        let started = Instant::now();
+        let theirs = other.acquire_with(AcquireOptions::default().wait(Duration::from_secs(5))).await.unwrap();
+        assert!(started.elapsed() >= Duration::from_millis(250), "taken before the lease ended");
+        assert!(theirs.fencing_token() > guard.fencing_token());
+        assert_eq!(timeout(Duration::from_secs(1), guard.lost()).await.unwrap(), LostReason::LeaseExpired);
+        assert!(!lock.is_held());
+        assert_eq!(guard.release().await.unwrap_err().kind(), ErrorKind::Lost);
+        assert!(other.is_held(), "the old holder's release must not touch the new hold");
+        theirs.release().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watchdog_keeps_the_lock_past_its_lease() {
+    for store in stores("lease=300ms") {
+        let client = connect(&store).await;
+        let guard = client.lock("kept").unwrap().acquire().await.unwrap();
+        sleep(Duration::from_millis(1000)).await; // more than three leases
+        assert!(!guard.is_lost(), "{}", store.url);
+        assert!(client.lock("kept").unwrap().try_acquire().await.unwrap().is_none());
+        guard.release().await.unwrap();
+        assert!(client.lock("kept").unwrap().try_acquire().await.unwrap().is_some());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_guard_releases_and_stops_the_watchdog() {
+    for store in stores("lease=300ms") {
+        let client = connect(&store).await;
+        let lock = client.lock("dropped").unwrap();
+        drop(lock.acquire().await.unwrap());
+        let other = client.lock("dropped").unwrap();
+        let guard = other.acquire_with(AcquireOptions::default().wait(Duration::from_millis(200))).await.unwrap();
+        assert!(!lock.is_held());
+        guard.release().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_the_client_marks_holds_lost_and_frees_them() {
+    for store in stores("") {
+        let holder = connect(&store).await;
+        let guard = holder.lock("closing").unwrap().acquire().await.unwrap();
+        holder.close().await;
+        assert_eq!(guard.lost_watch().reason(), Some(LostReason::ClientClosed));
+        let err = holder.lock("closing").unwrap().acquire().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Connection);
+        let other = connect(&store).await;
+        assert!(other.lock("closing").unwrap().try_acquire().await.unwrap().is_some(), "close gives holds back");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_acquire_leaves_nothing_behind() {
+    for store in stores("") {
+        let client = connect(&store).await;
+        // A waiter that gives up (its future dropped) while the lock is held...
+        let guard = client.lock("cancel").unwrap().acquire().await.unwrap();
+        let waiter = client.lock("cancel").unwrap();
+        assert!(timeout(Duration::from_millis(100), waiter.acquire()).await.is_err());
+        guard.release().await.unwrap();
+        // ...and many acquires dropped at arbitrary points while the lock is free.
+        for i in 0..40u64 {
+            let lock = client.lock("cancel").unwrap();
+            let _ = timeout(Duration::from_micros(i * 50), lock.acquire()).await;
+        }
+        sleep(Duration::from_millis(100)).await;
+        let probe = connect(&store).await;
+        let started = Instant::now();
+        let got = probe
+            .lock("cancel")
+            .unwrap()
+            .acquire_with(AcquireOptions::default().wait(Duration::from_secs(2)))
+            .await
+            .unwrap();
+        assert!(started.elapsed() < Duration::from_millis(500), "{}: a dropped acquire left a hold", store.url);
+        got.release().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tasks_contending_never_overlap_and_tokens_follow_time() {
+    for store in stores("") {
+        let clients = [connect(&store).await, connect(&store).await];
+        let inside = Arc::new(AtomicU64::new(0));
+        let ledger = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let mut tasks = Vec::new();
+        for t in 0..8 {
+            let lock = clients[t % 2].lock("counter").unwrap();
+            let (inside, ledger) = (inside.clone(), ledger.clone());
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..25 {
+                    let guard = lock.acquire().await.unwrap();
+                    assert_eq!(inside.fetch_add(1, Ordering::SeqCst), 0, "two holders at once");
+                    ledger.lock().unwrap().push(guard.fencing_token());
+                    tokio::task::yield_now().await;
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    guard.release().await.unwrap();
+                }
+            }));
+        }
+        for task in tasks {
+            task.await.unwrap();
+        }
+        let tokens = ledger.lock().unwrap().clone();
+        assert_eq!(tokens.len(), 200);
+        assert!(tokens.windows(2).all(|w| w[0] < w[1]), "{}: tokens out of order in time", store.url);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_typed_errors() {
+    for store in stores("") {
+        let client = connect(&store).await;
+        assert_eq!(client.lock("").unwrap_err().kind(), ErrorKind::InvalidArgument);
+        assert_eq!(client.lock(&"n".repeat(polylock::MAX_NAME_LEN + 1)).unwrap_err().kind(), ErrorKind::InvalidArgument);
+        let lock = client.lock("fine").unwrap();
+        let err = lock.acquire_with(AcquireOptions::default().lease(Duration::ZERO)).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+        let err = lock.clone().with_kind(polylock::LockKind::Fair).acquire().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+        assert!(err.to_string().contains("does not offer fair locks"), "{err}");
+    }
+    for (url, needle) in [
+        ("bogus://x", "unknown URL scheme 'bogus'"),
+        ("no-scheme-at-all", "not a polylock URL"),
+        ("mem://?leese=3s", "unknown option 'leese'"),
+        ("mem://?lease=0", "at least 30ms"),
+        ("mem://?lease=soon", "not a duration"),
+        ("sqlite://", "needs a file path"),
+    ] {
+        let err = Client::connect(url).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{url}");
+        assert!(err.to_string().contains(needle), "{url}: {err}");
+    }
+    let err = Client::connect("sqlite:///nonexistent-dir/deeper/locks.db").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection);
+    assert!(err.to_string().contains("/nonexistent-dir/deeper/locks.db"), "{err}");
+    let err = Client::connect("redis://user:hunter2@localhost:6379").await.unwrap_err();
+    assert!(!err.to_string().contains("hunter2"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_row_removed_behind_the_holders_back_is_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("locks.db");
+    let client = Client::connect(&format!("sqlite://{}?lease=300ms", path.display())).await.unwrap();
+    let guard = client.lock("vanishing").unwrap().acquire().await.unwrap();
+    let outsider = rusqlite::Connection::open(&path).unwrap();
+    outsider.busy_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(outsider.execute("DELETE FROM polylock_locks WHERE name = 'vanishing'", []).unwrap(), 1);
+    let reason = timeout(Duration::from_secs(2), guard.lost()).await.expect("loss noticed within a renewal");
+    assert_eq!(reason, LostReason::Taken);
+    assert!(!guard.lock().is_held());
+    assert_eq!(guard.release().await.unwrap_err().kind(), ErrorKind::Lost);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_unwritable_path_is_a_connection_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_a_db = dir.path().join("plain.txt");
+    std::fs::write(&not_a_db, "this is not an sqlite database, it is a text file that is long enough").unwrap();
+    let err = Client::connect(&format!("sqlite://{}", not_a_db.display())).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    let err = Client::connect(&format!("sqlite://{}", dir.path().display())).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "a directory is not a database: {err}");
+}

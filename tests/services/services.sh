@@ -1,0 +1,587 @@
+#!/usr/bin/env bash
+# Start, stop and inspect the real servers that polylock's integration tests run against.
+#
+#   services.sh start  [SERVICE...]   install if needed, start, wait until answering, print URLs
+#   services.sh stop   [SERVICE...]   stop (no-op when not running)
+#   services.sh status [SERVICE...]   one line per service; exit 0 only if all are answering
+#   services.sh url    SERVICE        print the service's URL
+#   services.sh env                   `export POLYLOCK_TEST_<SERVICE>_URL=...` for running services
+#
+# SERVICE: redis etcd zookeeper postgres mariadb (default: all). See README.md beside this file.
+#
+# Adding a service NAME means adding one block of functions below:
+#   svc_NAME_packages   print the Debian packages to install (nothing when already installed)
+#   svc_NAME_launch     create its files under $(svc_dir NAME) and `spawn` its process(es)
+#   svc_NAME_setup      optional: one-time setup once it runs (users, databases)
+#   svc_NAME_ready      succeed when it answers a real request (polled)
+#   svc_NAME_url        print the polylock URL
+# plus its entries in SERVICES, SVC_PORTS and SVC_COMM (and SVC_STOP_SIGNAL if not TERM).
+# A service may spawn several processes (one pid file each, e.g. node1.pid node2.pid):
+# stop and status handle every *.pid file in the service's directory.
+set -euo pipefail
+
+readonly HOST=127.0.0.1
+readonly BASE_DIR="${POLYLOCK_SERVICES_DIR:-/tmp/polylock-services}"
+readonly READY_TIMEOUT="${POLYLOCK_SERVICES_TIMEOUT:-60}"
+readonly STOP_TIMEOUT=30
+readonly PG_BIN=/usr/lib/postgresql/15/bin
+readonly PROG="${0##*/}"
+
+# Every service, in start order. Services added later that should not start by default
+# (clusters) can go in KNOWN_SERVICES only.
+SERVICES=(redis etcd zookeeper postgres mariadb)
+KNOWN_SERVICES=("${SERVICES[@]}")
+
+# TCP ports each service listens on (checked to be free before a start).
+declare -A SVC_PORTS=(
+  [redis]="16379"
+  [etcd]="12379 12380"
+  [zookeeper]="12181"
+  [postgres]="15432"
+  [mariadb]="13306"
+)
+# Expected /proc/PID/comm of each server process: guards against a stale pid file whose
+# pid has been reused by an unrelated process.
+declare -A SVC_COMM=(
+  [redis]=redis-server
+  [etcd]=etcd
+  [zookeeper]=java
+  [postgres]=postgres
+  [mariadb]=mariadbd
+)
+# Signal that stops a server promptly. PostgreSQL's SIGTERM is "smart" shutdown, which
+# waits for every client to disconnect; SIGINT is "fast" shutdown.
+declare -A SVC_STOP_SIGNAL=(
+  [postgres]=INT
+)
+
+# ---------------------------------------------------------------------------------------
+# Small helpers
+
+msg() { printf '%s: %s\n' "$PROG" "$*" >&2; }
+die() { msg "error: $*"; exit 1; }
+
+usage() {
+  sed -n '2,10s/^# \{0,1\}//p' "$0" >&2
+  exit 2
+}
+
+svc_dir() { printf '%s/%s\n' "$BASE_DIR" "$1"; }
+
+is_known() {
+  local s
+  for s in "${KNOWN_SERVICES[@]}"; do [[ $s == "$1" ]] && return 0; done
+  return 1
+}
+
+# Run a per-service hook if the service defines it: call_hook NAME OP [ARGS...]
+has_hook() { declare -F "svc_${1//-/_}_$2" >/dev/null; }
+call_hook() {
+  local name=$1 op=$2
+  shift 2
+  "svc_${name//-/_}_${op}" "$@"
+}
+
+# Succeeds while PID is a live (non-zombie) process whose comm is COMM.
+pid_alive() {
+  local pid=$1 comm=$2 stat
+  [[ $pid =~ ^[0-9]+$ ]] || return 1
+  stat=$(cat "/proc/$pid/stat" 2>/dev/null) || return 1
+  [[ ${stat##*) } != Z* ]] || return 1
+  [[ $(cat "/proc/$pid/comm" 2>/dev/null) == "$comm" ]]
+}
+
+pid_files() { compgen -G "$(svc_dir "$1")/*.pid" || true; }
+
+# Succeeds if every pid file of the service names a live server process (and there is one).
+is_running() {
+  local name=$1 f any=1
+  while read -r f; do
+    [[ -n $f ]] || continue
+    pid_alive "$(<"$f")" "${SVC_COMM[$name]}" || return 1
+    any=0
+  done < <(pid_files "$name")
+  return "$any"
+}
+
+port_in_use() { (exec 3<>"/dev/tcp/$HOST/$1") 2>/dev/null; }
+
+# Close every fd above 2 in the current (sub)shell, so a spawned server keeps neither our
+# lock file nor a pipe the caller passed us (a test runner waiting for EOF would hang).
+close_inherited_fds() {
+  local fds fd
+  # List first, close after: the glob briefly opens a directory fd of its own.
+  fds=(/proc/"$BASHPID"/fd/*)
+  for fd in "${fds[@]##*/}"; do
+    if ((fd > 2)); then exec {fd}>&-; fi
+  done
+}
+
+# spawn PIDFILE LOGFILE CMD... : run CMD detached in its own session (so the caller's
+# shell or terminal going away does not signal it), stdin from /dev/null, output to LOGFILE.
+# A background job of a non-interactive shell is not a process-group leader, so setsid(1)
+# calls setsid() and execs without forking: $! is the server's own pid.
+spawn() {
+  local pidfile=$1 log=$2
+  shift 2
+  (
+    close_inherited_fds
+    exec setsid "$@" </dev/null >>"$log" 2>&1
+  ) &
+  printf '%s\n' "$!" >"$pidfile"
+}
+
+log_tail() {
+  local f
+  for f in "$(svc_dir "$1")"/*.log; do
+    [[ -f $f ]] || continue
+    printf -- '----- last lines of %s -----\n' "$f" >&2
+    tail -n 40 "$f" >&2
+  done
+}
+
+# wait_until NAME DESCRIPTION CMD... : poll CMD until it succeeds, the service's process
+# dies, or READY_TIMEOUT passes. Prints the log tail on failure.
+wait_until() {
+  local name=$1 what=$2 deadline=$((SECONDS + READY_TIMEOUT))
+  shift 2
+  until "$@" >/dev/null 2>&1; do
+    if ! is_running "$name"; then
+      msg "$name exited while waiting for $what"
+      log_tail "$name"
+      return 1
+    fi
+    if ((SECONDS >= deadline)); then
+      msg "$name: timed out after ${READY_TIMEOUT}s waiting for $what"
+      log_tail "$name"
+      return 1
+    fi
+    sleep 0.2
+  done
+}
+
+# ---------------------------------------------------------------------------------------
+# Installing packages
+
+APT_UPDATED=0
+POLICY_RC_CREATED=0
+readonly POLICY_RC=/usr/sbin/policy-rc.d
+
+cleanup() {
+  if ((POLICY_RC_CREATED)); then rm -f "$POLICY_RC"; fi
+}
+trap cleanup EXIT
+
+# The packages hooks call this for each package whose files are missing.
+need_pkg() { printf '%s\n' "$1"; }
+
+apt_install() {
+  ((EUID == 0)) || die "must be root to install: $*"
+  # Packages must not start their own default instance (on the default port, under
+  # systemd/init): policy-rc.d exit code 101 tells invoke-rc.d "action forbidden".
+  if [[ ! -e $POLICY_RC ]]; then
+    printf '#!/bin/sh\n# created by polylock tests/services/services.sh\nexit 101\n' >"$POLICY_RC"
+    chmod 755 "$POLICY_RC"
+    POLICY_RC_CREATED=1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  if ((!APT_UPDATED)); then
+    msg "apt-get update"
+    apt-get -q update >&2
+    APT_UPDATED=1
+  fi
+  msg "installing: $*"
+  # Wait for the dpkg lock rather than fail if another apt-get is running.
+  apt-get -q -y --no-install-recommends -o DPkg::Lock::Timeout=600 install "$@" >&2
+  cleanup
+  POLICY_RC_CREATED=0
+}
+
+# Install what the given services lack, in one apt transaction.
+install_missing() {
+  local pkgs=() name
+  for name in "$@"; do
+    mapfile -t -O "${#pkgs[@]}" pkgs < <(call_hook "$name" packages)
+  done
+  if ((${#pkgs[@]})); then apt_install "${pkgs[@]}"; fi
+}
+
+# ---------------------------------------------------------------------------------------
+# redis: redis-server + redis-cli
+
+svc_redis_packages() {
+  command -v redis-server >/dev/null || need_pkg redis-server
+  command -v redis-cli >/dev/null || need_pkg redis-tools
+}
+
+svc_redis_launch() {
+  local dir
+  dir=$(svc_dir redis)
+  mkdir -p "$dir/data"
+  # No config file: everything on the command line. No persistence (throwaway data).
+  # DEBUG is allowed from loopback so tests can stall the server (DEBUG SLEEP).
+  spawn "$dir/server.pid" "$dir/server.log" \
+    redis-server --bind "$HOST" --port 16379 --dir "$dir/data" \
+    --daemonize no --save '' --appendonly no --enable-debug-command local
+}
+
+svc_redis_ready() {
+  [[ $(redis-cli -h "$HOST" -p 16379 ping 2>/dev/null) == PONG ]]
+}
+
+svc_redis_url() { printf 'redis://%s:16379\n' "$HOST"; }
+
+# ---------------------------------------------------------------------------------------
+# etcd: single member named "default"
+
+svc_etcd_packages() {
+  command -v etcd >/dev/null || need_pkg etcd-server
+  command -v etcdctl >/dev/null || need_pkg etcd-client
+}
+
+svc_etcd_launch() {
+  local dir client="http://$HOST:12379" peer="http://$HOST:12380"
+  dir=$(svc_dir etcd)
+  spawn "$dir/server.pid" "$dir/server.log" \
+    etcd --name default --data-dir "$dir/data" \
+    --listen-client-urls "$client" --advertise-client-urls "$client" \
+    --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
+    --initial-cluster "default=$peer" --initial-cluster-state new \
+    --initial-cluster-token polylock-test --logger zap --log-outputs stderr
+}
+
+svc_etcd_ready() {
+  # `endpoint health` does a real (linearizable) read through raft.
+  ETCDCTL_API=3 etcdctl --endpoints "http://$HOST:12379" \
+    --dial-timeout 2s --command-timeout 3s endpoint health
+}
+
+svc_etcd_url() { printf 'etcd://%s:12379\n' "$HOST"; }
+
+# ---------------------------------------------------------------------------------------
+# zookeeper: standalone server from Debian's jars
+
+readonly ZK_JAR=/usr/share/java/zookeeper.jar
+
+svc_zookeeper_packages() {
+  # The jar's manifest Class-Path names its dependencies in /usr/share/java.
+  if [[ ! -f $ZK_JAR ]] || ! command -v java >/dev/null; then need_pkg zookeeper; fi
+}
+
+svc_zookeeper_launch() {
+  local dir
+  dir=$(svc_dir zookeeper)
+  mkdir -p "$dir/conf" "$dir/data"
+  # admin.enableServer=false: no Jetty admin server on 8080. 4lw whitelist: the readiness
+  # check (and tests) use `srvr`/`ruok`/`stat`. maxClientCnxns=0: no per-IP connection
+  # cap, as every test client comes from 127.0.0.1. tickTime=1000 makes the minimum
+  # session timeout 2 s, so session-expiry tests are quick.
+  cat >"$dir/conf/zoo.cfg" <<EOF
+tickTime=1000
+initLimit=10
+syncLimit=5
+dataDir=$dir/data
+clientPort=12181
+clientPortAddress=$HOST
+maxClientCnxns=0
+admin.enableServer=false
+4lw.commands.whitelist=*
+EOF
+  cat >"$dir/conf/log4j.properties" <<'EOF'
+log4j.rootLogger=INFO, CONSOLE
+log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender
+log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
+log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] - %m%n
+EOF
+  # No com.sun.management.jmxremote.* flags, so no JMX port is opened; ZooKeeper's
+  # log4j JMX beans are switched off too.
+  spawn "$dir/server.pid" "$dir/server.log" \
+    java -Xms64m -Xmx256m -XX:+UseSerialGC -Djava.awt.headless=true \
+    -Dzookeeper.admin.enableServer=false -Dzookeeper.jmx.log4j.disable=true \
+    -Dlog4j.configuration="file:$dir/conf/log4j.properties" \
+    -cp "$dir/conf:$ZK_JAR" \
+    org.apache.zookeeper.server.quorum.QuorumPeerMain "$dir/conf/zoo.cfg"
+}
+
+# zk_4lw PORT WORD: send a ZooKeeper four-letter word, print the reply.
+zk_4lw() {
+  # shellcheck disable=SC2016 # expanded by the inner bash, from its arguments
+  timeout 5 bash -c 'exec 3<>"/dev/tcp/$0/$1" && printf %s "$2" >&3 && cat <&3' \
+    "$HOST" "$1" "$2" 2>/dev/null
+}
+
+svc_zookeeper_ready() {
+  # `srvr` answers "not currently serving requests" until the server is up; a serving one
+  # reports its Mode (standalone, or leader/follower in an ensemble).
+  zk_4lw 12181 srvr | grep -q '^Mode: '
+}
+
+svc_zookeeper_url() { printf 'zk://%s:12181\n' "$HOST"; }
+
+# ---------------------------------------------------------------------------------------
+# postgres: PostgreSQL 15, user/db polylock, passwords required over TCP
+
+svc_postgres_packages() {
+  [[ -x $PG_BIN/postgres && -x $PG_BIN/initdb ]] || need_pkg postgresql-15
+  [[ -x $PG_BIN/psql && -x $PG_BIN/pg_isready ]] || need_pkg postgresql-client-15
+}
+
+# PostgreSQL refuses to run as root: as root, run it as the postgres user (created by the
+# package). setpriv execs in place (unlike su/runuser, which fork and wait), so the pid
+# that spawn records is the server's own.
+PG_AS=()
+if ((EUID == 0)); then PG_AS=(setpriv --reuid=postgres --regid=postgres --init-groups --); fi
+
+svc_postgres_launch() {
+  local dir data
+  dir=$(svc_dir postgres)
+  data="$dir/data"
+  mkdir -p "$data"
+  if ((EUID == 0)); then chown -R postgres:postgres "$dir"; fi
+  "${PG_AS[@]}" test -w "$data" ||
+    die "postgres: $data is not writable by user postgres (is a parent of $BASE_DIR private?)"
+  # Host (TCP) connections need a scram-sha-256 password; the Unix socket (in the data
+  # directory, used only for setup) trusts everyone.
+  "${PG_AS[@]}" "$PG_BIN/initdb" -D "$data" -U postgres --auth-local=trust \
+    --auth-host=scram-sha-256 --encoding=UTF8 --no-locale --no-sync \
+    >>"$dir/server.log" 2>&1 || { log_tail postgres; die "postgres: initdb failed"; }
+  # fsync off: throwaway data, faster tests.
+  spawn "$dir/server.pid" "$dir/server.log" \
+    "${PG_AS[@]}" "$PG_BIN/postgres" -D "$data" -c listen_addresses="$HOST" -c port=15432 \
+    -c unix_socket_directories="$data" -c max_connections=200 \
+    -c fsync=off -c synchronous_commit=off -c full_page_writes=off
+}
+
+pg_socket_psql() {
+  "$PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$(svc_dir postgres)/data" -p 15432 -U postgres "$@"
+}
+
+# Setup hooks run in a condition (set -e is off there), hence the explicit || return 1.
+svc_postgres_setup() {
+  wait_until postgres "the Unix socket" \
+    "$PG_BIN/pg_isready" -q -h "$(svc_dir postgres)/data" -p 15432 -U postgres || return 1
+  pg_socket_psql -d postgres \
+    -c "CREATE ROLE polylock LOGIN PASSWORD 'polylock'" \
+    -c "CREATE DATABASE polylock OWNER polylock" >/dev/null || return 1
+  # PG 15 no longer lets everyone create in schema public; make it polylock's.
+  pg_socket_psql -d polylock \
+    -c "ALTER SCHEMA public OWNER TO polylock" \
+    -c "GRANT ALL ON SCHEMA public TO polylock" >/dev/null
+}
+
+svc_postgres_ready() {
+  "$PG_BIN/pg_isready" -q -h "$HOST" -p 15432 &&
+    [[ $(PGCONNECT_TIMEOUT=3 "$PG_BIN/psql" -X -At -c 'SELECT 1' "$(svc_postgres_url)") == 1 ]]
+}
+
+svc_postgres_url() { printf 'postgres://polylock:polylock@%s:15432/polylock\n' "$HOST"; }
+
+# ---------------------------------------------------------------------------------------
+# mariadb: user/db polylock, real password authentication
+
+svc_mariadb_packages() {
+  # mariadb-server-core has mariadbd and mariadb-install-db without the full server
+  # package's galera/perl/service baggage; mariadb-client has mariadb and mariadb-admin.
+  if [[ ! -x /usr/sbin/mariadbd ]] || ! command -v mariadb-install-db >/dev/null; then
+    need_pkg mariadb-server-core
+  fi
+  if ! command -v mariadb >/dev/null || ! command -v mariadb-admin >/dev/null; then
+    need_pkg mariadb-client
+  fi
+}
+
+# --no-defaults (which must come first) everywhere: ignore /etc/mysql/*.cnf and ~/.my.cnf.
+mariadb_sock() { printf '%s/mariadb.sock\n' "$(svc_dir mariadb)"; }
+
+svc_mariadb_launch() {
+  local dir user=()
+  dir=$(svc_dir mariadb)
+  mkdir -p "$dir/data" "$dir/tmp"
+  # mariadbd refuses to run as root unless told to explicitly.
+  if ((EUID == 0)); then user=(--user=root); fi
+  # root@localhost authenticates by unix_socket only (the OS user running this script);
+  # grant tables stay on, so polylock's password is really checked.
+  mariadb-install-db --no-defaults "${user[@]}" --datadir="$dir/data" \
+    --skip-test-db --skip-name-resolve --auth-root-authentication-method=socket \
+    >>"$dir/server.log" 2>&1 || { log_tail mariadb; die "mariadb: mariadb-install-db failed"; }
+  spawn "$dir/server.pid" "$dir/server.log" \
+    /usr/sbin/mariadbd --no-defaults "${user[@]}" --datadir="$dir/data" \
+    --socket="$(mariadb_sock)" --pid-file="$dir/data/mariadbd.pid" \
+    --port=13306 --bind-address="$HOST" --skip-name-resolve \
+    --character-set-server=utf8mb4 --collation-server=utf8mb4_unicode_ci \
+    --tmpdir="$dir/tmp" --max-connections=300 --innodb-buffer-pool-size=64M \
+    --innodb-flush-log-at-trx-commit=2
+}
+
+svc_mariadb_setup() {
+  wait_until mariadb "the Unix socket" \
+    mariadb-admin --no-defaults --socket="$(mariadb_sock)" -uroot ping || return 1
+  # Anonymous users would shadow polylock@'%' for local connections: drop any.
+  mariadb --no-defaults --socket="$(mariadb_sock)" -uroot <<'SQL'
+DELETE FROM mysql.global_priv WHERE User = '';
+FLUSH PRIVILEGES;
+CREATE DATABASE polylock CHARACTER SET utf8mb4;
+CREATE USER 'polylock'@'%' IDENTIFIED BY 'polylock';
+CREATE USER 'polylock'@'localhost' IDENTIFIED BY 'polylock';
+GRANT ALL PRIVILEGES ON polylock.* TO 'polylock'@'%';
+GRANT ALL PRIVILEGES ON polylock.* TO 'polylock'@'localhost';
+SQL
+}
+
+svc_mariadb_ready() {
+  local auth=(--no-defaults -h "$HOST" -P 13306 -upolylock --password=polylock
+    --connect-timeout=3)
+  mariadb-admin "${auth[@]}" ping &&
+    [[ $(mariadb "${auth[@]}" -N -B -e 'SELECT 1' polylock) == 1 ]]
+}
+
+svc_mariadb_url() { printf 'mysql://polylock:polylock@%s:13306/polylock\n' "$HOST"; }
+
+# ---------------------------------------------------------------------------------------
+# Generic start / stop / status
+
+env_var_name() {
+  local up=${1^^}
+  printf 'POLYLOCK_TEST_%s_URL\n' "${up//-/_}"
+}
+
+start_one() {
+  local name=$1 dir port
+  dir=$(svc_dir "$name")
+  if is_running "$name"; then
+    # Already up (maybe still starting in another invocation): just wait for it.
+    wait_until "$name" "it to answer" call_hook "$name" ready || return 1
+    call_hook "$name" url
+    return 0
+  fi
+  stop_one "$name" # reap any half-dead remains (some of several processes, stale pid files)
+  for port in ${SVC_PORTS[$name]}; do
+    if port_in_use "$port"; then
+      die "$name: port $port on $HOST is in use by a process this script did not start"
+    fi
+  done
+  # Throwaway: every fresh start begins from an empty directory.
+  rm -rf -- "$dir"
+  mkdir -p "$dir"
+  msg "starting $name (logs: $dir)"
+  call_hook "$name" launch
+  if has_hook "$name" setup && ! call_hook "$name" setup; then
+    stop_one "$name"
+    die "$name: setup failed"
+  fi
+  if ! wait_until "$name" "it to answer" call_hook "$name" ready; then
+    stop_one "$name"
+    die "$name did not come up"
+  fi
+  call_hook "$name" url
+}
+
+# stop_pid NAME PIDFILE: signal, wait for exit (SIGKILL after STOP_TIMEOUT), remove the
+# pid file (also when stale). The process is not our child, so poll rather than `wait`.
+stop_pid() {
+  local name=$1 pidfile=$2 pid deadline
+  local comm=${SVC_COMM[$name]} sig=${SVC_STOP_SIGNAL[$name]:-TERM}
+  pid=$(<"$pidfile")
+  if pid_alive "$pid" "$comm"; then
+    msg "stopping $name (pid $pid)"
+    kill -s "$sig" "$pid" 2>/dev/null || true
+    deadline=$((SECONDS + STOP_TIMEOUT))
+    while pid_alive "$pid" "$comm"; do
+      if ((SECONDS >= deadline)); then
+        msg "pid $pid did not exit after ${STOP_TIMEOUT}s: SIGKILL"
+        kill -s KILL "$pid" 2>/dev/null || true
+        deadline=$((SECONDS + 5))
+      fi
+      sleep 0.1
+    done
+  fi
+  rm -f -- "$pidfile"
+}
+
+stop_one() {
+  local name=$1 f
+  while read -r f; do
+    [[ -n $f ]] || continue
+    stop_pid "$name" "$f"
+  done < <(pid_files "$name")
+}
+
+status_one() {
+  local name=$1 pids f
+  if ! is_running "$name"; then
+    printf '%-10s stopped\n' "$name"
+    return 1
+  fi
+  pids=$(while read -r f; do printf '%s ' "$(<"$f")"; done < <(pid_files "$name"))
+  if call_hook "$name" ready >/dev/null 2>&1; then
+    printf '%-10s running   pid %s %s\n' "$name" "${pids% }" "$(call_hook "$name" url)"
+  else
+    printf '%-10s NOT ANSWERING pid %s (logs: %s)\n' "$name" "${pids% }" "$(svc_dir "$name")"
+    return 1
+  fi
+}
+
+# Serialise start/stop across concurrent invocations (parallel test jobs). The lock fd is
+# closed in spawned servers (close_inherited_fds), so it is released when we exit.
+take_lock() {
+  mkdir -p "$BASE_DIR"
+  exec {LOCK_FD}>"$BASE_DIR/.lock"
+  flock -w 900 "$LOCK_FD" || die "could not lock $BASE_DIR/.lock"
+}
+
+check_base_dir() {
+  [[ $BASE_DIR == /* && $BASE_DIR != / ]] ||
+    die "POLYLOCK_SERVICES_DIR must be an absolute path other than / (got '$BASE_DIR')"
+}
+
+# Expand the SERVICE arguments (default: all) into the global array SELECTED.
+select_services() {
+  local s
+  SELECTED=("$@")
+  if ((${#SELECTED[@]} == 0)); then SELECTED=("${SERVICES[@]}"); fi
+  for s in "${SELECTED[@]}"; do
+    is_known "$s" || die "unknown service '$s' (known: ${KNOWN_SERVICES[*]})"
+  done
+}
+
+main() {
+  local cmd=${1:-} s rc=0
+  [[ -n $cmd ]] || usage
+  shift
+  check_base_dir
+  case $cmd in
+    start)
+      select_services "$@"
+      take_lock
+      install_missing "${SELECTED[@]}"
+      for s in "${SELECTED[@]}"; do start_one "$s"; done
+      ;;
+    stop)
+      select_services "$@"
+      take_lock
+      for s in "${SELECTED[@]}"; do stop_one "$s"; done
+      ;;
+    status)
+      select_services "$@"
+      for s in "${SELECTED[@]}"; do status_one "$s" || rc=3; done
+      return "$rc"
+      ;;
+    url)
+      (($# == 1)) || usage
+      is_known "$1" || die "unknown service '$1' (known: ${KNOWN_SERVICES[*]})"
+      call_hook "$1" url
+      ;;
+    env)
+      (($# == 0)) || usage
+      for s in "${KNOWN_SERVICES[@]}"; do
+        if is_running "$s"; then
+          printf 'export %s=%q\n' "$(env_var_name "$s")" "$(call_hook "$s" url)"
+        fi
+      done
+      ;;
+    -h | --help | help) usage ;;
+    *) usage ;;
+  esac
+}
+
+main "$@"
