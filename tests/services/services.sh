@@ -61,9 +61,10 @@ declare -A SVC_STOP_SIGNAL=(
 msg() { printf '%s: %s\n' "$PROG" "$*" >&2; }
 die() { msg "error: $*"; exit 1; }
 
+# usage [EXIT_CODE]: print the header comment's synopsis.
 usage() {
   sed -n '2,10s/^# \{0,1\}//p' "$0" >&2
-  exit 2
+  exit "${1:-2}"
 }
 
 svc_dir() { printf '%s/%s\n' "$BASE_DIR" "$1"; }
@@ -264,8 +265,10 @@ svc_etcd_url() { printf 'etcd://%s:12379\n' "$HOST"; }
 readonly ZK_JAR=/usr/share/java/zookeeper.jar
 
 svc_zookeeper_packages() {
-  # The jar's manifest Class-Path names its dependencies in /usr/share/java.
-  if [[ ! -f $ZK_JAR ]] || ! command -v java >/dev/null; then need_pkg zookeeper; fi
+  # The jar's manifest Class-Path names its dependencies in /usr/share/java. The package
+  # `zookeeper` (zkCli.sh, zkServer.sh) pulls in libzookeeper-java (the jars) and a JRE.
+  [[ -f $ZK_JAR ]] || need_pkg zookeeper
+  command -v java >/dev/null || need_pkg default-jre-headless
 }
 
 svc_zookeeper_launch() {
@@ -390,7 +393,9 @@ svc_mariadb_packages() {
   fi
 }
 
-# --no-defaults (which must come first) everywhere: ignore /etc/mysql/*.cnf and ~/.my.cnf.
+# Every mariadb* command below starts with --no-defaults (it must be the first option):
+# ignore /etc/mysql/*.cnf and ~/.my.cnf, so the host's configuration cannot interfere.
+
 mariadb_sock() { printf '%s/mariadb.sock\n' "$(svc_dir mariadb)"; }
 
 svc_mariadb_launch() {
@@ -579,7 +584,7 @@ main() {
         fi
       done
       ;;
-    -h | --help | help) usage ;;
+    -h | --help | help) usage 0 ;;
     *) usage ;;
   esac
 }
