@@ -1,0 +1,112 @@
+//! `polylock id`: snowflake IDs from the shell.
+
+use std::io::{BufWriter, Write};
+
+use clap::Subcommand;
+use polylock::id::{Snowflake, SnowflakeLayout};
+
+use crate::exit;
+
+#[derive(Subcommand)]
+pub enum IdCommand {
+    /// Print snowflake IDs (Twitter layout), one a line
+    Snowflake {
+        /// Worker id, 0..=1023
+        #[arg(long, default_value_t = 0)]
+        worker: u64,
+        /// How many IDs to print
+        #[arg(long, default_value_t = 1)]
+        count: u64,
+        /// Epoch in Unix milliseconds (default: Twitter's)
+        #[arg(long, value_name = "MS")]
+        epoch: Option<u64>,
+    },
+    /// Print the parts of a snowflake ID
+    Parse {
+        id: String,
+        /// Epoch in Unix milliseconds (default: Twitter's)
+        #[arg(long, value_name = "MS")]
+        epoch: Option<u64>,
+    },
+}
+
+fn layout(epoch: Option<u64>) -> polylock::Result<SnowflakeLayout> {
+    match epoch {
+        None => Ok(SnowflakeLayout::TWITTER),
+        Some(epoch) => SnowflakeLayout::new(epoch, 41, 10, 12),
+    }
+}
+
+pub fn id(command: IdCommand) -> u8 {
+    match command {
+        IdCommand::Snowflake { worker, count, epoch } => {
+            let generator = match layout(epoch).and_then(|layout| Snowflake::with_layout(layout, worker)) {
+                Ok(generator) => generator,
+                Err(err) => return exit::fail(&err),
+            };
+            let mut out = BufWriter::new(std::io::stdout().lock());
+            for _ in 0..count {
+                match generator.next_id() {
+                    Ok(id) => {
+                        if writeln!(out, "{id}").is_err() {
+                            return 0; // the reader went away (| head): not our failure
+                        }
+                    }
+                    Err(err) => return exit::fail(&err),
+                }
+            }
+            let _ = out.flush();
+            0
+        }
+        IdCommand::Parse { id, epoch } => {
+            let Ok(number) = id.trim().parse::<u64>() else {
+                return exit::fail(&polylock::Error::invalid_argument(format!(
+                    "'{id}' is not an ID; expected a decimal number"
+                )));
+            };
+            match layout(epoch).and_then(|layout| layout.parse(number)) {
+                Ok(parts) => {
+                    println!("id:        {number}");
+                    println!("timestamp: {} ({})", parts.timestamp_ms, rfc3339_millis(parts.timestamp_ms));
+                    println!("worker:    {}", parts.worker);
+                    println!("sequence:  {}", parts.sequence);
+                    0
+                }
+                Err(err) => exit::fail(&err),
+            }
+        }
+    }
+}
+
+/// `2024-05-01T12:00:00.123Z` for Unix milliseconds (proleptic Gregorian, UTC).
+fn rfc3339_millis(unix_ms: u64) -> String {
+    let days = (unix_ms / 86_400_000) as i64;
+    let ms_of_day = unix_ms % 86_400_000;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        ms_of_day / 3_600_000,
+        ms_of_day / 60_000 % 60,
+        ms_of_day / 1000 % 60,
+        ms_of_day % 1000
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn formats_known_instants() {
+        assert_eq!(super::rfc3339_millis(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(super::rfc3339_millis(1_288_834_974_657), "2010-11-04T01:42:54.657Z");
+        assert_eq!(super::rfc3339_millis(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+}

@@ -1,0 +1,62 @@
+//! `polylock`: a distributed `flock(1)`, snowflake IDs, and a demo of the embedded default.
+
+mod demo;
+mod exit;
+mod ids;
+mod run;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "polylock", version, about = "Distributed locks and IDs from the command line")]
+struct Cli {
+    /// Backend URL; default $POLYLOCK_URL, else sqlite://polylock.db
+    #[arg(long, global = true, value_name = "URL")]
+    url: Option<String>,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a command while holding a lock (a distributed flock)
+    Run(run::RunArgs),
+    /// Make or take apart IDs
+    #[command(subcommand)]
+    Id(ids::IdCommand),
+    /// Worker processes contend for one lock and count under it; checks the result
+    Demo(demo::DemoArgs),
+    /// One worker process of `polylock demo` (started by it)
+    #[command(hide = true)]
+    DemoWorker(demo::WorkerArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => {
+            let _ = err.print();
+            return if err.use_stderr() { ExitCode::from(exit::USAGE) } else { ExitCode::SUCCESS };
+        }
+    };
+    let url = cli.url.unwrap_or_else(polylock::url::default_url);
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("polylock: cannot start the async runtime: {err}");
+            return ExitCode::from(exit::SOFTWARE);
+        }
+    };
+    let code = runtime.block_on(async {
+        match cli.command {
+            Command::Run(args) => run::run(&url, args).await,
+            Command::Id(command) => ids::id(command),
+            Command::Demo(args) => demo::demo(&url, args).await,
+            Command::DemoWorker(args) => demo::worker(&url, args).await,
+        }
+    });
+    ExitCode::from(code)
+}

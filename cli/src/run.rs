@@ -1,0 +1,128 @@
+//! `polylock run`: run a command while holding a lock, like `flock(1)` across machines.
+//!
+//! The lock is renewed while the command runs and released when it exits. The command sees
+//! the fencing token in `POLYLOCK_FENCING_TOKEN`. SIGINT and SIGTERM are passed on to it.
+//! If the lock is lost while it runs, the command is sent SIGTERM: its critical section is
+//! no longer protected.
+
+use std::os::unix::process::ExitStatusExt;
+use std::time::Duration;
+
+use clap::Args;
+use polylock::duration::parse_duration;
+use polylock::{AcquireOptions, Client, LockKind};
+use tokio::process::Command;
+use tokio::signal::unix::{signal, SignalKind};
+
+use crate::exit;
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// Name of the lock
+    #[arg(long, value_name = "NAME")]
+    lock: String,
+    /// Give up (exit 75) if the lock is not free within this long, e.g. 10s; default: forever
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg("--wait"))]
+    wait: Option<Duration>,
+    /// Hold for at most this long; default: renewed by the watchdog while the command runs
+    #[arg(long, value_name = "DURATION", value_parser = duration_arg("--lease"))]
+    lease: Option<Duration>,
+    /// Kind of lock: reentrant (default), fair, token or lease, as the backend offers
+    #[arg(long, default_value = "reentrant", value_parser = kind_arg)]
+    kind: LockKind,
+    /// The command and its arguments
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+fn duration_arg(what: &'static str) -> impl Fn(&str) -> Result<Duration, String> + Clone {
+    move |text| parse_duration(what, text).map_err(|e| e.to_string())
+}
+
+fn kind_arg(text: &str) -> Result<LockKind, String> {
+    text.parse().map_err(|e: polylock::Error| e.to_string())
+}
+
+pub async fn run(url: &str, args: RunArgs) -> u8 {
+    let client = match Client::connect(url).await {
+        Ok(client) => client,
+        Err(err) => return exit::fail(&err),
+    };
+    let code = run_locked(&client, args).await;
+    client.close().await;
+    code
+}
+
+async fn run_locked(client: &Client, args: RunArgs) -> u8 {
+    let lock = match client.lock(&args.lock) {
+        Ok(lock) => lock.with_kind(args.kind),
+        Err(err) => return exit::fail(&err),
+    };
+    let options = AcquireOptions { wait: args.wait, lease: args.lease };
+    let guard = match lock.acquire_with(options).await {
+        Ok(guard) => guard,
+        Err(err) => return exit::fail(&err),
+    };
+    let (program, program_args) = args.command.split_first().expect("clap requires a command");
+    let mut child = match Command::new(program)
+        .args(program_args)
+        .env("POLYLOCK_FENCING_TOKEN", guard.fencing_token().to_string())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(err) => {
+            eprintln!("polylock: cannot run '{program}': {err}");
+            let _ = guard.release().await;
+            return match err.kind() {
+                std::io::ErrorKind::NotFound => exit::NOT_FOUND,
+                _ => exit::CANNOT_EXECUTE,
+            };
+        }
+    };
+    let pid = child.id().map(|pid| pid as libc::pid_t);
+    let send = |sig: libc::c_int| {
+        if let Some(pid) = pid {
+            // SAFETY: kill(2) with a pid we spawned and have not reaped yet.
+            unsafe { libc::kill(pid, sig) };
+        }
+    };
+    let (mut interrupts, mut terminations) = match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
+        (Ok(i), Ok(t)) => (i, t),
+        (Err(err), _) | (_, Err(err)) => {
+            eprintln!("polylock: cannot install signal handlers: {err}");
+            send(libc::SIGTERM);
+            let _ = child.wait().await;
+            let _ = guard.release().await;
+            return exit::SOFTWARE;
+        }
+    };
+    let mut lost_reported = false;
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status,
+            _ = interrupts.recv() => send(libc::SIGINT),
+            _ = terminations.recv() => send(libc::SIGTERM),
+            reason = guard.lost(), if !lost_reported => {
+                lost_reported = true;
+                eprintln!("polylock: lost lock '{}' while the command ran: {reason}; sending it SIGTERM", args.lock);
+                send(libc::SIGTERM);
+            }
+        }
+    };
+    if let Err(err) = guard.release().await {
+        if !lost_reported {
+            eprintln!("polylock: {err}");
+        }
+    }
+    match status {
+        Ok(status) => match (status.code(), status.signal()) {
+            (Some(code), _) => code as u8,
+            (None, Some(sig)) => 128u8.saturating_add(sig as u8),
+            (None, None) => exit::SOFTWARE,
+        },
+        Err(err) => {
+            eprintln!("polylock: lost track of the command: {err}");
+            exit::SOFTWARE
+        }
+    }
+}
