@@ -1,0 +1,274 @@
+//! The `polylock` command against the embedded default, as separate OS processes: mutual
+//! exclusion with a fencing ledger, a SIGKILLed holder, signals, exit statuses, IDs.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+const NOT_ACQUIRED: i32 = 75;
+
+fn polylock() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_polylock"));
+    cmd.env_remove("POLYLOCK_URL");
+    cmd
+}
+
+struct Db {
+    dir: tempfile::TempDir,
+}
+
+impl Db {
+    fn new() -> Db {
+        Db { dir: tempfile::tempdir().unwrap() }
+    }
+
+    fn url(&self) -> String {
+        format!("sqlite://{}/locks.db", self.dir.path().display())
+    }
+
+    fn url_with(&self, options: &str) -> String {
+        format!("{}?{options}", self.url())
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    /// `polylock run` of a shell snippet, returning its output.
+    fn run_sh(&self, url: &str, extra: &[&str], script: &str) -> Output {
+        polylock()
+            .args(["--url", url, "run", "--lock", "job"])
+            .args(extra)
+            .args(["--", "sh", "-c", script])
+            .output()
+            .unwrap()
+    }
+
+    /// Whether someone holds `job` right now (a zero-wait run says so by exiting 75).
+    fn is_held(&self, url: &str) -> bool {
+        self.run_sh(url, &["--wait", "0"], "true").status.code() == Some(NOT_ACQUIRED)
+    }
+}
+
+fn wait_until(what: &str, limit: Duration, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < limit, "timed out waiting until {what}");
+        sleep(Duration::from_millis(20));
+    }
+}
+
+fn kill(child: &Child, signal: &str) {
+    let status = Command::new("kill").args(["-s", signal, &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+}
+
+/// Four OS processes, each running the critical section ten times through `polylock run`.
+/// The section is an unprotected read-increment-write of a file, and appends
+/// `token start end` (wall-clock ns) to a ledger: no lost increments, no overlaps, and
+/// tokens that grow with time.
+#[test]
+fn processes_exclude_each_other_checked_by_a_fencing_ledger() {
+    let db = Db::new();
+    let counter = db.path("counter");
+    let ledger = db.path("ledger");
+    std::fs::write(&counter, "0").unwrap();
+    let script = format!(
+        "start=$(date +%s%N); n=$(cat {c}); sleep 0.01; echo $((n + 1)) > {c}; \
+         echo \"$POLYLOCK_FENCING_TOKEN $start $(date +%s%N)\" >> {l}",
+        c = counter.display(),
+        l = ledger.display()
+    );
+    let workers: Vec<_> = (0..4)
+        .map(|_| {
+            let (url, script) = (db.url(), script.clone());
+            std::thread::spawn(move || {
+                for _ in 0..10 {
+                    let out = polylock().args(["--url", &url, "run", "--lock", "job", "--", "sh", "-c", &script]).output().unwrap();
+                    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().unwrap();
+    }
+    assert_eq!(std::fs::read_to_string(&counter).unwrap().trim(), "40", "an increment was lost");
+    let mut holds: Vec<(u64, u128, u128)> = std::fs::read_to_string(&ledger)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let f: Vec<&str> = line.split(' ').collect();
+            (f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(holds.len(), 40);
+    holds.sort_by_key(|h| h.1);
+    for pair in holds.windows(2) {
+        assert!(pair[1].1 >= pair[0].2, "holds overlap: {:?} and {:?}", pair[0], pair[1]);
+        assert!(pair[1].0 > pair[0].0, "token order differs from time order: {:?} then {:?}", pair[0], pair[1]);
+    }
+}
+
+#[test]
+fn the_demo_counts_exactly_with_no_overlaps() {
+    let db = Db::new();
+    let out = polylock().args(["--url", &db.url(), "demo", "--workers", "4", "--iterations", "50"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("expected count:          200"), "{stdout}");
+    assert!(stdout.contains("actual count:            200"), "{stdout}");
+    assert!(stdout.contains("fencing-token overlaps:  0"), "{stdout}");
+    assert!(stdout.contains("fencing-token inversions: 0"), "{stdout}");
+    assert!(stdout.contains("acquisitions per second:"), "{stdout}");
+}
+
+#[test]
+fn a_sigkilled_holder_frees_the_lock_after_its_lease() {
+    let db = Db::new();
+    let url = db.url_with("lease=1s");
+    let mut holder = polylock()
+        .args(["--url", &url, "run", "--lock", "job", "--", "sleep", "30"])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the holder has the lock", Duration::from_secs(10), || db.is_held(&url));
+    kill(&holder, "KILL");
+    let killed_at = Instant::now();
+    holder.wait().unwrap();
+    let out = db.run_sh(&url, &["--wait", "10s"], "true");
+    let freed_after = killed_at.elapsed();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The watchdog renewed a 1 s lease every 333 ms, so it frees within about a second.
+    assert!(freed_after < Duration::from_secs(3), "freed only after {freed_after:?}");
+    // The orphaned `sleep 30` is harmless; it was never the lock holder.
+}
+
+#[test]
+fn the_watchdog_keeps_the_lock_while_the_command_runs() {
+    let db = Db::new();
+    let url = db.url_with("lease=300ms");
+    let holder = std::thread::spawn({
+        let url = url.clone();
+        move || polylock().args(["--url", &url, "run", "--lock", "job", "--", "sleep", "1.5"]).status().unwrap()
+    });
+    wait_until("the holder has the lock", Duration::from_secs(10), || db.is_held(&url));
+    sleep(Duration::from_millis(900)); // three leases later
+    assert!(db.is_held(&url), "the lock expired under a live holder");
+    assert!(holder.join().unwrap().success());
+    assert!(!db.is_held(&url), "released when the command exited");
+}
+
+#[test]
+fn exit_status_token_and_timeout() {
+    let db = Db::new();
+    let out = db.run_sh(&db.url(), &[], "echo token=$POLYLOCK_FENCING_TOKEN; exit 7");
+    assert_eq!(out.status.code(), Some(7));
+    let first: u64 = String::from_utf8_lossy(&out.stdout).trim().trim_start_matches("token=").parse().unwrap();
+    let out = db.run_sh(&db.url(), &[], "echo $POLYLOCK_FENCING_TOKEN");
+    let second: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    assert!(second > first);
+
+    let mut holder = polylock().args(["--url", &db.url(), "run", "--lock", "job", "--", "sleep", "30"]).spawn().unwrap();
+    wait_until("the holder has the lock", Duration::from_secs(10), || db.is_held(&db.url()));
+    let started = Instant::now();
+    let out = db.run_sh(&db.url(), &["--wait", "300ms"], "echo should-not-run");
+    assert_eq!(out.status.code(), Some(NOT_ACQUIRED));
+    assert!(started.elapsed() >= Duration::from_millis(300));
+    assert!(String::from_utf8_lossy(&out.stdout).is_empty(), "the command ran without the lock");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("lock 'job' is held by someone else"));
+    kill(&holder, "TERM");
+    holder.wait().unwrap();
+}
+
+#[test]
+fn sigterm_and_sigint_reach_the_command_and_the_lock_is_released() {
+    let db = Db::new();
+    for (signal, expected) in [("TERM", 42), ("INT", 43)] {
+        let marker = db.path(&format!("trapped-{signal}"));
+        let script = format!(
+            "trap 'touch {m}; exit {expected}' {signal}; touch {m}.ready; while true; do sleep 0.05; done",
+            m = marker.display()
+        );
+        let mut holder = polylock()
+            .args(["--url", &db.url(), "run", "--lock", "job", "--", "sh", "-c", &script])
+            .spawn()
+            .unwrap();
+        let ready = PathBuf::from(format!("{}.ready", marker.display()));
+        wait_until("the command is running", Duration::from_secs(10), || ready.exists());
+        kill(&holder, signal);
+        let status = holder.wait().unwrap();
+        assert_eq!(status.code(), Some(expected), "SIG{signal} not forwarded, or status not passed on");
+        assert!(marker.exists());
+        assert!(!db.is_held(&db.url()), "lock still held after SIG{signal}");
+    }
+}
+
+#[test]
+fn a_lost_lock_stops_the_command() {
+    let db = Db::new();
+    let url = db.url_with("lease=300ms");
+    let mut holder = polylock()
+        .args(["--url", &url, "run", "--lock", "job", "--", "sleep", "30"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("the holder has the lock", Duration::from_secs(10), || db.is_held(&url));
+    // Someone deletes the lock row behind the holder's back.
+    let outsider = rusqlite::Connection::open(db.path("locks.db")).unwrap();
+    outsider.busy_timeout(Duration::from_secs(5)).unwrap();
+    assert_eq!(outsider.execute("DELETE FROM polylock_locks WHERE name = 'job'", []).unwrap(), 1);
+    let started = Instant::now();
+    let status = holder.wait().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(status.code(), Some(128 + 15), "the command should have been sent SIGTERM");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(holder.stderr.as_mut().unwrap(), &mut stderr).unwrap();
+    assert!(stderr.contains("lost lock 'job'"), "{stderr}");
+}
+
+#[test]
+fn usage_errors_and_missing_commands() {
+    let db = Db::new();
+    let cases: &[(&[&str], i32, &str)] = &[
+        (&["run", "--lock", "", "--", "true"], 64, "must not be empty"),
+        (&["run", "--lock", "x", "--lease", "0", "--", "true"], 64, "lease must be positive"),
+        (&["run", "--lock", "x", "--wait", "soon", "--", "true"], 64, "not a duration"),
+        (&["run", "--lock", "x", "--kind", "fair", "--", "true"], 64, "does not offer fair locks"),
+        (&["run", "--lock", "x"], 64, "CMD"),
+        (&["run", "--lock", "x", "--", "/no/such/program"], 127, "cannot run '/no/such/program'"),
+        (&["--url", "bogus://h", "run", "--lock", "x", "--", "true"], 64, "unknown URL scheme"),
+        (&["--url", "sqlite:///no/such/dir/x.db", "run", "--lock", "x", "--", "true"], 69, "cannot use sqlite database"),
+        (&["id", "parse", "12ab"], 64, "not an ID"),
+        (&["id", "snowflake", "--worker", "1024"], 64, "does not fit"),
+    ];
+    for (args, code, needle) in cases {
+        let mut cmd = polylock();
+        if args[0] != "--url" {
+            cmd.args(["--url", &db.url()]);
+        }
+        let out = cmd.args(*args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(*code), "{args:?}: {stderr}");
+        assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn snowflake_ids_are_unique_increasing_and_parse_back() {
+    let out = polylock().args(["id", "snowflake", "--worker", "5", "--count", "20000"]).output().unwrap();
+    assert!(out.status.success());
+    let ids: Vec<u64> = String::from_utf8_lossy(&out.stdout).lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(ids.len(), 20000);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    assert_eq!(ids.iter().collect::<HashSet<_>>().len(), ids.len());
+    let out = polylock().args(["id", "parse", &ids[0].to_string()]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success());
+    assert!(text.contains("worker:    5"), "{text}");
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    let ts: u64 = text.lines().find(|l| l.starts_with("timestamp:")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
+    assert!(now_ms.abs_diff(ts) < 60_000, "timestamp {ts} is not now ({now_ms})");
+}
