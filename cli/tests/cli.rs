@@ -86,7 +86,10 @@ fn processes_exclude_each_other_checked_by_a_fencing_ledger() {
             let (url, script) = (db.url(), script.clone());
             std::thread::spawn(move || {
                 for _ in 0..10 {
-                    let out = polylock().args(["--url", &url, "run", "--lock", "job", "--", "sh", "-c", &script]).output().unwrap();
+                    let out = polylock()
+                        .args(["--url", &url, "run", "--lock", "job", "--", "sh", "-c", &script])
+                        .output()
+                        .unwrap();
                     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
                 }
             })
@@ -171,7 +174,8 @@ fn exit_status_token_and_timeout() {
     let second: u64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
     assert!(second > first);
 
-    let mut holder = polylock().args(["--url", &db.url(), "run", "--lock", "job", "--", "sleep", "30"]).spawn().unwrap();
+    let mut holder =
+        polylock().args(["--url", &db.url(), "run", "--lock", "job", "--", "sleep", "30"]).spawn().unwrap();
     wait_until("the holder has the lock", Duration::from_secs(10), || db.is_held(&db.url()));
     let started = Instant::now();
     let out = db.run_sh(&db.url(), &["--wait", "300ms"], "echo should-not-run");
@@ -192,10 +196,8 @@ fn sigterm_and_sigint_reach_the_command_and_the_lock_is_released() {
             "trap 'touch {m}; exit {expected}' {signal}; touch {m}.ready; while true; do sleep 0.05; done",
             m = marker.display()
         );
-        let mut holder = polylock()
-            .args(["--url", &db.url(), "run", "--lock", "job", "--", "sh", "-c", &script])
-            .spawn()
-            .unwrap();
+        let mut holder =
+            polylock().args(["--url", &db.url(), "run", "--lock", "job", "--", "sh", "-c", &script]).spawn().unwrap();
         let ready = PathBuf::from(format!("{}.ready", marker.display()));
         wait_until("the command is running", Duration::from_secs(10), || ready.exists());
         kill(&holder, signal);
@@ -240,7 +242,11 @@ fn usage_errors_and_missing_commands() {
         (&["run", "--lock", "x"], 64, "CMD"),
         (&["run", "--lock", "x", "--", "/no/such/program"], 127, "cannot run '/no/such/program'"),
         (&["--url", "bogus://h", "run", "--lock", "x", "--", "true"], 64, "unknown URL scheme"),
-        (&["--url", "sqlite:///no/such/dir/x.db", "run", "--lock", "x", "--", "true"], 69, "cannot use sqlite database"),
+        (
+            &["--url", "sqlite:///no/such/dir/x.db", "run", "--lock", "x", "--", "true"],
+            69,
+            "cannot use sqlite database",
+        ),
         (&["id", "parse", "12ab"], 64, "not an ID"),
         (&["id", "snowflake", "--worker", "1024"], 64, "does not fit"),
     ];
@@ -269,6 +275,7 @@ fn snowflake_ids_are_unique_increasing_and_parse_back() {
     assert!(out.status.success());
     assert!(text.contains("worker:    5"), "{text}");
     let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
-    let ts: u64 = text.lines().find(|l| l.starts_with("timestamp:")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
+    let ts: u64 =
+        text.lines().find(|l| l.starts_with("timestamp:")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
     assert!(now_ms.abs_diff(ts) < 60_000, "timestamp {ts} is not now ({now_ms})");
 }

@@ -10,9 +10,7 @@ use crate::error::{Error, Result};
 pub fn parse_duration(what: &str, text: &str) -> Result<Duration> {
     let text = text.trim();
     let invalid = || {
-        Error::invalid_argument(format!(
-            "{what}: '{text}' is not a duration; write it like 30s, 250ms, 2m or 1h30m"
-        ))
+        Error::invalid_argument(format!("{what}: '{text}' is not a duration; write it like 30s, 250ms, 2m or 1h30m"))
     };
     if text.is_empty() {
         return Err(invalid());

@@ -40,9 +40,7 @@ impl ConnectUrl {
             Some((target, query)) => (target, query),
             None => (rest, ""),
         };
-        let options = form_urlencoded::parse(query.as_bytes())
-            .map(|(k, v)| (k.into_owned(), v.into_owned()))
-            .collect();
+        let options = form_urlencoded::parse(query.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
         Ok(ConnectUrl {
             scheme: scheme.to_ascii_lowercase(),
             target: target.to_string(),
@@ -80,9 +78,7 @@ impl ConnectUrl {
     }
 
     pub fn take_duration(&mut self, key: &str) -> Result<Option<Duration>> {
-        self.take_option(key)
-            .map(|v| parse_duration(&format!("URL option '{key}'"), &v))
-            .transpose()
+        self.take_option(key).map(|v| parse_duration(&format!("URL option '{key}'"), &v)).transpose()
     }
 
     /// Fail if any option was not taken by the backend or the client.

@@ -265,7 +265,10 @@ async fn bad_input_gets_typed_errors() {
     for store in stores("") {
         let client = connect(&store).await;
         assert_eq!(client.lock("").unwrap_err().kind(), ErrorKind::InvalidArgument);
-        assert_eq!(client.lock(&"n".repeat(polylock::MAX_NAME_LEN + 1)).unwrap_err().kind(), ErrorKind::InvalidArgument);
+        assert_eq!(
+            client.lock(&"n".repeat(polylock::MAX_NAME_LEN + 1)).unwrap_err().kind(),
+            ErrorKind::InvalidArgument
+        );
         let lock = client.lock("fine").unwrap();
         let err = lock.acquire_with(AcquireOptions::default().lease(Duration::ZERO)).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidArgument);

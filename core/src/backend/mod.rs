@@ -108,8 +108,8 @@ pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Arc<dyn Backend>> {
     match url.scheme() {
         "mem" => Ok(Arc::new(mem::MemBackend::open(url)?)),
         "sqlite" => Ok(Arc::new(sqlite::SqliteBackend::open(url).await?)),
-        "redis" | "rediss" | "redis+cluster" | "redis+sentinel" | "etcd" | "zk" | "postgres"
-        | "postgresql" | "mysql" | "mariadb" => Err(Error::invalid_argument(format!(
+        "redis" | "rediss" | "redis+cluster" | "redis+sentinel" | "etcd" | "zk" | "postgres" | "postgresql"
+        | "mysql" | "mariadb" => Err(Error::invalid_argument(format!(
             "the '{}' backend is not part of this build of polylock yet; use sqlite:// or mem://",
             url.scheme()
         ))),

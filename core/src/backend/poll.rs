@@ -12,9 +12,14 @@ use crate::error::Result;
 
 /// The outcome of one attempt.
 pub(crate) enum Attempt {
-    Acquired { token: u64, state: HoldState },
+    Acquired {
+        token: u64,
+        state: HoldState,
+    },
     /// Someone else holds the lock; `holder_lease_left` is how long until it expires, if known.
-    Busy { holder_lease_left: Option<Duration> },
+    Busy {
+        holder_lease_left: Option<Duration>,
+    },
 }
 
 /// Bounds of the pause between attempts when no release event arrives. Stores that cannot

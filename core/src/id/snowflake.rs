@@ -139,7 +139,13 @@ impl Snowflake {
                 layout.max_worker()
             )));
         }
-        Ok(Snowflake { layout, worker, clock: Box::new(SystemClock), max_rollback: DEFAULT_MAX_ROLLBACK, last: AtomicU64::new(0) })
+        Ok(Snowflake {
+            layout,
+            worker,
+            clock: Box::new(SystemClock),
+            max_rollback: DEFAULT_MAX_ROLLBACK,
+            last: AtomicU64::new(0),
+        })
     }
 
     /// Read time from `clock` instead of the system clock.
@@ -258,8 +264,10 @@ mod tests {
         let b = gen.next_id().unwrap();
         assert_eq!(gen.parse(a).unwrap(), SnowflakeParts { timestamp_ms: T0, worker: 513, sequence: 0 });
         assert_eq!(parse_snowflake(b).unwrap(), SnowflakeParts { timestamp_ms: T0, worker: 513, sequence: 1 });
-        // A well-known Twitter ID parses to its documented time (2014-11-19T16:40:10.434Z).
-        assert_eq!(parse_snowflake(535_000_000_000_000_000).unwrap().timestamp_ms > 1_288_834_974_657, true);
+        // The example tweet of Twitter's API documentation, created Wed Oct 10 20:19:24 +0000 2018.
+        let tweet = parse_snowflake(1_050_118_621_198_921_728).unwrap();
+        assert_eq!(tweet.timestamp_ms, 1_539_202_764_211);
+        assert_eq!((tweet.worker, tweet.sequence), (347, 0));
     }
 
     #[test]

@@ -321,9 +321,8 @@ impl Lock {
         };
         inner.holds.tidy(&self.key, self.owner, slot);
         let (held, lost, holds_left) = taken.ok_or_else(not_owner)?;
-        let lost_error = |reason: LostReason| {
-            Error::lost(format!("lock '{}' was lost before it was released: {reason}", self.name))
-        };
+        let lost_error =
+            |reason: LostReason| Error::lost(format!("lock '{}' was lost before it was released: {reason}", self.name));
         if let Some(reason) = lost.reason() {
             if holds_left == 0 {
                 // The store may still have our record (say, renewals failed on a flaky
