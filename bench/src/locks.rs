@@ -1,0 +1,362 @@
+//! Section 2: lock+unlock pairs per second, polylock on `sqlite://` beside an exclusive
+//! `flock(2)`, through the same workloads and the same measuring loop. Each pair holds the
+//! lock for ~0: acquire, then release at once.
+//!
+//! Across processes, the bench re-runs its own binary as hidden `lock-worker`s that wait for
+//! a common start time, loop on one lock name until a common end time, and print what they
+//! did on one line for this process to add up.
+
+use std::future::Future;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use crate::flock::Flock;
+use crate::measure::Throughput;
+use crate::report::{line, percent, rate, versus};
+use crate::sqlite::PolylockSqlite;
+use crate::Result;
+
+const SECTION: &str = "sqlite";
+/// Names the single task cycles through in the "many names" workload.
+const ROUND_ROBIN_NAMES: usize = 256;
+/// Tasks in one process, each on its own name.
+const TASKS: usize = 8;
+/// OS processes contending for one name.
+const PROCESSES: usize = 4;
+/// The subcommand a worker process is started with.
+pub const WORKER_COMMAND: &str = "lock-worker";
+
+/// One way to take an exclusive named lock: polylock, or its peer.
+pub trait LockSide: Send + Sync + 'static {
+    /// What a name resolves to before locking (a polylock `Lock`, an open file).
+    type Handle: Send + Sync + 'static;
+    /// Proof of holding, given back to release.
+    type Held: Send;
+
+    fn handle(&self, name: &str) -> impl Future<Output = Result<Self::Handle>> + Send;
+    /// Wait as long as it takes, then hold exclusively.
+    fn acquire(&self, handle: &Self::Handle) -> impl Future<Output = Result<Self::Held>> + Send;
+    fn release(&self, held: Self::Held) -> impl Future<Output = Result<()>> + Send;
+}
+
+/// Which side a worker process runs, by the name it is given on its command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SideKind {
+    Polylock,
+    Flock,
+}
+
+impl SideKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            SideKind::Polylock => "polylock",
+            SideKind::Flock => "flock",
+        }
+    }
+
+    fn parse(text: &str) -> Result<Self> {
+        match text {
+            "polylock" => Ok(SideKind::Polylock),
+            "flock" => Ok(SideKind::Flock),
+            other => Err(format!("unknown lock side '{other}'; use polylock or flock").into()),
+        }
+    }
+}
+
+/// How long each kind of figure is measured.
+#[derive(Debug, Clone, Copy)]
+pub struct LockBudget {
+    /// Each in-process figure.
+    pub in_process: Duration,
+    /// The common window of the contending processes.
+    pub processes: Duration,
+    /// Head start for the processes to launch and connect before the window opens.
+    pub process_start: Duration,
+}
+
+/// Lock and release `handles` round-robin, holding each for ~0, until `deadline` (at least
+/// one pair). `held` adds up the time from each acquire returning to its release returning.
+async fn lock_unlock_loop<S: LockSide>(side: &S, handles: &[S::Handle], deadline: Instant) -> Result<Throughput> {
+    let started = Instant::now();
+    let mut pairs = 0;
+    let mut held = Duration::ZERO;
+    for handle in handles.iter().cycle() {
+        let holding = side.acquire(handle).await?;
+        let acquired_at = Instant::now();
+        side.release(holding).await?;
+        held += acquired_at.elapsed();
+        pairs += 1;
+        if Instant::now() >= deadline {
+            break;
+        }
+    }
+    Ok(Throughput { per_worker: vec![pairs], elapsed: started.elapsed(), held })
+}
+
+async fn handles<S: LockSide>(side: &S, names: impl IntoIterator<Item = String>) -> Result<Vec<S::Handle>> {
+    let mut handles = Vec::new();
+    for name in names {
+        handles.push(side.handle(&name).await?);
+    }
+    Ok(handles)
+}
+
+/// The in-process figures of one side.
+struct InProcess {
+    same_name: Throughput,
+    round_robin: Throughput,
+    tasks: Throughput,
+}
+
+async fn measure_in_process<S: LockSide>(side: Arc<S>, budget: Duration) -> Result<InProcess> {
+    let same = handles(&*side, ["same".to_string()]).await?;
+    let same_name = lock_unlock_loop(&*side, &same, Instant::now() + budget).await?;
+
+    let many = handles(&*side, (0..ROUND_ROBIN_NAMES).map(|i| format!("name-{i}"))).await?;
+    let round_robin = lock_unlock_loop(&*side, &many, Instant::now() + budget).await?;
+
+    let mut own_names = Vec::new();
+    for task in 0..TASKS {
+        own_names.push(handles(&*side, [format!("task-{task}")]).await?);
+    }
+    // One deadline for all tasks, and the group's wall time as the elapsed time: a side
+    // whose calls never wait keeps its worker thread busy, so its tasks take turns rather
+    // than run side by side, and only the group's clock sees that.
+    let started = Instant::now();
+    let deadline = started + budget;
+    let tasks: Vec<_> = own_names
+        .into_iter()
+        .map(|own| {
+            let side = side.clone();
+            tokio::spawn(async move { lock_unlock_loop(&*side, &own, deadline).await })
+        })
+        .collect();
+    let mut per_task = Vec::new();
+    for task in tasks {
+        per_task.push(task.await.map_err(|e| format!("a benchmark task failed: {e}"))??);
+    }
+    let tasks = Throughput { elapsed: started.elapsed(), ..Throughput::combine(per_task) };
+    Ok(InProcess { same_name, round_robin, tasks })
+}
+
+fn unix_ms_now() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// Start `processes` workers of `side` on one lock name, wait for them, and add up.
+fn contend_across_processes(side: SideKind, target: &str, processes: usize, budget: LockBudget) -> Result<Throughput> {
+    let exe = std::env::current_exe()?;
+    let start_at = unix_ms_now() + budget.process_start.as_millis() as u64;
+    let until = start_at + budget.processes.as_millis() as u64;
+    let mut workers = Vec::new();
+    for _ in 0..processes {
+        let worker = Command::new(&exe)
+            .args([WORKER_COMMAND, "--side", side.as_str(), "--target", target, "--name", "contended"])
+            .args(["--start-at-ms", &start_at.to_string(), "--until-ms", &until.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start a worker process {}: {e}", exe.display()))?;
+        workers.push(worker);
+    }
+    // Wait for every worker before judging any, so none is left running on an early return.
+    let outputs: Vec<_> = workers.into_iter().map(|worker| worker.wait_with_output()).collect();
+    let mut results = Vec::new();
+    for output in outputs {
+        let output = output?;
+        if !output.status.success() {
+            return Err(format!(
+                "a {} worker process failed ({}): {}",
+                side.as_str(),
+                output.status,
+                String::from_utf8_lossy(&output.stderr).trim()
+            )
+            .into());
+        }
+        results.push(parse_worker_report(&String::from_utf8_lossy(&output.stdout))?);
+    }
+    Ok(Throughput::combine(results))
+}
+
+/// The one line a worker prints: `lock-worker pairs=N held_ns=N elapsed_ns=N`.
+fn worker_report(result: &Throughput) -> String {
+    format!(
+        "{WORKER_COMMAND} pairs={} held_ns={} elapsed_ns={}",
+        result.ops(),
+        result.held.as_nanos(),
+        result.elapsed.as_nanos()
+    )
+}
+
+fn parse_worker_report(stdout: &str) -> Result<Throughput> {
+    let report = stdout
+        .lines()
+        .find(|line| line.starts_with(WORKER_COMMAND))
+        .ok_or_else(|| format!("a worker printed no report: {stdout:?}"))?;
+    let field = |key: &str| -> Result<u64> {
+        let value = report
+            .split_whitespace()
+            .find_map(|part| part.strip_prefix(key)?.strip_prefix('='))
+            .ok_or_else(|| format!("a worker's report has no {key}: {report:?}"))?;
+        Ok(value.parse().map_err(|e| format!("a worker's {key} is not a number ({e}): {report:?}"))?)
+    };
+    Ok(Throughput {
+        per_worker: vec![field("pairs")?],
+        held: Duration::from_nanos(field("held_ns")?),
+        elapsed: Duration::from_nanos(field("elapsed_ns")?),
+    })
+}
+
+/// The arguments of a worker process.
+struct WorkerArgs {
+    side: SideKind,
+    target: String,
+    name: String,
+    start_at_ms: u64,
+    until_ms: u64,
+}
+
+impl WorkerArgs {
+    fn parse(args: &[String]) -> Result<Self> {
+        let value = |flag: &str| -> Result<&str> {
+            let at = args.iter().position(|arg| arg == flag).ok_or_else(|| format!("{WORKER_COMMAND} needs {flag}"))?;
+            Ok(args.get(at + 1).ok_or_else(|| format!("{flag} needs a value"))?)
+        };
+        let number = |flag: &str| -> Result<u64> {
+            Ok(value(flag)?.parse().map_err(|e| format!("{flag} must be a whole number: {e}"))?)
+        };
+        Ok(WorkerArgs {
+            side: SideKind::parse(value("--side")?)?,
+            target: value("--target")?.to_string(),
+            name: value("--name")?.to_string(),
+            start_at_ms: number("--start-at-ms")?,
+            until_ms: number("--until-ms")?,
+        })
+    }
+}
+
+/// The hidden `lock-worker` subcommand: one process's share of the cross-process workload.
+pub fn worker_main(args: &[String]) -> Result<()> {
+    let args = WorkerArgs::parse(args)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+    let result = runtime.block_on(async {
+        match args.side {
+            SideKind::Polylock => {
+                let side = PolylockSqlite::connect(&args.target).await?;
+                let result = work_one_name(&side, &args).await;
+                side.close().await;
+                result
+            }
+            SideKind::Flock => work_one_name(&Flock::new(&args.target), &args).await,
+        }
+    })?;
+    println!("{}", worker_report(&result));
+    Ok(())
+}
+
+async fn work_one_name<S: LockSide>(side: &S, args: &WorkerArgs) -> Result<Throughput> {
+    let handle = side.handle(&args.name).await?;
+    tokio::time::sleep(Duration::from_millis(args.start_at_ms.saturating_sub(unix_ms_now()))).await;
+    let deadline = Instant::now() + Duration::from_millis(args.until_ms.saturating_sub(unix_ms_now()));
+    lock_unlock_loop(side, std::slice::from_ref(&handle), deadline).await
+}
+
+/// All figures of one side.
+struct SideFigures {
+    in_process: InProcess,
+    processes: Throughput,
+}
+
+fn measure_side<S: LockSide>(
+    runtime: &tokio::runtime::Runtime,
+    side: Arc<S>,
+    kind: SideKind,
+    target: &str,
+    budget: LockBudget,
+) -> Result<SideFigures> {
+    let in_process = runtime.block_on(measure_in_process(side, budget.in_process))?;
+    let processes = contend_across_processes(kind, target, PROCESSES, budget)?;
+    Ok(SideFigures { in_process, processes })
+}
+
+/// Measure and print section 2 in a fresh temporary directory.
+pub fn run(budget: LockBudget) -> Result<()> {
+    let dir = tempfile::tempdir()?;
+    let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+    let flock_dir = dir.path().join("flock");
+    std::fs::create_dir(&flock_dir)?;
+    let flock_target = path_text(&flock_dir)?;
+    println!(
+        "# {SECTION}: lock+unlock pairs/s, each lock held ~0; polylock = Client on {url} with a fixed 30 s \
+         lease (no watchdog); peer = flock(2) LOCK_EX, one file per name in {flock_target}; {} s per in-process \
+         figure, {} s window for {PROCESSES} processes",
+        budget.in_process.as_secs_f64(),
+        budget.processes.as_secs_f64()
+    );
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    // Connecting creates the schema, before any worker process opens the file.
+    let polylock = Arc::new(runtime.block_on(PolylockSqlite::connect(&url))?);
+    let ours = measure_side(&runtime, polylock.clone(), SideKind::Polylock, &url, budget);
+    runtime.block_on(polylock.close());
+    let ours = ours?;
+    let peer = measure_side(&runtime, Arc::new(Flock::new(&flock_dir)), SideKind::Flock, &flock_target, budget)?;
+
+    let compare = |label: &str, ours: &Throughput, peer: &Throughput| {
+        let cells = [
+            rate("polylock", ours.per_sec(), "pairs/s"),
+            rate("flock", peer.per_sec(), "pairs/s"),
+            versus("polylock", "flock", ours.per_sec(), peer.per_sec()),
+        ];
+        line(SECTION, label, &cells);
+    };
+    compare("1 task, same name", &ours.in_process.same_name, &peer.in_process.same_name);
+    compare(
+        &format!("1 task, {ROUND_ROBIN_NAMES} names in turn"),
+        &ours.in_process.round_robin,
+        &peer.in_process.round_robin,
+    );
+    compare(&format!("{TASKS} tasks, a name each"), &ours.in_process.tasks, &peer.in_process.tasks);
+    compare(&format!("{PROCESSES} processes, one name"), &ours.processes, &peer.processes);
+
+    let share = |who: &str, figures: &Throughput| {
+        let (min, max) = figures.share_range();
+        format!("{who} min {} max {}", percent(min), percent(max))
+    };
+    let fair = percent(1.0 / PROCESSES as f64);
+    line(
+        SECTION,
+        &format!("{PROCESSES} processes, pairs/worker"),
+        &[share("polylock", &ours.processes), share("flock", &peer.processes), format!("fair {fair} each")],
+    );
+    let utilisation =
+        |who: &str, figures: &Throughput| format!("{who} {} of wall time held", percent(figures.utilisation()));
+    line(
+        SECTION,
+        &format!("{PROCESSES} processes, utilisation"),
+        &[utilisation("polylock", &ours.processes), utilisation("flock", &peer.processes)],
+    );
+    Ok(())
+}
+
+fn path_text(path: &Path) -> Result<String> {
+    Ok(path.to_str().ok_or_else(|| format!("the temporary path {} is not UTF-8", path.display()))?.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn worker_reports_round_trip() {
+        let sent =
+            Throughput { per_worker: vec![42], elapsed: Duration::from_millis(1500), held: Duration::from_micros(7) };
+        let got = parse_worker_report(&format!("noise\n{}\n", worker_report(&sent))).unwrap();
+        assert_eq!(got.per_worker, vec![42]);
+        assert_eq!(got.elapsed, sent.elapsed);
+        assert_eq!(got.held, sent.held);
+    }
+}

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Every test polylock has, on a fresh machine: install what is missing, start the real
+# servers on loopback, build everything once, run every suite, smoke-run the benchmarks.
+#
+#   tests/run-all.sh
+#
+# Environment:
+#   POLYLOCK_CARGO_TARGET   cargo target directory, kept outside the clone so later runs
+#                           reuse the build (default: ~/.cache/polylock/target)
+#   POLYLOCK_KEEP_SERVICES  1 to leave the servers running afterwards
+set -euo pipefail
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+export CARGO_TARGET_DIR="${POLYLOCK_CARGO_TARGET:-$HOME/.cache/polylock/target}"
+export CARGO_TERM_COLOR=never
+# Two cores: build with both, but keep test binaries from starving each other's timers.
+export RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}"
+mkdir -p "$CARGO_TARGET_DIR"
+
+step() { printf '\n==> %s\n' "$*"; }
+started=$(date +%s)
+
+step "tools"
+command -v cargo >/dev/null || { echo "cargo is missing: install Rust (rustup) first" >&2; exit 1; }
+cargo --version
+rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt clippy
+
+step "servers (tests/services)"
+if [[ "${POLYLOCK_KEEP_SERVICES:-0}" != 1 ]]; then
+  trap 'tests/services/services.sh stop >/dev/null 2>&1 || true' EXIT
+fi
+tests/services/services.sh start
+eval "$(tests/services/services.sh env)"
+
+step "format and lints"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked --release -- -D warnings
+
+step "Rust suites (core, cli)"
+cargo test --workspace --locked --release
+
+step "benchmarks, quick smoke run (figures, not assertions)"
+"$CARGO_TARGET_DIR/release/polylock-bench" all --quick
+
+step "done in $(( $(date +%s) - started ))s"
