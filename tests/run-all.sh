@@ -42,6 +42,6 @@ step "Rust suites (core, cli)"
 cargo test --workspace --locked --release
 
 step "benchmarks, quick smoke run (figures, not assertions)"
-"$CARGO_TARGET_DIR/release/polylock-bench" all --quick
+cargo run --release --locked -q -p polylock-bench -- all --quick
 
 step "done in $(( $(date +%s) - started ))s"
