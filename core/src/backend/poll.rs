@@ -5,6 +5,7 @@
 use std::future::Future;
 use std::time::Duration;
 
+use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant};
 
 use super::{AcquireRequest, Acquired, HoldState};
@@ -32,23 +33,22 @@ pub(crate) struct Backoff {
 
 /// Run attempts until one succeeds, the deadline passes or the request is cancelled.
 ///
-/// `listen` must start listening for a release *when called*, not when first polled, so that
-/// a release between the attempt and the wait is not missed.
-pub(crate) async fn acquire_by_attempts<L, LF, T, TF>(
+/// `released` is a counter the backend bumps whenever a release may have freed the lock
+/// (a local release, a pub/sub message). It is marked seen before each attempt, so a
+/// release between the attempt and the wait still wakes the waiter.
+pub(crate) async fn acquire_by_attempts<T, TF>(
     request: &AcquireRequest,
     backoff: Backoff,
-    mut listen: L,
+    mut released: watch::Receiver<u64>,
     mut attempt: T,
 ) -> Result<Option<Acquired>>
 where
-    L: FnMut() -> LF,
-    LF: Future<Output = ()>,
     T: FnMut() -> TF,
     TF: Future<Output = Result<Attempt>>,
 {
     let mut pause = backoff.min;
     loop {
-        let released = listen();
+        released.borrow_and_update();
         let attempt_started = Instant::now();
         let holder_lease_left = match attempt().await? {
             Attempt::Acquired { token, state } => {
@@ -70,7 +70,8 @@ where
             wake_at = wake_at.min(deadline);
         }
         tokio::select! {
-            _ = released => pause = backoff.min,
+            // A closed channel (backend shutting down) just leaves the timers to wake us.
+            Ok(()) = released.changed() => pause = backoff.min,
             _ = sleep_until(wake_at) => pause = (pause * 2).min(backoff.max),
             _ = request.cancel.cancelled() => return Ok(None),
         }
