@@ -1,32 +1,64 @@
-//! The lock contract of DESIGN.md, run against every embedded backend (in-process memory and
-//! an SQLite file). Cross-process behaviour is tested through the CLI in cli/tests.
+//! The lock contract of DESIGN.md, run against every backend and every kind it offers:
+//! in-process memory, an SQLite file, and a real redis-server (reentrant, fair and token
+//! locks). Cross-process behaviour is tested through the CLI in cli/tests.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use polylock::{AcquireOptions, Client, ErrorKind, LostReason};
+use polylock::{AcquireOptions, Client, ErrorKind, Lock, LockKind, LostReason};
 use tokio::time::{sleep, timeout, Instant};
 
-/// A fresh store per test: a private mem:// store, or an SQLite file in a temp dir.
+/// A fresh store per test: a private mem:// store, an SQLite file in a temp dir, or a
+/// private namespace on the test redis-server (tests/services), once per lock kind.
 struct Store {
     url: String,
+    kind: LockKind,
     _dir: Option<tempfile::TempDir>,
+}
+
+impl Store {
+    fn lock(&self, client: &Client, name: &str) -> Lock {
+        client.lock(name).unwrap().with_kind(self.kind)
+    }
+}
+
+fn redis_url() -> String {
+    std::env::var("POLYLOCK_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:16379".to_string())
 }
 
 fn stores(options: &str) -> Vec<Store> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let pid = std::process::id();
     let dir = tempfile::tempdir().unwrap();
-    let sep = if options.is_empty() { "" } else { "?" };
-    vec![
-        Store { url: format!("mem://test-{}-{n}{sep}{options}", std::process::id()), _dir: None },
-        Store { url: format!("sqlite://{}/locks.db{sep}{options}", dir.path().display()), _dir: Some(dir) },
-    ]
+    let with = |url: String| {
+        let sep = if url.contains('?') { '&' } else { '?' };
+        if options.is_empty() {
+            url
+        } else {
+            format!("{url}{sep}{options}")
+        }
+    };
+    let mut stores = vec![
+        Store { url: with(format!("mem://test-{pid}-{n}")), kind: LockKind::Reentrant, _dir: None },
+        Store {
+            url: with(format!("sqlite://{}/locks.db", dir.path().display())),
+            kind: LockKind::Reentrant,
+            _dir: Some(dir),
+        },
+    ];
+    for kind in [LockKind::Reentrant, LockKind::Fair, LockKind::Token] {
+        let url = with(format!("{}?namespace=contract-{pid}-{n}-{kind}", redis_url()));
+        stores.push(Store { url, kind, _dir: None });
+    }
+    stores
 }
 
 async fn connect(store: &Store) -> Client {
-    Client::connect(&store.url).await.unwrap_or_else(|e| panic!("connect {}: {e}", store.url))
+    Client::connect(&store.url).await.unwrap_or_else(|e| {
+        panic!("connect {}: {e} (start the servers with tests/services/services.sh start)", store.url)
+    })
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -36,7 +68,7 @@ async fn tokens_increase_across_holds_and_owners() {
         let b = connect(&store).await;
         let mut last = 0;
         for client in [&a, &b, &a, &b] {
-            let guard = client.lock("job").unwrap().acquire().await.unwrap();
+            let guard = store.lock(&client, "job").acquire().await.unwrap();
             assert!(guard.fencing_token() > last, "{}: token went from {last} to {}", store.url, guard.fencing_token());
             last = guard.fencing_token();
             guard.release().await.unwrap();
@@ -48,8 +80,8 @@ async fn tokens_increase_across_holds_and_owners() {
 async fn reentrancy_counts_per_owner() {
     for store in stores("") {
         let client = connect(&store).await;
-        let lock = client.lock("reentrant").unwrap();
-        let other = client.lock("reentrant").unwrap(); // another handle: another owner
+        let lock = store.lock(&client, "reentrant");
+        let other = store.lock(&client, "reentrant"); // another handle: another owner
         let outer = lock.acquire().await.unwrap();
         let inner = lock.clone().acquire().await.unwrap();
         assert_eq!(inner.fencing_token(), outer.fencing_token(), "reentry joins the hold");
@@ -69,11 +101,11 @@ async fn reentrancy_counts_per_owner() {
 async fn bindings_choose_the_owner_by_local_id() {
     for store in stores("") {
         let client = connect(&store).await;
-        let thread_1 = client.lock("owned").unwrap().with_local_id(1);
-        let thread_2 = client.lock("owned").unwrap().with_local_id(2);
+        let thread_1 = store.lock(&client, "owned").with_local_id(1);
+        let thread_2 = store.lock(&client, "owned").with_local_id(2);
         thread_1.acquire().await.unwrap().detach();
         // The same thread id through a fresh handle is the same owner (Redisson's rule).
-        let again = client.lock("owned").unwrap().with_local_id(1);
+        let again = store.lock(&client, "owned").with_local_id(1);
         again.acquire().await.unwrap().detach();
         assert_eq!(thread_1.hold_count(), 2);
         assert!(thread_2.try_acquire().await.unwrap().is_none());
@@ -89,8 +121,8 @@ async fn bindings_choose_the_owner_by_local_id() {
 async fn release_by_non_owner_is_an_error() {
     for store in stores("") {
         let client = connect(&store).await;
-        let holder = client.lock("mine").unwrap();
-        let stranger = client.lock("mine").unwrap();
+        let holder = store.lock(&client, "mine");
+        let stranger = store.lock(&client, "mine");
         let guard = holder.acquire().await.unwrap();
         let err = stranger.release().await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::NotOwner);
@@ -104,11 +136,10 @@ async fn release_by_non_owner_is_an_error() {
 async fn waiting_times_out_with_a_typed_error() {
     for store in stores("") {
         let client = connect(&store).await;
-        let guard = client.lock("busy").unwrap().acquire().await.unwrap();
+        let guard = store.lock(&client, "busy").acquire().await.unwrap();
         let started = Instant::now();
-        let err = client
-            .lock("busy")
-            .unwrap()
+        let err = store
+            .lock(&client, "busy")
             .acquire_with(AcquireOptions::default().wait(Duration::from_millis(200)))
             .await
             .unwrap_err();
@@ -123,9 +154,9 @@ async fn waiting_times_out_with_a_typed_error() {
 async fn a_waiter_gets_the_lock_soon_after_release() {
     for store in stores("") {
         let client = connect(&store).await;
-        let guard = client.lock("handoff").unwrap().acquire().await.unwrap();
+        let guard = store.lock(&client, "handoff").acquire().await.unwrap();
         let waiter = {
-            let lock = client.lock("handoff").unwrap();
+            let lock = store.lock(&client, "handoff");
             tokio::spawn(async move {
                 let guard = lock.acquire().await.unwrap();
                 let at = Instant::now();
@@ -146,10 +177,10 @@ async fn a_waiter_gets_the_lock_soon_after_release() {
 async fn explicit_lease_expires_and_the_guard_knows() {
     for store in stores("") {
         let client = connect(&store).await;
-        let lock = client.lock("leased").unwrap();
+        let lock = store.lock(&client, "leased");
         let guard = lock.acquire_with(AcquireOptions::default().lease(Duration::from_millis(300))).await.unwrap();
         assert!(!guard.is_lost());
-        let other = client.lock("leased").unwrap();
+        let other = store.lock(&client, "leased");
         let started = Instant::now();
         let theirs = other.acquire_with(AcquireOptions::default().wait(Duration::from_secs(5))).await.unwrap();
         assert!(started.elapsed() >= Duration::from_millis(250), "taken before the lease ended");
@@ -166,12 +197,12 @@ async fn explicit_lease_expires_and_the_guard_knows() {
 async fn watchdog_keeps_the_lock_past_its_lease() {
     for store in stores("lease=300ms") {
         let client = connect(&store).await;
-        let guard = client.lock("kept").unwrap().acquire().await.unwrap();
+        let guard = store.lock(&client, "kept").acquire().await.unwrap();
         sleep(Duration::from_millis(1000)).await; // more than three leases
         assert!(!guard.is_lost(), "{}", store.url);
-        assert!(client.lock("kept").unwrap().try_acquire().await.unwrap().is_none());
+        assert!(store.lock(&client, "kept").try_acquire().await.unwrap().is_none());
         guard.release().await.unwrap();
-        assert!(client.lock("kept").unwrap().try_acquire().await.unwrap().is_some());
+        assert!(store.lock(&client, "kept").try_acquire().await.unwrap().is_some());
     }
 }
 
@@ -179,9 +210,9 @@ async fn watchdog_keeps_the_lock_past_its_lease() {
 async fn dropping_the_guard_releases_and_stops_the_watchdog() {
     for store in stores("lease=300ms") {
         let client = connect(&store).await;
-        let lock = client.lock("dropped").unwrap();
+        let lock = store.lock(&client, "dropped");
         drop(lock.acquire().await.unwrap());
-        let other = client.lock("dropped").unwrap();
+        let other = store.lock(&client, "dropped");
         let guard = other.acquire_with(AcquireOptions::default().wait(Duration::from_millis(200))).await.unwrap();
         assert!(!lock.is_held());
         guard.release().await.unwrap();
@@ -192,13 +223,13 @@ async fn dropping_the_guard_releases_and_stops_the_watchdog() {
 async fn closing_the_client_marks_holds_lost_and_frees_them() {
     for store in stores("") {
         let holder = connect(&store).await;
-        let guard = holder.lock("closing").unwrap().acquire().await.unwrap();
+        let guard = store.lock(&holder, "closing").acquire().await.unwrap();
         holder.close().await;
         assert_eq!(guard.lost_watch().reason(), Some(LostReason::ClientClosed));
-        let err = holder.lock("closing").unwrap().acquire().await.unwrap_err();
+        let err = store.lock(&holder, "closing").acquire().await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Connection);
         let other = connect(&store).await;
-        assert!(other.lock("closing").unwrap().try_acquire().await.unwrap().is_some(), "close gives holds back");
+        assert!(store.lock(&other, "closing").try_acquire().await.unwrap().is_some(), "close gives holds back");
     }
 }
 
@@ -207,21 +238,20 @@ async fn a_cancelled_acquire_leaves_nothing_behind() {
     for store in stores("") {
         let client = connect(&store).await;
         // A waiter that gives up (its future dropped) while the lock is held...
-        let guard = client.lock("cancel").unwrap().acquire().await.unwrap();
-        let waiter = client.lock("cancel").unwrap();
+        let guard = store.lock(&client, "cancel").acquire().await.unwrap();
+        let waiter = store.lock(&client, "cancel");
         assert!(timeout(Duration::from_millis(100), waiter.acquire()).await.is_err());
         guard.release().await.unwrap();
         // ...and many acquires dropped at arbitrary points while the lock is free.
         for i in 0..40u64 {
-            let lock = client.lock("cancel").unwrap();
+            let lock = store.lock(&client, "cancel");
             let _ = timeout(Duration::from_micros(i * 50), lock.acquire()).await;
         }
         sleep(Duration::from_millis(100)).await;
         let probe = connect(&store).await;
         let started = Instant::now();
-        let got = probe
-            .lock("cancel")
-            .unwrap()
+        let got = store
+            .lock(&probe, "cancel")
             .acquire_with(AcquireOptions::default().wait(Duration::from_secs(2)))
             .await
             .unwrap();
@@ -238,7 +268,7 @@ async fn tasks_contending_never_overlap_and_tokens_follow_time() {
         let ledger = Arc::new(std::sync::Mutex::new(Vec::new()));
         let mut tasks = Vec::new();
         for t in 0..8 {
-            let lock = clients[t % 2].lock("counter").unwrap();
+            let lock = store.lock(&clients[t % 2], "counter");
             let (inside, ledger) = (inside.clone(), ledger.clone());
             tasks.push(tokio::spawn(async move {
                 for _ in 0..25 {
@@ -269,12 +299,12 @@ async fn bad_input_gets_typed_errors() {
             client.lock(&"n".repeat(polylock::MAX_NAME_LEN + 1)).unwrap_err().kind(),
             ErrorKind::InvalidArgument
         );
-        let lock = client.lock("fine").unwrap();
+        let lock = store.lock(&client, "fine");
         let err = lock.acquire_with(AcquireOptions::default().lease(Duration::ZERO)).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidArgument);
-        let err = lock.clone().with_kind(polylock::LockKind::Fair).acquire().await.unwrap_err();
+        let err = lock.clone().with_kind(LockKind::Lease).acquire().await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidArgument);
-        assert!(err.to_string().contains("does not offer fair locks"), "{err}");
+        assert!(err.to_string().contains("does not offer lease locks"), "{err}");
     }
     for (url, needle) in [
         ("bogus://x", "unknown URL scheme 'bogus'"),

@@ -4,6 +4,7 @@
 
 mod mem;
 mod poll;
+mod redis;
 mod sqlite;
 
 use std::any::Any;
@@ -108,9 +109,9 @@ pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Arc<dyn Backend>> {
     match url.scheme() {
         "mem" => Ok(Arc::new(mem::MemBackend::open(url)?)),
         "sqlite" => Ok(Arc::new(sqlite::SqliteBackend::open(url).await?)),
-        "redis" | "rediss" | "redis+cluster" | "redis+sentinel" | "etcd" | "zk" | "postgres" | "postgresql"
-        | "mysql" | "mariadb" => Err(Error::invalid_argument(format!(
-            "the '{}' backend is not part of this build of polylock yet; use sqlite:// or mem://",
+        "redis" | "rediss" | "redis+cluster" | "redis+sentinel" => Ok(Arc::new(redis::RedisBackend::open(url).await?)),
+        "etcd" | "zk" | "postgres" | "postgresql" | "mysql" | "mariadb" => Err(Error::invalid_argument(format!(
+            "the '{}' backend is not part of this build of polylock yet; use sqlite://, mem:// or redis://",
             url.scheme()
         ))),
         other => Err(Error::invalid_argument(format!(

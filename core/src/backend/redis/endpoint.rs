@@ -1,0 +1,211 @@
+//! What a Redis URL names: one server, a cluster, or a master found through Sentinel, with
+//! credentials and TLS settings. Parsed here so the rest of the backend never sees a URL.
+//!
+//! ```text
+//! redis://[user:password@]host[:port][/db]
+//! rediss://[user:password@]host[:port][/db][?ca=/path/ca.pem]
+//! redis+cluster://[user:password@]host:port,host:port
+//! redis+sentinel://[user:password@]host:port,host:port/master-name[/db][?sentinel_password=...]
+//! ```
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::url::ConnectUrl;
+
+pub(super) const DEFAULT_PORT: u16 = 6379;
+pub(super) const DEFAULT_SENTINEL_PORT: u16 = 26379;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Topology {
+    Single { host: String, port: u16 },
+    Cluster { nodes: Vec<(String, u16)> },
+    Sentinel { sentinels: Vec<(String, u16)>, master: String, sentinel_password: Option<String> },
+}
+
+#[derive(Debug, Clone)]
+pub(super) struct Endpoint {
+    pub topology: Topology,
+    pub tls: bool,
+    /// PEM file of the CA that signed the server's certificate; default: the system's roots.
+    pub ca_file: Option<String>,
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub db: i64,
+    /// Limit for connecting and for each command, so a dead server never hangs a caller.
+    pub timeout: Duration,
+    /// The URL with its password hidden, for messages.
+    pub redacted: String,
+}
+
+impl Endpoint {
+    pub fn parse(url: &mut ConnectUrl) -> Result<Self> {
+        let scheme = url.scheme().to_string();
+        let redacted = url.redacted().to_string();
+        let tls = scheme == "rediss";
+        let ca_file = url.take_option("ca");
+        let sentinel_password = url.take_option("sentinel_password");
+        let timeout = url.take_duration("timeout")?.unwrap_or(Duration::from_secs(5));
+        if timeout.is_zero() {
+            return Err(Error::invalid_argument("URL option 'timeout' must be positive"));
+        }
+        if ca_file.is_some() && !tls {
+            return Err(Error::invalid_argument(format!("option 'ca' needs a rediss:// URL (TLS): {redacted}")));
+        }
+        let bad = |why: &str| Error::invalid_argument(format!("{why} in {redacted}"));
+
+        let target = url.target().to_string();
+        let (authority, path) = match target.find('/') {
+            Some(i) => (&target[..i], &target[i + 1..]),
+            None => (target.as_str(), ""),
+        };
+        let (userinfo, hosts) = match authority.rsplit_once('@') {
+            Some((userinfo, hosts)) => (Some(userinfo), hosts),
+            None => (None, authority),
+        };
+        let (username, password) = match userinfo {
+            None => (None, None),
+            Some(info) => {
+                let (user, pass) = match info.split_once(':') {
+                    Some((user, pass)) => (user, Some(pass)),
+                    None => (info, None),
+                };
+                let user = Some(percent_decode(user)).filter(|u| !u.is_empty());
+                (user, pass.map(percent_decode).filter(|p| !p.is_empty()))
+            }
+        };
+        let default_port = if scheme == "redis+sentinel" { DEFAULT_SENTINEL_PORT } else { DEFAULT_PORT };
+        let hosts = parse_hosts(hosts, default_port).map_err(|why| bad(&why))?;
+        let mut segments = path.split('/').filter(|s| !s.is_empty());
+        if scheme != "redis+sentinel" && sentinel_password.is_some() {
+            return Err(bad("option 'sentinel_password' belongs to redis+sentinel:// URLs"));
+        }
+        let topology = match scheme.as_str() {
+            "redis" | "rediss" => {
+                let [(host, port)] = <[_; 1]>::try_from(hosts)
+                    .map_err(|_| bad("a redis:// URL names one server; use redis+cluster:// for several"))?;
+                Topology::Single { host, port }
+            }
+            "redis+cluster" => Topology::Cluster { nodes: hosts },
+            "redis+sentinel" => {
+                let master = segments
+                    .next()
+                    .ok_or_else(|| bad("a redis+sentinel:// URL needs the master name as its path (/mymaster)"))?;
+                Topology::Sentinel { sentinels: hosts, master: percent_decode(master), sentinel_password }
+            }
+            other => return Err(Error::invalid_argument(format!("'{other}' is not a Redis scheme"))),
+        };
+        let db = match segments.next() {
+            None => 0,
+            Some(db) => db.parse().map_err(|_| bad(&format!("'{db}' is not a database number")))?,
+        };
+        if segments.next().is_some() {
+            return Err(bad("unexpected path segments"));
+        }
+        if db != 0 && matches!(topology, Topology::Cluster { .. }) {
+            return Err(bad("Redis Cluster has only database 0"));
+        }
+        Ok(Endpoint { topology, tls, ca_file, username, password, db, timeout, redacted })
+    }
+}
+
+fn parse_hosts(hosts: &str, default_port: u16) -> std::result::Result<Vec<(String, u16)>, String> {
+    if hosts.is_empty() {
+        return Err("no host".into());
+    }
+    hosts
+        .split(',')
+        .map(|host| {
+            let host = host.trim();
+            // [v6]:port, host:port, or host
+            let (name, port) = if let Some(rest) = host.strip_prefix('[') {
+                let (name, after) = rest.split_once(']').ok_or(format!("unclosed '[' in host '{host}'"))?;
+                (name, after.strip_prefix(':'))
+            } else {
+                match host.rsplit_once(':') {
+                    Some((name, port)) => (name, Some(port)),
+                    None => (host, None),
+                }
+            };
+            if name.is_empty() {
+                return Err(format!("empty host in '{hosts}'"));
+            }
+            let port = match port {
+                None => default_port,
+                Some(port) => port.parse().map_err(|_| format!("'{port}' is not a port number"))?,
+            };
+            Ok((name.to_string(), port))
+        })
+        .collect()
+}
+
+fn percent_decode(text: &str) -> String {
+    form_urlencoded::parse(format!("x={}", text.replace('+', "%2B")).as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(url: &str) -> Result<Endpoint> {
+        let mut url = ConnectUrl::parse(url)?;
+        let endpoint = Endpoint::parse(&mut url)?;
+        url.ensure_no_options_left()?;
+        Ok(endpoint)
+    }
+
+    #[test]
+    fn single_server_with_credentials_and_db() {
+        let e = parse("redis://app:p%40ss@cache.local:6380/2").unwrap();
+        assert_eq!(e.topology, Topology::Single { host: "cache.local".into(), port: 6380 });
+        assert_eq!((e.username.as_deref(), e.password.as_deref(), e.db), (Some("app"), Some("p@ss"), 2));
+        assert!(!e.tls);
+        assert!(!e.redacted.contains("p%40ss"));
+        let e = parse("redis://:secret@localhost").unwrap();
+        assert_eq!((e.username, e.password.as_deref()), (None, Some("secret")));
+        assert_eq!(e.topology, Topology::Single { host: "localhost".into(), port: 6379 });
+    }
+
+    #[test]
+    fn tls_cluster_and_sentinel() {
+        let e = parse("rediss://h:1?ca=/etc/ca.pem&timeout=2s").unwrap();
+        assert!(e.tls);
+        assert_eq!(e.ca_file.as_deref(), Some("/etc/ca.pem"));
+        assert_eq!(e.timeout, Duration::from_secs(2));
+        let e = parse("redis+cluster://a:7001,b:7002,[::1]:7003").unwrap();
+        assert_eq!(
+            e.topology,
+            Topology::Cluster { nodes: vec![("a".into(), 7001), ("b".into(), 7002), ("::1".into(), 7003)] }
+        );
+        let e = parse("redis+sentinel://s1,s2:26380/mymaster/3?sentinel_password=x").unwrap();
+        assert_eq!(
+            e.topology,
+            Topology::Sentinel {
+                sentinels: vec![("s1".into(), 26379), ("s2".into(), 26380)],
+                master: "mymaster".into(),
+                sentinel_password: Some("x".into())
+            }
+        );
+        assert_eq!(e.db, 3);
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        for (url, needle) in [
+            ("redis://a:1,b:2", "names one server"),
+            ("redis+sentinel://s1:26379", "master name"),
+            ("redis://h:port", "not a port number"),
+            ("redis://h/x", "not a database number"),
+            ("redis://h?ca=/x", "needs a rediss://"),
+            ("redis+cluster://a:1/2", "only database 0"),
+            ("redis://", "no host"),
+        ] {
+            let err = parse(url).unwrap_err();
+            assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument, "{url}");
+            assert!(err.to_string().contains(needle), "{url}: {err}");
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! The connections behind a Redis backend: one multiplexed, auto-pipelined connection for
+//! commands and one RESP3 connection for pub/sub, both reconnecting by themselves. Behind
+//! Sentinel, the master is looked up again when the one we know stops acting as master.
+
+use std::sync::{Arc, RwLock};
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClientBuilder;
+use redis::cluster_async::ClusterConnection;
+use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
+use redis::{Client, ConnectionAddr, FromRedisValue, PushInfo, RedisError, ScriptInvocation, TlsCertificates};
+use tokio::sync::mpsc::UnboundedSender;
+
+use super::endpoint::{Endpoint, Topology};
+use crate::error::{Error, Result};
+
+/// A connection that runs commands: a single server's, or a cluster's (routing by key).
+#[derive(Clone)]
+enum Connection {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+struct Connected {
+    commands: Connection,
+    subscriber: Connection,
+}
+
+pub(super) struct Link {
+    endpoint: Endpoint,
+    push: UnboundedSender<PushInfo>,
+    current: RwLock<Arc<Connected>>,
+    /// Behind Sentinel: how to find the master again after a failover.
+    sentinel: Option<tokio::sync::Mutex<SentinelClient>>,
+    /// Redis 7 clusters announce releases with SPUBLISH (sharded pub/sub), as Redisson does.
+    pub sharded: bool,
+}
+
+impl Link {
+    pub async fn connect(endpoint: Endpoint, push: UnboundedSender<PushInfo>) -> Result<Link> {
+        let root_cert = match &endpoint.ca_file {
+            None => None,
+            Some(path) => Some(std::fs::read(path).map_err(|e| {
+                Error::invalid_argument(format!("cannot read the CA file '{path}' named by option 'ca'")).with_source(e)
+            })?),
+        };
+        let mut sentinel = None;
+        let connected = match &endpoint.topology {
+            Topology::Single { host, port } => {
+                let client =
+                    single_client(&endpoint, host, *port, root_cert.clone()).map_err(|e| map_error(&endpoint, e))?;
+                connect_single(&endpoint, client, &push).await?
+            }
+            Topology::Cluster { nodes } => connect_cluster(&endpoint, nodes, root_cert, &push).await?,
+            Topology::Sentinel { sentinels, master, sentinel_password } => {
+                let mut client = sentinel_client(&endpoint, sentinels, master, sentinel_password.as_deref(), root_cert)
+                    .map_err(|e| map_error(&endpoint, e))?;
+                let master_client = client.async_get_client().await.map_err(|e| map_error(&endpoint, e))?;
+                let connected = connect_single(&endpoint, master_client, &push).await?;
+                sentinel = Some(tokio::sync::Mutex::new(client));
+                connected
+            }
+        };
+        let sharded =
+            matches!(connected.commands, Connection::Cluster(_)) && server_major_version(&connected).await >= 7;
+        Ok(Link { endpoint, push, current: RwLock::new(Arc::new(connected)), sentinel, sharded })
+    }
+
+    fn current(&self) -> Arc<Connected> {
+        self.current.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Run a script (EVALSHA, loading it on NOSCRIPT). Behind Sentinel, a server that has
+    /// stopped being the master sends us to look the master up again, once.
+    pub async fn invoke<T: FromRedisValue>(&self, invocation: &ScriptInvocation<'_>) -> Result<T> {
+        let connected = self.current();
+        let result = match &connected.commands {
+            Connection::Single(c) => invocation.invoke_async(&mut c.clone()).await,
+            Connection::Cluster(c) => invocation.invoke_async(&mut c.clone()).await,
+        };
+        match result {
+            Err(err) if self.sentinel.is_some() && is_failover(&err) => {
+                self.find_master(&connected).await?;
+                match &self.current().commands {
+                    Connection::Single(c) => invocation.invoke_async(&mut c.clone()).await,
+                    Connection::Cluster(c) => invocation.invoke_async(&mut c.clone()).await,
+                }
+                .map_err(|e| map_error(&self.endpoint, e))
+            }
+            other => other.map_err(|e| map_error(&self.endpoint, e)),
+        }
+    }
+
+    pub async fn subscribe(&self, channel: &str) -> Result<()> {
+        let result = match self.current().subscriber.clone() {
+            Connection::Single(mut c) => c.subscribe(channel).await,
+            Connection::Cluster(mut c) if self.sharded => c.ssubscribe(channel).await,
+            Connection::Cluster(mut c) => c.subscribe(channel).await,
+        };
+        result.map_err(|e| map_error(&self.endpoint, e))
+    }
+
+    pub async fn unsubscribe(&self, channel: &str) -> Result<()> {
+        let result = match self.current().subscriber.clone() {
+            Connection::Single(mut c) => c.unsubscribe(channel).await,
+            Connection::Cluster(mut c) if self.sharded => c.sunsubscribe(channel).await,
+            Connection::Cluster(mut c) => c.unsubscribe(channel).await,
+        };
+        result.map_err(|e| map_error(&self.endpoint, e))
+    }
+
+    /// The command releases are announced with, as scripts take it.
+    pub fn publish_command(&self) -> &'static str {
+        if self.sharded {
+            "spublish"
+        } else {
+            "publish"
+        }
+    }
+
+    /// Ask Sentinel for the master and reconnect to it, unless another caller already did
+    /// since `seen` was current. Subscriptions follow through `resubscribed`.
+    async fn find_master(&self, seen: &Arc<Connected>) -> Result<()> {
+        let Some(sentinel) = &self.sentinel else { return Ok(()) };
+        let mut sentinel = sentinel.lock().await;
+        if !Arc::ptr_eq(seen, &self.current()) {
+            return Ok(());
+        }
+        let client = sentinel.async_get_client().await.map_err(|e| map_error(&self.endpoint, e))?;
+        let connected = connect_single(&self.endpoint, client, &self.push).await?;
+        *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(connected);
+        // Waiters re-subscribe when they next wait; tell them their channels went quiet.
+        let _ = self.push.send(PushInfo { kind: redis::PushKind::Disconnection, data: vec![] });
+        Ok(())
+    }
+
+    pub fn redacted_url(&self) -> &str {
+        &self.endpoint.redacted
+    }
+}
+
+fn manager_config(endpoint: &Endpoint) -> ConnectionManagerConfig {
+    ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(endpoint.timeout))
+        .set_response_timeout(Some(endpoint.timeout))
+        .set_number_of_retries(2)
+}
+
+async fn connect_single(endpoint: &Endpoint, client: Client, push: &UnboundedSender<PushInfo>) -> Result<Connected> {
+    let commands = ConnectionManager::new_with_config(client.clone(), manager_config(endpoint))
+        .await
+        .map_err(|e| map_error(endpoint, e))?;
+    let push = push.clone();
+    let subscriber_config = manager_config(endpoint)
+        .set_push_sender(move |info: PushInfo| push.send(info).map_err(|_| redis::aio::SendError))
+        .set_automatic_resubscription();
+    let subscriber = ConnectionManager::new_with_config(with_resp3(client, endpoint)?, subscriber_config)
+        .await
+        .map_err(|e| map_error(endpoint, e))?;
+    Ok(Connected { commands: Connection::Single(commands), subscriber: Connection::Single(subscriber) })
+}
+
+async fn connect_cluster(
+    endpoint: &Endpoint,
+    nodes: &[(String, u16)],
+    root_cert: Option<Vec<u8>>,
+    push: &UnboundedSender<PushInfo>,
+) -> Result<Connected> {
+    let urls: Vec<String> = nodes.iter().map(|(host, port)| node_url(endpoint, host, *port, false)).collect();
+    let builder = |resp3: bool| {
+        let mut builder = ClusterClientBuilder::new(urls.clone())
+            .connection_timeout(endpoint.timeout)
+            .response_timeout(endpoint.timeout);
+        if let Some(user) = &endpoint.username {
+            builder = builder.username(user);
+        }
+        if let Some(password) = &endpoint.password {
+            builder = builder.password(password);
+        }
+        if let Some(cert) = &root_cert {
+            builder = builder.certs(TlsCertificates { client_tls: None, root_cert: Some(cert.clone()) });
+        }
+        if resp3 {
+            let push = push.clone();
+            builder = builder
+                .use_protocol(redis::ProtocolVersion::RESP3)
+                .push_sender(move |info: PushInfo| push.send(info).map_err(|_| redis::aio::SendError));
+        }
+        builder.build()
+    };
+    let connect = |resp3: bool| async move { builder(resp3)?.get_async_connection().await };
+    let commands = connect(false).await.map_err(|e| map_error(endpoint, e))?;
+    let subscriber = connect(true).await.map_err(|e| map_error(endpoint, e))?;
+    Ok(Connected { commands: Connection::Cluster(commands), subscriber: Connection::Cluster(subscriber) })
+}
+
+fn single_client(endpoint: &Endpoint, host: &str, port: u16, root_cert: Option<Vec<u8>>) -> redis::RedisResult<Client> {
+    let url = node_url(endpoint, host, port, true);
+    match root_cert {
+        Some(cert) => Client::build_with_tls(url, TlsCertificates { client_tls: None, root_cert: Some(cert) }),
+        None => Client::open(url),
+    }
+}
+
+fn sentinel_client(
+    endpoint: &Endpoint,
+    sentinels: &[(String, u16)],
+    master: &str,
+    sentinel_password: Option<&str>,
+    root_cert: Option<Vec<u8>>,
+) -> redis::RedisResult<SentinelClient> {
+    let addrs = sentinels.iter().map(|(host, port)| ConnectionAddr::Tcp(host.clone(), *port));
+    let mut builder = SentinelClientBuilder::new(addrs, master, SentinelServerType::Master)?
+        .set_client_to_redis_db(endpoint.db)
+        .set_client_to_redis_tcp_settings(redis::io::tcp::TcpSettings::default());
+    if let Some(user) = &endpoint.username {
+        builder = builder.set_client_to_redis_username(user);
+    }
+    if let Some(password) = &endpoint.password {
+        builder = builder.set_client_to_redis_password(password);
+    }
+    if let Some(password) = sentinel_password {
+        builder = builder.set_client_to_sentinel_password(password);
+    }
+    if endpoint.tls {
+        builder = builder.set_client_to_redis_tls_mode(redis::TlsMode::Secure);
+        if let Some(cert) = root_cert {
+            builder =
+                builder.set_client_to_redis_certificates(TlsCertificates { client_tls: None, root_cert: Some(cert) });
+        }
+    }
+    builder.build()
+}
+
+/// A redis-rs URL for one node: credentials percent-encoded, db in the path.
+fn node_url(endpoint: &Endpoint, host: &str, port: u16, with_db: bool) -> String {
+    let scheme = if endpoint.tls { "rediss" } else { "redis" };
+    let encode = |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+    let userinfo = match (&endpoint.username, &endpoint.password) {
+        (None, None) => String::new(),
+        (user, password) => format!(
+            "{}{}@",
+            user.as_deref().map(encode).unwrap_or_default(),
+            password.as_deref().map(|p| format!(":{}", encode(p))).unwrap_or_default()
+        ),
+    };
+    let host = if host.contains(':') { format!("[{host}]") } else { host.to_string() };
+    let db = if with_db { format!("/{}", endpoint.db) } else { String::new() };
+    format!("{scheme}://{userinfo}{host}:{port}{db}")
+}
+
+/// The same server over RESP3, which the pub/sub connection needs for push messages.
+fn with_resp3(client: Client, endpoint: &Endpoint) -> Result<Client> {
+    let info = client.get_connection_info().clone();
+    let settings = info.redis_settings().clone().set_protocol(redis::ProtocolVersion::RESP3);
+    Client::open(info.set_redis_settings(settings)).map_err(|e| map_error(endpoint, e))
+}
+
+async fn server_major_version(connected: &Connected) -> u32 {
+    let Connection::Cluster(c) = &connected.commands else { return 0 };
+    let info: redis::RedisResult<String> = redis::cmd("INFO").arg("server").query_async(&mut c.clone()).await;
+    info.ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|l| l.strip_prefix("redis_version:"))
+                .and_then(|v| v.split('.').next())
+                .and_then(|major| major.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// A server that is no longer the master (READONLY) or no longer there.
+fn is_failover(err: &RedisError) -> bool {
+    err.code() == Some("READONLY") || err.is_io_error() || err.is_connection_dropped() || err.is_connection_refusal()
+}
+
+pub(super) fn map_error(endpoint: &Endpoint, err: RedisError) -> Error {
+    let url = &endpoint.redacted;
+    if err.kind() == redis::ErrorKind::AuthenticationFailed
+        || matches!(err.code(), Some("WRONGPASS" | "NOAUTH" | "NOPERM"))
+    {
+        return Error::connection(format!(
+            "redis at {url} rejected the credentials; check the user name and password in the URL"
+        ));
+    }
+    if err.is_io_error() || err.is_connection_refusal() || err.is_timeout() || err.is_connection_dropped() {
+        return Error::connection(format!("cannot reach redis at {url}; is it running and reachable?"))
+            .with_source(err);
+    }
+    if err.kind() == redis::ErrorKind::MasterNameNotFoundBySentinel {
+        return Error::connection(format!("no sentinel of {url} knows that master name"));
+    }
+    Error::backend(format!("redis at {url} failed")).with_source(err)
+}

@@ -1,0 +1,211 @@
+//! `redis://`, `rediss://`, `redis+cluster://`, `redis+sentinel://`: locks that Redisson,
+//! redis-py and node-redlock see as their own.
+//!
+//! - `Reentrant` is Redisson's RLock, fenced by Redisson's RFencedLock counter.
+//! - `Fair` is Redisson's RedissonFairLock: a FIFO queue, each waiter woken on its own channel.
+//! - `Token` is redis-py's `Lock` and node-redlock: `SET NX PX` with a random value.
+//!
+//! Waiters subscribe to the lock's release channel before each attempt and wake on its
+//! message, on the holder's TTL, or on a slow fallback backoff, whichever comes first.
+
+mod endpoint;
+mod link;
+mod pubsub;
+mod scripts;
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+use redis::Script;
+
+use super::poll::{acquire_by_attempts, Attempt, Backoff};
+use super::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
+use crate::error::Result;
+use crate::lock::LockKind;
+use crate::url::ConnectUrl;
+use endpoint::Endpoint;
+use link::Link;
+use pubsub::Subscriptions;
+use scripts::{LockKeys, UNLOCK_MESSAGE};
+
+/// Only a fallback: releases arrive by pub/sub, and a holder's expiry by its TTL. It catches
+/// releases that announce nothing (a redis-py holder's delete, a key evicted by Redis).
+const FALLBACK: Backoff = Backoff { min: Duration::from_millis(10), max: Duration::from_millis(250) };
+
+/// How long a fair waiter keeps its place in the queue between attempts when it has no
+/// deadline of its own: Redisson's default thread wait time.
+const FAIR_THREAD_WAIT: Duration = Duration::from_secs(300);
+
+pub(crate) struct RedisBackend {
+    link: Arc<Link>,
+    subscriptions: Arc<Subscriptions>,
+}
+
+impl RedisBackend {
+    pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Self> {
+        let endpoint = Endpoint::parse(url)?;
+        let (push, pushes) = tokio::sync::mpsc::unbounded_channel();
+        let link = Arc::new(Link::connect(endpoint, push).await?);
+        let subscriptions = Subscriptions::start(link.clone(), pushes);
+        Ok(RedisBackend { link, subscriptions })
+    }
+
+    /// One attempt for an owner that does not hold the lock. Both acquire scripts answer
+    /// `{-1, token}` on success and `{holder's ttl, -1}` otherwise.
+    async fn attempt(
+        &self,
+        request: &AcquireRequest,
+        keys: &LockKeys,
+        field: &str,
+        fair_wait: Duration,
+    ) -> Result<Attempt> {
+        let lease = millis(request.lease);
+        let mut invocation = match request.kind {
+            LockKind::Fair => {
+                let mut inv = scripts::FAIR_ACQUIRE.prepare_invoke();
+                inv.key(&keys.lock).key(&keys.queue).key(&keys.timeouts).key(&keys.token);
+                inv.arg(lease).arg(field).arg(millis(fair_wait)).arg(now_ms());
+                inv
+            }
+            LockKind::Token => script_with(&scripts::TOKEN_ACQUIRE, &[&keys.lock, &keys.token]),
+            _ => script_with(&scripts::REENTRANT_ACQUIRE, &[&keys.lock, &keys.token]),
+        };
+        match request.kind {
+            LockKind::Fair => {}
+            LockKind::Token => {
+                invocation.arg(field).arg(lease);
+            }
+            _ => {
+                invocation.arg(lease).arg(field);
+            }
+        }
+        let (ttl, token): (i64, i64) = self.link.invoke(&invocation).await?;
+        Ok(if ttl == -1 && token > 0 {
+            Attempt::Acquired { token: token as u64, state: None }
+        } else {
+            Attempt::Busy { holder_lease_left: u64::try_from(ttl).ok().map(Duration::from_millis) }
+        })
+    }
+
+    async fn leave_fair_queue(&self, keys: &LockKeys, field: &str, fair_wait: Duration) -> Result<()> {
+        let mut invocation = script_with(&scripts::FAIR_LEAVE_QUEUE, &[&keys.queue, &keys.timeouts]);
+        invocation.arg(field).arg(millis(fair_wait));
+        self.link.invoke::<i64>(&invocation).await.map(drop)
+    }
+}
+
+fn script_with<'a>(script: &'a Script, keys: &[&String]) -> redis::ScriptInvocation<'a> {
+    let mut invocation = script.prepare_invoke();
+    for key in keys {
+        invocation.key(key.as_str());
+    }
+    invocation
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX).max(1)
+}
+
+/// Redisson's fair lock keeps waiter deadlines in client wall-clock milliseconds.
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+#[async_trait]
+impl Backend for RedisBackend {
+    async fn acquire(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
+        let keys = LockKeys::new(&request.key);
+        let field = request.owner.to_string();
+        // A fair waiter with a deadline holds its place that long, as with Redisson's tryLock.
+        let fair_wait = match request.deadline {
+            Some(deadline) => {
+                deadline.saturating_duration_since(tokio::time::Instant::now()).max(Duration::from_millis(1))
+            }
+            None => FAIR_THREAD_WAIT,
+        };
+        let channel = match request.kind {
+            LockKind::Fair => keys.waiter_channel(&field),
+            _ => keys.channel.clone(),
+        };
+        let subscription = self.subscriptions.listen(&channel).await?;
+        let outcome = acquire_by_attempts(request, FALLBACK, subscription.wake(), || {
+            self.attempt(request, &keys, &field, fair_wait)
+        })
+        .await;
+        if request.kind == LockKind::Fair && !matches!(outcome, Ok(Some(_))) {
+            // Gave up (deadline, cancel or error): leave the queue so those behind move up.
+            let _ = self.leave_fair_queue(&keys, &field, fair_wait).await;
+        }
+        outcome
+    }
+
+    async fn renew(&self, held: &HeldLock, lease: Duration) -> Result<Renewal> {
+        let keys = LockKeys::new(&held.key);
+        let mut invocation = match held.kind {
+            LockKind::Token => {
+                let mut inv = script_with(&scripts::TOKEN_RENEW, &[&keys.lock]);
+                inv.arg(held.owner.to_string()).arg(millis(lease));
+                inv
+            }
+            _ => script_with(&scripts::HASH_RENEW, &[&keys.lock]),
+        };
+        if held.kind != LockKind::Token {
+            invocation.arg(millis(lease)).arg(held.owner.to_string());
+        }
+        let renewed: i64 = self.link.invoke(&invocation).await?;
+        Ok(if renewed == 1 { Renewal::Renewed } else { Renewal::Gone })
+    }
+
+    async fn reenter(&self, held: &HeldLock) -> Result<Renewal> {
+        if held.kind == LockKind::Token {
+            return Ok(Renewal::Renewed); // a plain key has no hold count
+        }
+        let keys = LockKeys::new(&held.key);
+        let mut invocation = script_with(&scripts::REENTRANT_REENTER, &[&keys.lock]);
+        invocation.arg(held.owner.to_string());
+        let still_held: i64 = self.link.invoke(&invocation).await?;
+        Ok(if still_held == 1 { Renewal::Renewed } else { Renewal::Gone })
+    }
+
+    async fn release(&self, held: &HeldLock, holds_left: u32) -> Result<Release> {
+        let keys = LockKeys::new(&held.key);
+        let field = held.owner.to_string();
+        let publish = self.link.publish_command();
+        let released: i64 = match held.kind {
+            LockKind::Token if holds_left > 0 => return Ok(Release::Released),
+            LockKind::Token => {
+                let mut inv = script_with(&scripts::TOKEN_RELEASE, &[&keys.lock, &keys.channel]);
+                inv.arg(&field).arg(publish).arg(UNLOCK_MESSAGE);
+                let released: i64 = self.link.invoke(&inv).await?;
+                if released == 1 {
+                    0
+                } else {
+                    -1
+                }
+            }
+            LockKind::Fair => {
+                let mut inv =
+                    script_with(&scripts::FAIR_RELEASE, &[&keys.lock, &keys.queue, &keys.timeouts, &keys.channel]);
+                inv.arg(&field).arg(holds_left).arg(publish).arg(UNLOCK_MESSAGE).arg(now_ms());
+                self.link.invoke(&inv).await?
+            }
+            _ => {
+                let mut inv = script_with(&scripts::REENTRANT_RELEASE, &[&keys.lock, &keys.channel]);
+                inv.arg(&field).arg(holds_left).arg(publish).arg(UNLOCK_MESSAGE);
+                self.link.invoke(&inv).await?
+            }
+        };
+        Ok(if released < 0 { Release::Gone } else { Release::Released })
+    }
+
+    fn supports(&self, kind: LockKind) -> bool {
+        matches!(kind, LockKind::Reentrant | LockKind::Fair | LockKind::Token)
+    }
+}
+
+impl std::fmt::Debug for RedisBackend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisBackend").field("url", &self.link.redacted_url()).finish()
+    }
+}

@@ -1,0 +1,136 @@
+//! One pub/sub connection shared by every waiter of a client. Each channel a waiter listens
+//! on is subscribed once, counted, and unsubscribed when its last listener leaves; messages
+//! become bumps of a per-channel counter that the acquire loop waits on.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use redis::{PushInfo, PushKind, Value};
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::watch;
+
+use super::link::Link;
+use crate::error::Result;
+
+struct Channel {
+    wake: watch::Sender<u64>,
+    listeners: usize,
+    /// Whether the server has us subscribed; changed only under this lock, so a SUBSCRIBE and
+    /// the UNSUBSCRIBE of an earlier listener never cross.
+    subscribed: Arc<tokio::sync::Mutex<bool>>,
+}
+
+type Channels = Arc<Mutex<HashMap<String, Channel>>>;
+
+pub(super) struct Subscriptions {
+    link: Arc<Link>,
+    channels: Channels,
+}
+
+/// A listener on one channel; leaving is dropping it.
+pub(super) struct Subscription {
+    subscriptions: Arc<Subscriptions>,
+    name: String,
+    wake: watch::Receiver<u64>,
+}
+
+impl Subscription {
+    /// Bumped on every message on the channel, and whenever messages may have been missed.
+    pub fn wake(&self) -> watch::Receiver<u64> {
+        self.wake.clone()
+    }
+}
+
+impl Subscriptions {
+    /// Start dispatching the push messages of the link's subscriber connection.
+    pub fn start(link: Arc<Link>, mut pushes: UnboundedReceiver<PushInfo>) -> Arc<Subscriptions> {
+        let channels: Channels = Arc::default();
+        let dispatch = channels.clone();
+        tokio::spawn(async move {
+            while let Some(push) = pushes.recv().await {
+                let channels = dispatch.lock().unwrap_or_else(|e| e.into_inner());
+                match push.kind {
+                    PushKind::Message | PushKind::SMessage => {
+                        if let Some(channel) = push.data.first().and_then(channel_name).and_then(|n| channels.get(&n)) {
+                            channel.wake.send_modify(|n| *n = n.wrapping_add(1));
+                        }
+                    }
+                    // Messages sent while we were away are lost: wake everyone to look again.
+                    PushKind::Disconnection => {
+                        for channel in channels.values() {
+                            channel.wake.send_modify(|n| *n = n.wrapping_add(1));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        });
+        Arc::new(Subscriptions { link, channels })
+    }
+
+    /// Listen on `name`, subscribing on the server if nobody in this client already is.
+    /// Returns once the server has confirmed the subscription.
+    pub async fn listen(self: &Arc<Self>, name: &str) -> Result<Subscription> {
+        let (wake, subscribed) = {
+            let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
+            let channel = channels.entry(name.to_string()).or_insert_with(|| Channel {
+                wake: watch::channel(0).0,
+                listeners: 0,
+                subscribed: Arc::default(),
+            });
+            channel.listeners += 1;
+            (channel.wake.subscribe(), channel.subscribed.clone())
+        };
+        // From here on, dropping the subscription undoes the count.
+        let subscription = Subscription { subscriptions: self.clone(), name: name.to_string(), wake };
+        let mut is_subscribed = subscribed.lock().await;
+        if !*is_subscribed {
+            self.link.subscribe(name).await?;
+            *is_subscribed = true;
+        }
+        Ok(subscription)
+    }
+
+    fn leave(self: &Arc<Self>, name: &str) {
+        let subscribed = {
+            let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
+            let Some(channel) = channels.get_mut(name) else { return };
+            channel.listeners -= 1;
+            if channel.listeners > 0 {
+                return;
+            }
+            channel.subscribed.clone()
+        };
+        let this = self.clone();
+        let name = name.to_string();
+        tokio::spawn(async move {
+            let mut is_subscribed = subscribed.lock().await;
+            let still_unused =
+                this.channels.lock().unwrap_or_else(|e| e.into_inner()).get(&name).is_some_and(|c| c.listeners == 0);
+            if !still_unused {
+                return; // a new listener arrived and relies on the subscription
+            }
+            if *is_subscribed && this.link.unsubscribe(&name).await.is_ok() {
+                *is_subscribed = false;
+            }
+            let mut channels = this.channels.lock().unwrap_or_else(|e| e.into_inner());
+            if channels.get(&name).is_some_and(|c| c.listeners == 0) && !*is_subscribed {
+                channels.remove(&name);
+            }
+        });
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.subscriptions.leave(&self.name);
+    }
+}
+
+fn channel_name(value: &Value) -> Option<String> {
+    match value {
+        Value::BulkString(bytes) => String::from_utf8(bytes.clone()).ok(),
+        Value::SimpleString(text) => Some(text.clone()),
+        _ => None,
+    }
+}

@@ -1,0 +1,286 @@
+//! The Lua that runs inside Redis, and the key names it runs on. The reentrant lock is
+//! Redisson's RLock protocol (hash per lock, field per owner, hold count as value, unlock
+//! message "0" on `redisson_lock__channel:{name}`), fenced with Redisson's RFencedLock
+//! counter; the fair lock is Redisson's RedissonFairLock queue; the token lock is the
+//! `SET NX PX` lock of redis-py and node-redlock. Key layouts are the incumbents' exactly,
+//! so each side excludes the other; the scripts are our own.
+
+use std::sync::LazyLock;
+
+use redis::Script;
+
+/// Redisson's `prefixName`: keys that belong to a lock share its hash slot through a
+/// `{name}` hash tag (or the name's own tag, if it has one).
+pub(super) fn prefixed(prefix: &str, name: &str) -> String {
+    if name.contains('{') {
+        format!("{prefix}:{name}")
+    } else {
+        format!("{prefix}:{{{name}}}")
+    }
+}
+
+/// Every Redis key and channel that belongs to one lock.
+pub(super) struct LockKeys {
+    /// The lock itself: a hash (reentrant, fair) or a string (token).
+    pub lock: String,
+    /// Where a full release is announced.
+    pub channel: String,
+    /// The fencing counter, shared with Redisson's RFencedLock.
+    pub token: String,
+    /// Fair lock: the queue of waiting owners, and their deadlines.
+    pub queue: String,
+    pub timeouts: String,
+}
+
+impl LockKeys {
+    pub fn new(name: &str) -> Self {
+        LockKeys {
+            lock: name.to_string(),
+            channel: prefixed("redisson_lock__channel", name),
+            token: prefixed("redisson_lock_token", name),
+            queue: prefixed("redisson_lock_queue", name),
+            timeouts: prefixed("redisson_lock_timeout", name),
+        }
+    }
+
+    /// The fair lock's private wake-up channel of one waiting owner.
+    pub fn waiter_channel(&self, field: &str) -> String {
+        format!("{}:{field}", self.channel)
+    }
+}
+
+/// Redisson's unlock message.
+pub(super) const UNLOCK_MESSAGE: &str = "0";
+
+/// KEYS: lock, token. ARGV: lease ms, field.
+/// Returns {-1, token} when acquired, else {pttl of the holder, -1}.
+pub(super) static REENTRANT_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  local token = redis.call('incr', KEYS[2])
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {-1, token}
+end
+return {redis.call('pttl', KEYS[1]), -1}
+",
+    )
+});
+
+/// Count one more hold of an owner that already holds the lock, as Redisson does.
+/// KEYS: lock. ARGV: field. Returns 1 if the owner still held it, else 0.
+pub(super) static REENTRANT_REENTER: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('hexists', KEYS[1], ARGV[1]) == 1 then
+  redis.call('hincrby', KEYS[1], ARGV[1], 1)
+  return 1
+end
+return 0
+",
+    )
+});
+
+/// Redisson's renewal. KEYS: lock. ARGV: lease ms, field. Returns 1 if renewed, else 0.
+pub(super) static HASH_RENEW: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return 1
+end
+return 0
+",
+    )
+});
+
+/// Give back one hold. KEYS: lock, channel. ARGV: field, holds left after this one,
+/// publish command ('publish' or 'spublish'), unlock message.
+/// Returns -1 if the owner no longer held it, else the holds left.
+pub(super) static REENTRANT_RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+  return -1
+end
+if tonumber(ARGV[2]) > 0 then
+  return redis.call('hincrby', KEYS[1], ARGV[1], -1)
+end
+redis.call('del', KEYS[1])
+redis.call(ARGV[3], KEYS[2], ARGV[4])
+return 0
+",
+    )
+});
+
+/// The fair lock's attempt: Redisson's queue discipline with a fencing counter.
+/// KEYS: lock, queue, timeouts, token. ARGV: lease ms, field, thread wait ms, now ms.
+/// Returns {-1, token} when acquired, else {ms to wait, -1}.
+pub(super) static FAIR_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+-- drop waiters whose turn came and went
+while true do
+  local first = redis.call('lindex', KEYS[2], 0)
+  if first == false then break end
+  local timeout = tonumber(redis.call('zscore', KEYS[3], first))
+  if timeout <= tonumber(ARGV[4]) then
+    redis.call('zrem', KEYS[3], first)
+    redis.call('lpop', KEYS[2])
+  else
+    break
+  end
+end
+-- free, and nobody ahead of us: take it
+if redis.call('exists', KEYS[1]) == 0
+   and (redis.call('exists', KEYS[2]) == 0 or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then
+  redis.call('lpop', KEYS[2])
+  redis.call('zrem', KEYS[3], ARGV[2])
+  local waiting = redis.call('zrange', KEYS[3], 0, -1)
+  for i = 1, #waiting, 1 do
+    redis.call('zincrby', KEYS[3], -tonumber(ARGV[3]), waiting[i])
+  end
+  local token = redis.call('incr', KEYS[4])
+  redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {-1, token}
+end
+if redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  local token = redis.call('incr', KEYS[4])
+  redis.call('hincrby', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[1])
+  return {-1, token}
+end
+-- already queued: wait about as long as our deadline says
+local timeout = redis.call('zscore', KEYS[3], ARGV[2])
+if timeout ~= false then
+  return {timeout - tonumber(ARGV[3]) - tonumber(ARGV[4]), -1}
+end
+-- join the queue behind the last waiter (or behind the holder's lease)
+local last = redis.call('lindex', KEYS[2], -1)
+local ttl
+if last ~= false and last ~= ARGV[2] then
+  ttl = tonumber(redis.call('zscore', KEYS[3], last)) - tonumber(ARGV[4])
+else
+  ttl = redis.call('pttl', KEYS[1])
+end
+local deadline = ttl + tonumber(ARGV[3]) + tonumber(ARGV[4])
+if redis.call('zadd', KEYS[3], deadline, ARGV[2]) == 1 then
+  redis.call('rpush', KEYS[2], ARGV[2])
+end
+return {ttl, -1}
+",
+    )
+});
+
+/// A fair waiter gives up: leave the queue and give the time back to those behind.
+/// KEYS: queue, timeouts. ARGV: field, thread wait ms.
+pub(super) static FAIR_LEAVE_QUEUE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local queue = redis.call('lrange', KEYS[1], 0, -1)
+local i = 1
+while i <= #queue and queue[i] ~= ARGV[1] do i = i + 1 end
+i = i + 1
+while i <= #queue do
+  redis.call('zincrby', KEYS[2], -tonumber(ARGV[2]), queue[i])
+  i = i + 1
+end
+redis.call('zrem', KEYS[2], ARGV[1])
+redis.call('lrem', KEYS[1], 0, ARGV[1])
+return 1
+",
+    )
+});
+
+/// Fair release: as the reentrant one, but the next waiter in line is woken on its own
+/// channel. KEYS: lock, queue, timeouts, channel. ARGV: field, holds left, publish command,
+/// unlock message, now ms. Returns -1 if not held by the owner, else the holds left.
+pub(super) static FAIR_RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+while true do
+  local first = redis.call('lindex', KEYS[2], 0)
+  if first == false then break end
+  local timeout = tonumber(redis.call('zscore', KEYS[3], first))
+  if timeout <= tonumber(ARGV[5]) then
+    redis.call('zrem', KEYS[3], first)
+    redis.call('lpop', KEYS[2])
+  else
+    break
+  end
+end
+if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+  return -1
+end
+if tonumber(ARGV[2]) > 0 then
+  return redis.call('hincrby', KEYS[1], ARGV[1], -1)
+end
+redis.call('del', KEYS[1])
+local next = redis.call('lindex', KEYS[2], 0)
+if next ~= false then
+  redis.call(ARGV[3], KEYS[4] .. ':' .. next, ARGV[4])
+end
+return 0
+",
+    )
+});
+
+/// redis-py / node-redlock acquire, fenced. KEYS: lock, token. ARGV: owner token, lease ms.
+/// Returns {-1, fencing token} when acquired, else {pttl of the holder, -1}.
+pub(super) static TOKEN_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  return {-1, redis.call('incr', KEYS[2])}
+end
+return {redis.call('pttl', KEYS[1]), -1}
+",
+    )
+});
+
+/// Compare-and-pexpire. KEYS: lock. ARGV: owner token, lease ms. Returns 1 if renewed.
+pub(super) static TOKEN_RENEW: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  return redis.call('pexpire', KEYS[1], ARGV[2])
+end
+return 0
+",
+    )
+});
+
+/// Compare-and-delete, then wake polylock waiters (redis-py's own waiters poll).
+/// KEYS: lock, channel. ARGV: owner token, publish command, unlock message.
+/// Returns 1 if released, 0 if the key was no longer ours.
+pub(super) static TOKEN_RELEASE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('get', KEYS[1]) == ARGV[1] then
+  redis.call('del', KEYS[1])
+  redis.call(ARGV[2], KEYS[2], ARGV[3])
+  return 1
+end
+return 0
+",
+    )
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_share_the_lock_hash_slot_as_redisson_names_them() {
+        let keys = LockKeys::new("orders:42");
+        assert_eq!(keys.lock, "orders:42");
+        assert_eq!(keys.channel, "redisson_lock__channel:{orders:42}");
+        assert_eq!(keys.token, "redisson_lock_token:{orders:42}");
+        assert_eq!(keys.queue, "redisson_lock_queue:{orders:42}");
+        assert_eq!(keys.timeouts, "redisson_lock_timeout:{orders:42}");
+        assert_eq!(keys.waiter_channel("u:1"), "redisson_lock__channel:{orders:42}:u:1");
+        assert_eq!(prefixed("redisson_lock_token", "{user}:7"), "redisson_lock_token:{user}:7");
+    }
+}
