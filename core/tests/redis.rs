@@ -1,0 +1,397 @@
+//! Redis-specific behaviour against real servers from tests/services: Redisson's and
+//! redis-py's layouts both ways, fair ordering, fencing shared with RFencedLock, Cluster,
+//! Sentinel, TLS, and a server that goes away while a lock is held.
+
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use polylock::{AcquireOptions, Client, ErrorKind, LockKind, LostReason};
+use futures_util::StreamExt;
+use redis::AsyncCommands;
+use tokio::time::{sleep, timeout, Instant};
+
+fn env_url(var: &str, default: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| default.to_string())
+}
+
+fn redis_url() -> String {
+    env_url("POLYLOCK_TEST_REDIS_URL", "redis://127.0.0.1:16379")
+}
+
+/// A lock name no other test (or earlier run) uses.
+fn unique(name: &str) -> String {
+    format!("{name}-{}-{}", std::process::id(), fastrand::u64(..))
+}
+
+async fn raw(url: &str) -> redis::aio::MultiplexedConnection {
+    redis::Client::open(url).unwrap().get_multiplexed_async_connection().await.unwrap()
+}
+
+async fn connect(url: &str) -> Client {
+    Client::connect(url)
+        .await
+        .unwrap_or_else(|e| panic!("connect {url}: {e} (start the servers with tests/services/services.sh start)"))
+}
+
+/// Redisson's RLock acquire, as Redisson itself sends it (RedissonLock.tryLockInnerAsync).
+const REDISSON_TRY_LOCK: &str = "
+if ((redis.call('exists', KEYS[1]) == 0) or (redis.call('hexists', KEYS[1], ARGV[2]) == 1)) then
+  redis.call('hincrby', KEYS[1], ARGV[2], 1);
+  redis.call('pexpire', KEYS[1], ARGV[1]);
+  return nil;
+end;
+return redis.call('pttl', KEYS[1]);";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redisson_holder_excludes_polylock_and_its_unlock_message_wakes_the_waiter() {
+    let name = unique("redisson-held");
+    let mut redis = raw(&redis_url()).await;
+    let redisson_field = "6f1e0d8c-0000-4000-8000-000000000001:1";
+    let pttl: Option<i64> = redis::cmd("EVAL")
+        .arg(REDISSON_TRY_LOCK)
+        .arg(1)
+        .arg(&name)
+        .arg(30_000)
+        .arg(redisson_field)
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert_eq!(pttl, None, "the Redisson-style holder got the lock");
+
+    let client = connect(&redis_url()).await;
+    let lock = client.lock(&name).unwrap();
+    assert!(lock.try_acquire().await.unwrap().is_none(), "polylock must not take a lock Redisson holds");
+    let waiter = tokio::spawn(async move {
+        let guard = lock.acquire().await.unwrap();
+        (Instant::now(), guard.fencing_token())
+    });
+    sleep(Duration::from_millis(300)).await;
+    // Redisson's unlock: delete the hash, then publish 0 on the lock's channel.
+    let unlocked_at = Instant::now();
+    let _: () = redis.del(&name).await.unwrap();
+    let _: () = redis.publish(format!("redisson_lock__channel:{{{name}}}"), "0").await.unwrap();
+    let (acquired_at, token) = waiter.await.unwrap();
+    let woke_after = acquired_at - unlocked_at;
+    assert!(woke_after < Duration::from_millis(200), "woken after {woke_after:?}: by the message, not the 30 s TTL");
+    assert!(token > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_polylock_holder_uses_redissons_layout_and_excludes_redisson() {
+    let name = unique("polylock-held");
+    let client = connect(&redis_url()).await;
+    let lock = client.lock(&name).unwrap();
+    let outer = lock.acquire().await.unwrap();
+    let inner = lock.acquire().await.unwrap();
+    let mut redis = raw(&redis_url()).await;
+    let field = lock.owner().to_string();
+    assert!(field.starts_with(&client.id().to_string()), "field is <client uuid>:<local id>");
+    let count: Option<i64> = redis.hget(&name, &field).await.unwrap();
+    assert_eq!(count, Some(2), "Redisson's hold count");
+    let pttl: i64 = redis.pttl(&name).await.unwrap();
+    assert!(pttl > 20_000 && pttl <= 30_000, "watchdog lease of 30 s, got {pttl} ms");
+    let token: u64 = redis.get(format!("redisson_lock_token:{{{name}}}")).await.unwrap();
+    assert_eq!(token, outer.fencing_token(), "RFencedLock's counter");
+
+    let redisson_pttl: Option<i64> = redis::cmd("EVAL")
+        .arg(REDISSON_TRY_LOCK)
+        .arg(1)
+        .arg(&name)
+        .arg(30_000)
+        .arg("6f1e0d8c-0000-4000-8000-000000000002:7")
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert!(redisson_pttl.is_some_and(|t| t > 0), "Redisson must see the lock as held");
+
+    // A Redisson waiter subscribes to the channel and wakes on "0".
+    let mut subscriber = redis::Client::open(redis_url()).unwrap().get_async_pubsub().await.unwrap();
+    subscriber.subscribe(format!("redisson_lock__channel:{{{name}}}")).await.unwrap();
+    inner.release().await.unwrap();
+    let count: Option<i64> = redis.hget(&name, &field).await.unwrap();
+    assert_eq!(count, Some(1));
+    outer.release().await.unwrap();
+    let exists: bool = redis.exists(&name).await.unwrap();
+    assert!(!exists, "a full release deletes the hash");
+    let mut messages = subscriber.on_message();
+    let message = timeout(Duration::from_secs(2), messages.next()).await.expect("unlock message published").unwrap();
+    assert_eq!(message.get_payload::<String>().unwrap(), "0");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fencing_tokens_interleave_with_redissons_fenced_lock() {
+    let name = unique("fenced");
+    let token_key = format!("redisson_lock_token:{{{name}}}");
+    let client = connect(&redis_url()).await;
+    let mut redis = raw(&redis_url()).await;
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let guard = client.lock(&name).unwrap().acquire().await.unwrap();
+        seen.push(guard.fencing_token());
+        guard.release().await.unwrap();
+        // An RFencedLock acquisition in between: INCR of the same counter.
+        let redisson_token: u64 = redis.incr(&token_key, 1).await.unwrap();
+        seen.push(redisson_token);
+    }
+    assert!(seen.windows(2).all(|w| w[0] < w[1]), "one increasing sequence: {seen:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fair_lock_serves_eight_waiters_in_arrival_order() {
+    let name = unique("fair");
+    let client = connect(&redis_url()).await;
+    let holder = client.lock(&name).unwrap().with_kind(LockKind::Fair).acquire().await.unwrap();
+    let (order_tx, mut order_rx) = tokio::sync::mpsc::unbounded_channel();
+    let mut waiters = Vec::new();
+    for i in 0..8 {
+        // Each waiter its own client, as separate services would be.
+        let waiter_client = connect(&redis_url()).await;
+        let lock = waiter_client.lock(&name).unwrap().with_kind(LockKind::Fair);
+        let order_tx = order_tx.clone();
+        waiters.push(tokio::spawn(async move {
+            let guard = lock.acquire().await.unwrap();
+            order_tx.send(i).unwrap();
+            sleep(Duration::from_millis(20)).await;
+            guard.release().await.unwrap();
+            drop(waiter_client);
+        }));
+        sleep(Duration::from_millis(80)).await; // queue in a known order
+    }
+    let mut redis = raw(&redis_url()).await;
+    let queued: i64 = redis.llen(format!("redisson_lock_queue:{{{name}}}")).await.unwrap();
+    assert_eq!(queued, 8, "Redisson's queue holds every waiter");
+    holder.release().await.unwrap();
+    for waiter in waiters {
+        timeout(Duration::from_secs(10), waiter).await.expect("a fair waiter hung").unwrap();
+    }
+    let mut order = Vec::new();
+    while let Ok(i) = order_rx.try_recv() {
+        order.push(i);
+    }
+    assert_eq!(order, (0..8).collect::<Vec<_>>(), "served out of arrival order");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fair_waiter_that_gives_up_leaves_the_queue() {
+    let name = unique("fair-give-up");
+    let client = connect(&redis_url()).await;
+    let holder = client.lock(&name).unwrap().with_kind(LockKind::Fair).acquire().await.unwrap();
+    let quitter = client.lock(&name).unwrap().with_kind(LockKind::Fair);
+    let err = quitter.acquire_with(AcquireOptions::default().wait(Duration::from_millis(200))).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    let mut redis = raw(&redis_url()).await;
+    let queued: i64 = redis.llen(format!("redisson_lock_queue:{{{name}}}")).await.unwrap();
+    let timeouts: i64 = redis.zcard(format!("redisson_lock_timeout:{{{name}}}")).await.unwrap();
+    assert_eq!((queued, timeouts), (0, 0), "a waiter that gave up must not block those behind it");
+    holder.release().await.unwrap();
+    let next = client.lock(&name).unwrap().with_kind(LockKind::Fair);
+    next.try_acquire().await.unwrap().expect("free once released").release().await.unwrap();
+}
+
+/// The Python interpreter with redis-py installed (tests/run-all.sh sets it up).
+fn python() -> String {
+    env_url("POLYLOCK_TEST_PYTHON", "python3")
+}
+
+fn redis_py(args: &[&str]) -> Child {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/interop/redis_py_lock.py");
+    Command::new(python())
+        .arg(script)
+        .arg(redis_url())
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python with redis-py (set POLYLOCK_TEST_PYTHON)")
+}
+
+fn read_line(child: &mut Child) -> String {
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    line.trim().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_py_holds_and_polylock_token_lock_waits() {
+    let name = unique("redis-py-holds");
+    let mut holder = redis_py(&[&name, "hold", "1.0"]);
+    assert_eq!(read_line(&mut holder), "acquired", "redis-py could not lock");
+    let client = connect(&redis_url()).await;
+    let lock = client.lock(&name).unwrap().with_kind(LockKind::Token);
+    assert!(lock.try_acquire().await.unwrap().is_none(), "polylock took a lock redis-py holds");
+    let started = Instant::now();
+    let guard = lock.acquire_with(AcquireOptions::default().wait(Duration::from_secs(10))).await.unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(500), "got it before redis-py released");
+    assert!(holder.wait().unwrap().success());
+    guard.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polylock_token_lock_holds_and_redis_py_waits() {
+    let name = unique("polylock-holds-token");
+    let client = connect(&redis_url()).await;
+    let guard = client.lock(&name).unwrap().with_kind(LockKind::Token).acquire().await.unwrap();
+    let mut redis = raw(&redis_url()).await;
+    let value: String = redis.get(&name).await.unwrap();
+    assert_eq!(value, guard.lock().owner().to_string(), "a plain string key with the owner as its token");
+    let mut probe = redis_py(&[&name, "try"]);
+    assert_eq!(read_line(&mut probe), "busy", "redis-py took a lock polylock holds");
+    probe.wait().unwrap();
+    let mut waiter = redis_py(&[&name, "wait", "10"]);
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(waiter.stdout.take().unwrap()));
+    assert_eq!(lines.next().unwrap().unwrap(), "waiting");
+    sleep(Duration::from_millis(400)).await;
+    guard.release().await.unwrap();
+    let line = lines.next().unwrap().unwrap();
+    assert!(line.starts_with("acquired after "), "{line}");
+    let waited: u64 = line.trim_start_matches("acquired after ").parse().unwrap();
+    assert!(waited >= 300, "redis-py got it after {waited} ms, before polylock released");
+    assert!(waiter.wait().unwrap().success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cluster_locks_and_waits_work_across_slots() {
+    let url = env_url("POLYLOCK_TEST_REDIS_CLUSTER_URL", "redis+cluster://127.0.0.1:17001,127.0.0.1:17002,127.0.0.1:17003");
+    let client = connect(&url).await;
+    // Names chosen to spread over the three masters' slot ranges.
+    let names: Vec<String> = (0..12).map(|i| unique(&format!("cluster-{i}"))).collect();
+    for kind in [LockKind::Reentrant, LockKind::Fair, LockKind::Token] {
+        for name in &names {
+            let holder = client.lock(name).unwrap().with_kind(kind).acquire().await.unwrap();
+            let waiter = client.lock(name).unwrap().with_kind(kind);
+            let waiting = tokio::spawn(async move {
+                let guard = waiter.acquire_with(AcquireOptions::default().wait(Duration::from_secs(5))).await.unwrap();
+                let at = Instant::now();
+                let token = guard.fencing_token();
+                guard.release().await.unwrap();
+                (at, token)
+            });
+            sleep(Duration::from_millis(30)).await;
+            let released_at = Instant::now();
+            let held_token = holder.fencing_token();
+            holder.release().await.unwrap();
+            let (acquired_at, token) = waiting.await.unwrap();
+            assert!(token > held_token, "{kind} {name}: tokens must grow");
+            assert!(
+                acquired_at - released_at < Duration::from_millis(300),
+                "{kind} {name}: waiter woke after {:?}, not by pub/sub",
+                acquired_at - released_at
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sentinel_finds_the_master() {
+    let url = env_url("POLYLOCK_TEST_REDIS_SENTINEL_URL", "redis+sentinel://127.0.0.1:26380/polylock-master");
+    let client = connect(&url).await;
+    let name = unique("sentinel");
+    let guard = client.lock(&name).unwrap().acquire().await.unwrap();
+    // The sentinel named the master on 16380: the hash is there.
+    let mut master = raw("redis://127.0.0.1:16380").await;
+    let exists: bool = master.exists(&name).await.unwrap();
+    assert!(exists, "the lock was not written to the master Sentinel names");
+    guard.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_with_a_password_and_a_private_ca() {
+    let url = std::env::var("POLYLOCK_TEST_REDIS_TLS_URL").unwrap_or_else(|_| {
+        let dir = std::env::var("POLYLOCK_SERVICES_DIR").unwrap_or_else(|_| "/tmp/polylock-services".into());
+        format!("rediss://:polylock-tls-secret@127.0.0.1:16390?ca={dir}/redis-tls/ca.crt")
+    });
+    let client = connect(&url).await;
+    let guard = client.lock(&unique("tls")).unwrap().acquire().await.unwrap();
+    guard.release().await.unwrap();
+    let wrong = url.replace("polylock-tls-secret", "not-the-password");
+    let err = Client::connect(&wrong).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(err.to_string().contains("rejected the credentials"), "{err}");
+    assert!(!err.to_string().contains("not-the-password"), "password leaked: {err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_server_is_a_connection_error() {
+    let err = Client::connect("redis://:secret@127.0.0.1:1?timeout=1s").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection);
+    assert!(err.to_string().contains("cannot reach redis at redis://:***@127.0.0.1:1"), "{err}");
+}
+
+/// A private redis-server this test may stop and start again without disturbing others.
+struct PrivateRedis {
+    port: u16,
+    dir: tempfile::TempDir,
+    process: Option<Child>,
+}
+
+impl PrivateRedis {
+    fn start() -> PrivateRedis {
+        let port = 20000 + (std::process::id() % 20000) as u16;
+        let mut redis = PrivateRedis { port, dir: tempfile::tempdir().unwrap(), process: None };
+        redis.resume();
+        redis
+    }
+
+    fn resume(&mut self) {
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .arg("--dir")
+            .arg(self.dir.path())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server on PATH (tests/services installs it)");
+        self.process = Some(child);
+        let started = std::time::Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(started.elapsed() < Duration::from_secs(10), "private redis did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn stop(&mut self) {
+        if let Some(mut child) = self.process.take() {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+}
+
+impl Drop for PrivateRedis {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redis_stopping_under_a_holder_is_lost_not_a_hang_and_the_client_recovers() {
+    let mut server = PrivateRedis::start();
+    let url = format!("redis://127.0.0.1:{}?lease=1500ms&timeout=500ms", server.port);
+    let client = connect(&url).await;
+    let name = unique("outage");
+    let guard = client.lock(&name).unwrap().acquire().await.unwrap();
+    server.stop();
+    let reason = timeout(Duration::from_secs(5), guard.lost()).await.expect("loss must be noticed within the lease");
+    assert!(matches!(reason, LostReason::RenewalFailed(_)), "{reason:?}");
+    let started = Instant::now();
+    let err = guard.release().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Lost);
+    let err = client
+        .lock(&name)
+        .unwrap()
+        .acquire_with(AcquireOptions::default().wait(Duration::from_secs(1)))
+        .await
+        .unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Connection | ErrorKind::Timeout), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5), "calls hang while redis is down");
+    server.resume();
+    let recovered = async {
+        loop {
+            match client.lock(&name).unwrap().try_acquire().await {
+                Ok(Some(guard)) => return guard,
+                _ => sleep(Duration::from_millis(100)).await,
+            }
+        }
+    };
+    let guard = timeout(Duration::from_secs(10), recovered).await.expect("the client never recovered");
+    guard.release().await.unwrap();
+}
