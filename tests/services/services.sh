@@ -7,7 +7,8 @@
 #   services.sh url    SERVICE        print the service's URL
 #   services.sh env                   `export POLYLOCK_TEST_<SERVICE>_URL=...` for running services
 #
-# SERVICE: redis etcd zookeeper postgres mariadb (default: all). See README.md beside this file.
+# SERVICE: redis redis-cluster redis-sentinel redis-tls etcd zookeeper postgres mariadb
+#          (default: all). See README.md beside this file.
 #
 # Adding a service NAME means adding one block of functions below:
 #   svc_NAME_packages   print the Debian packages to install (nothing when already installed)
@@ -28,13 +29,17 @@ readonly PG_BIN=/usr/lib/postgresql/15/bin
 readonly PROG="${0##*/}"
 
 # Every service, in start order. Services added later that should not start by default
-# (clusters) can go in KNOWN_SERVICES only.
-SERVICES=(redis etcd zookeeper postgres mariadb)
+# can go in KNOWN_SERVICES only.
+SERVICES=(redis redis-cluster redis-sentinel redis-tls etcd zookeeper postgres mariadb)
 KNOWN_SERVICES=("${SERVICES[@]}")
 
 # TCP ports each service listens on (checked to be free before a start).
 declare -A SVC_PORTS=(
   [redis]="16379"
+  # Redis Cluster nodes also listen on their cluster bus port, client port + 10000.
+  [redis-cluster]="17001 17002 17003 27001 27002 27003"
+  [redis-sentinel]="16380 16381 26380"
+  [redis-tls]="16390"
   [etcd]="12379 12380"
   [zookeeper]="12181"
   [postgres]="15432"
@@ -44,6 +49,11 @@ declare -A SVC_PORTS=(
 # pid has been reused by an unrelated process.
 declare -A SVC_COMM=(
   [redis]=redis-server
+  [redis-cluster]=redis-server
+  # The sentinel too: it is redis-server started with --sentinel (redis-sentinel is only
+  # a symlink to it, which would make the comm "redis-sentinel").
+  [redis-sentinel]=redis-server
+  [redis-tls]=redis-server
   [etcd]=etcd
   [zookeeper]=java
   [postgres]=postgres
@@ -63,7 +73,7 @@ die() { msg "error: $*"; exit 1; }
 
 # usage [EXIT_CODE]: print the header comment's synopsis.
 usage() {
-  sed -n '2,10s/^# \{0,1\}//p' "$0" >&2
+  sed -n '2,11s/^# \{0,1\}//p' "$0" >&2
   exit "${1:-2}"
 }
 
@@ -208,29 +218,240 @@ install_missing() {
 }
 
 # ---------------------------------------------------------------------------------------
-# redis: redis-server + redis-cli
+# redis: redis-server + redis-cli. The other redis-* services below share these helpers.
+
+# Options of every redis-server data node (not the sentinel). No config file: everything on
+# the command line. No persistence (throwaway data). DEBUG is allowed from loopback so
+# tests can stall a server (DEBUG SLEEP).
+readonly REDIS_OPTS=(--bind "$HOST" --daemonize no --save '' --appendonly no
+  --enable-debug-command local)
 
 svc_redis_packages() {
   command -v redis-server >/dev/null || need_pkg redis-server
   command -v redis-cli >/dev/null || need_pkg redis-tools
 }
 
-svc_redis_launch() {
-  local dir
-  dir=$(svc_dir redis)
-  mkdir -p "$dir/data"
-  # No config file: everything on the command line. No persistence (throwaway data).
-  # DEBUG is allowed from loopback so tests can stall the server (DEBUG SLEEP).
-  spawn "$dir/server.pid" "$dir/server.log" \
-    redis-server --bind "$HOST" --port 16379 --dir "$dir/data" \
-    --daemonize no --save '' --appendonly no --enable-debug-command local
+# redis_node SERVICE NODE OPTION... : spawn one redis-server with its own data directory
+# NODE/ and NODE.pid, NODE.log in the service's directory.
+redis_node() {
+  local dir node=$2
+  dir=$(svc_dir "$1")
+  shift 2
+  mkdir -p "$dir/$node"
+  spawn "$dir/$node.pid" "$dir/$node.log" \
+    redis-server "${REDIS_OPTS[@]}" --dir "$dir/$node" "$@"
 }
 
-svc_redis_ready() {
-  [[ $(redis-cli -h "$HOST" -p 16379 ping 2>/dev/null) == PONG ]]
-}
+# redis_ping PORT: succeed if the plain-TCP redis on PORT answers PING.
+redis_ping() { [[ $(redis-cli -h "$HOST" -p "$1" ping 2>/dev/null) == PONG ]]; }
+
+svc_redis_launch() { redis_node redis server --port 16379; }
+
+svc_redis_ready() { redis_ping 16379; }
 
 svc_redis_url() { printf 'redis://%s:16379\n' "$HOST"; }
+
+# ---------------------------------------------------------------------------------------
+# redis-cluster: Redis Cluster of 3 masters, no replicas
+
+readonly CLUSTER_PORTS=(17001 17002 17003)
+
+svc_redis_cluster_packages() { svc_redis_packages; }
+
+svc_redis_cluster_launch() {
+  local i
+  # A short node timeout, so tests that stall or stop a node see it marked failed quickly.
+  for i in 1 2 3; do
+    redis_node redis-cluster "node$i" --port "${CLUSTER_PORTS[i - 1]}" \
+      --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000
+  done
+}
+
+svc_redis_cluster_setup() {
+  local port nodes=()
+  for port in "${CLUSTER_PORTS[@]}"; do
+    wait_until redis-cluster "the node on port $port" redis_ping "$port" || return 1
+    nodes+=("$HOST:$port")
+  done
+  # Splits the 16384 slots evenly, makes the nodes meet and waits until they agree on the
+  # slot map. It refuses nodes that already hold slots or keys, but every fresh start has
+  # empty nodes.
+  redis-cli --cluster create "${nodes[@]}" --cluster-replicas 0 --cluster-yes \
+    </dev/null >>"$(svc_dir redis-cluster)/cluster-create.log" 2>&1
+}
+
+svc_redis_cluster_ready() {
+  local port info
+  # Every node, not only the first: a client may bootstrap from any seed in the URL, and
+  # a node's view converges over the cluster bus a moment after the others' does.
+  for port in "${CLUSTER_PORTS[@]}"; do
+    info=$(redis-cli -h "$HOST" -p "$port" cluster info 2>/dev/null) || return 1
+    [[ $info =~ cluster_state:ok && $info =~ cluster_slots_assigned:16384 &&
+      $info =~ cluster_slots_ok:16384 && $info =~ cluster_known_nodes:3[^0-9] ]] || return 1
+  done
+}
+
+svc_redis_cluster_url() {
+  printf 'redis+cluster://%s:%s,%s:%s,%s:%s\n' \
+    "$HOST" "${CLUSTER_PORTS[0]}" "$HOST" "${CLUSTER_PORTS[1]}" "$HOST" "${CLUSTER_PORTS[2]}"
+}
+
+# ---------------------------------------------------------------------------------------
+# redis-sentinel: master 16380, replica 16381, one sentinel on 26380 (quorum 1)
+
+readonly SENTINEL_MASTER=polylock-master
+
+svc_redis_sentinel_packages() { svc_redis_packages; }
+
+svc_redis_sentinel_launch() {
+  # Redis 7 sends the full sync diskless by default, after waiting 5 s for more replicas to
+  # turn up: no delay, as there is only one. Both get it, as a failover swaps their roles.
+  local opts=(--repl-diskless-sync-delay 0)
+  redis_node redis-sentinel master --port 16380 "${opts[@]}"
+  redis_node redis-sentinel replica --port 16381 "${opts[@]}" --replicaof "$HOST" 16380
+}
+
+# Succeeds once the replica has finished its initial sync with the master.
+redis_replica_synced() {
+  redis-cli -h "$HOST" -p 16381 info replication 2>/dev/null | grep -q '^master_link_status:up'
+}
+
+# The sentinel starts only once the replica is in sync: it learns of replicas from the
+# master's INFO, which it asks for on connecting and then only every 10 s. Started before
+# the replica had connected, it would take up to 10 s more to know of it.
+svc_redis_sentinel_setup() {
+  local dir
+  dir=$(svc_dir redis-sentinel)
+  wait_until redis-sentinel "the replica to sync" redis_replica_synced || return 1
+  mkdir -p "$dir/sentinel"
+  # A fresh file on every start: the sentinel rewrites its config file with what it learns
+  # (replicas, failovers, its own id), and must be able to write it.
+  cat >"$dir/sentinel.conf" <<EOC || return 1
+bind $HOST
+port 26380
+daemonize no
+dir "$dir/sentinel"
+sentinel resolve-hostnames no
+sentinel monitor $SENTINEL_MASTER $HOST 16380 1
+sentinel down-after-milliseconds $SENTINEL_MASTER 2000
+sentinel failover-timeout $SENTINEL_MASTER 5000
+EOC
+  spawn "$dir/sentinel.pid" "$dir/sentinel.log" \
+    redis-server "$dir/sentinel.conf" --sentinel
+  # Stricter than the ready check: right after a start, a failover must be able to pick
+  # the replica, so the sentinel must have seen it in sync.
+  wait_until redis-sentinel "the sentinel to see the replica in sync" \
+    sentinel_sees_replica_synced
+}
+
+sentinel_cli() { redis-cli -h "$HOST" -p 26380 sentinel "$@" 2>/dev/null; }
+
+# The sentinel's view of the replica: redis-cli prints the nested field/value lists one
+# item a line. There is one replica. It is up if its flags are just "slave" (not s_down,
+# not disconnected), and in sync if the master link it reported at its last INFO was up.
+sentinel_replicas() { sentinel_cli replicas "$SENTINEL_MASTER"; }
+sentinel_sees_replica() { [[ $(sentinel_replicas) == *$'\nflags\nslave\n'* ]]; }
+sentinel_sees_replica_synced() {
+  local r
+  r=$(sentinel_replicas) || return 1
+  [[ $r == *$'\nflags\nslave\n'* && $r == *$'\nmaster-link-status\nok\n'* ]]
+}
+
+svc_redis_sentinel_ready() {
+  local addr
+  addr=$(sentinel_cli get-master-addr-by-name "$SENTINEL_MASTER") || return 1
+  # 16380 after a start; 16381 once a test has forced a failover (the old master then
+  # becomes the replica), which should not make `start` or `status` fail.
+  [[ $addr == "$HOST"$'\n'1638[01] ]] || return 1
+  # Not "in sync" as in setup: after a failover the sentinel reconfigures the old master
+  # only at its next INFO poll (every 10 s) and learns that it has synced at the one after,
+  # so that would keep `status` failing and `start` waiting for some 20 s.
+  sentinel_sees_replica
+}
+
+svc_redis_sentinel_url() { printf 'redis+sentinel://%s:26380/%s\n' "$HOST" "$SENTINEL_MASTER"; }
+
+# ---------------------------------------------------------------------------------------
+# redis-tls: TLS only (no plain port), server certificate from a throwaway CA, password
+
+readonly TLS_PASSWORD=polylock-tls-secret
+
+svc_redis_tls_packages() {
+  svc_redis_packages
+  command -v openssl >/dev/null || need_pkg openssl
+}
+
+# tls_make_certs DIR: a CA (DIR/ca.crt, the path the URL names) and a server certificate
+# for 127.0.0.1 and localhost signed by it (DIR/tls/server.{key,crt}). P-256 keys: instant
+# to generate, and accepted by rustls as well as OpenSSL. The extensions are spelled out,
+# not taken from the host's openssl.cnf, as strict verifiers (webpki) insist on them:
+# CA:TRUE on the CA only, SANs and serverAuth on the server certificate.
+tls_make_certs() {
+  local dir=$1 t=$1/tls
+  mkdir -p "$t"
+  cat >"$t/openssl.cnf" <<'EOC'
+[req]
+distinguished_name = dn
+prompt = no
+[dn]
+CN = polylock test CA
+[ca_ext]
+basicConstraints = critical, CA:TRUE
+keyUsage = critical, keyCertSign, cRLSign
+subjectKeyIdentifier = hash
+[server_ext]
+basicConstraints = critical, CA:FALSE
+keyUsage = critical, digitalSignature, keyEncipherment
+extendedKeyUsage = serverAuth
+subjectAltName = IP:127.0.0.1, DNS:localhost
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
+EOC
+  {
+    openssl req -x509 -new -config "$t/openssl.cnf" -extensions ca_ext \
+      -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 365 \
+      -keyout "$t/ca.key" -out "$dir/ca.crt" &&
+      openssl req -new -config "$t/openssl.cnf" -subj /CN=localhost \
+        -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+        -keyout "$t/server.key" -out "$t/server.csr" &&
+      openssl x509 -req -in "$t/server.csr" -CA "$dir/ca.crt" -CAkey "$t/ca.key" \
+        -set_serial "0x$(openssl rand -hex 8)" -days 365 \
+        -extfile "$t/openssl.cnf" -extensions server_ext -out "$t/server.crt"
+  } >>"$dir/openssl.log" 2>&1 || { log_tail redis-tls; die "redis-tls: making certificates failed"; }
+}
+
+svc_redis_tls_launch() {
+  local dir
+  dir=$(svc_dir redis-tls)
+  tls_make_certs "$dir"
+  # --port 0 closes the plain port. Clients need no certificate of their own.
+  redis_node redis-tls server --port 0 --tls-port 16390 \
+    --tls-cert-file "$dir/tls/server.crt" --tls-key-file "$dir/tls/server.key" \
+    --tls-ca-cert-file "$dir/ca.crt" --tls-auth-clients no --requirepass "$TLS_PASSWORD"
+}
+
+svc_redis_tls_ready() {
+  [[ $(redis-cli --tls --cacert "$(svc_dir redis-tls)/ca.crt" -h "$HOST" -p 16390 \
+    -a "$TLS_PASSWORD" --no-auth-warning ping 2>/dev/null) == PONG ]]
+}
+
+# url_escape STRING: percent-encode every byte but unreserved characters and '/'.
+url_escape() {
+  local LC_ALL=C s=$1 out='' c i
+  for ((i = 0; i < ${#s}; i++)); do
+    c=${s:i:1}
+    case $c in
+      [A-Za-z0-9/._~-]) out+=$c ;;
+      *) printf -v c '%%%02X' "'$c" && out+=$c ;;
+    esac
+  done
+  printf '%s\n' "$out"
+}
+
+svc_redis_tls_url() {
+  printf 'rediss://:%s@%s:16390?ca=%s\n' \
+    "$TLS_PASSWORD" "$HOST" "$(url_escape "$(svc_dir redis-tls)/ca.crt")"
+}
 
 # ---------------------------------------------------------------------------------------
 # etcd: single member named "default"
@@ -514,14 +735,14 @@ stop_one() {
 status_one() {
   local name=$1 pids f
   if ! is_running "$name"; then
-    printf '%-10s stopped\n' "$name"
+    printf '%-14s stopped\n' "$name"
     return 1
   fi
   pids=$(while read -r f; do printf '%s ' "$(<"$f")"; done < <(pid_files "$name"))
   if call_hook "$name" ready >/dev/null 2>&1; then
-    printf '%-10s running   pid %s %s\n' "$name" "${pids% }" "$(call_hook "$name" url)"
+    printf '%-14s running   pid %s %s\n' "$name" "${pids% }" "$(call_hook "$name" url)"
   else
-    printf '%-10s NOT ANSWERING pid %s (logs: %s)\n' "$name" "${pids% }" "$(svc_dir "$name")"
+    printf '%-14s NOT ANSWERING pid %s (logs: %s)\n' "$name" "${pids% }" "$(svc_dir "$name")"
     return 1
   fi
 }
