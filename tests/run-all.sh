@@ -27,6 +27,12 @@ command -v cargo >/dev/null || { echo "cargo is missing: install Rust (rustup) f
 cargo --version
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt clippy
 
+step "Python for interop tests (redis-py), in a venv outside the clone"
+venv="${POLYLOCK_VENV:-$HOME/.cache/polylock/venv}"
+[[ -x "$venv/bin/python" ]] || python3 -m venv "$venv"
+"$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/interop/requirements.txt
+export POLYLOCK_TEST_PYTHON="$venv/bin/python"
+
 step "servers (tests/services)"
 if [[ "${POLYLOCK_KEEP_SERVICES:-0}" != 1 ]]; then
   trap 'tests/services/services.sh stop >/dev/null 2>&1 || true' EXIT
@@ -38,7 +44,7 @@ step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked --release -- -D warnings
 
-step "Rust suites (core, cli)"
+step "Rust suites (core, cli), against every server"
 cargo test --workspace --locked --release
 
 step "benchmarks, quick smoke run (figures, not assertions)"

@@ -281,16 +281,72 @@ async fn cluster_locks_and_waits_work_across_slots() {
     }
 }
 
+/// Where the test Sentinel says the master is now (a forced failover moves it).
+async fn sentinel_master() -> String {
+    let mut sentinel = raw("redis://127.0.0.1:26380").await;
+    let (host, port): (String, u16) = redis::cmd("SENTINEL")
+        .arg("get-master-addr-by-name")
+        .arg("polylock-master")
+        .query_async(&mut sentinel)
+        .await
+        .unwrap();
+    format!("redis://{host}:{port}")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sentinel_finds_the_master() {
+async fn sentinel_finds_the_master_and_follows_a_failover() {
     let url = env_url("POLYLOCK_TEST_REDIS_SENTINEL_URL", "redis+sentinel://127.0.0.1:26380/polylock-master");
     let client = connect(&url).await;
     let name = unique("sentinel");
     let guard = client.lock(&name).unwrap().acquire().await.unwrap();
-    // The sentinel named the master on 16380: the hash is there.
-    let mut master = raw("redis://127.0.0.1:16380").await;
-    let exists: bool = master.exists(&name).await.unwrap();
+    let first_master = sentinel_master().await;
+    let exists: bool = raw(&first_master).await.exists(&name).await.unwrap();
     assert!(exists, "the lock was not written to the master Sentinel names");
+    guard.release().await.unwrap();
+
+    // Wait until the replica is in sync (a failover needs one), then force a failover.
+    let mut sentinel = raw("redis://127.0.0.1:26380").await;
+    let started = Instant::now();
+    loop {
+        let replicas: Vec<std::collections::HashMap<String, String>> =
+            redis::cmd("SENTINEL").arg("replicas").arg("polylock-master").query_async(&mut sentinel).await.unwrap();
+        if replicas.iter().any(|r| r.get("master-link-status").map(String::as_str) == Some("ok")) {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "the replica never got in sync");
+        sleep(Duration::from_millis(200)).await;
+    }
+    let _: () = redis::cmd("SENTINEL").arg("failover").arg("polylock-master").query_async(&mut sentinel).await.unwrap();
+    let started = Instant::now();
+    while sentinel_master().await == first_master {
+        assert!(started.elapsed() < Duration::from_secs(20), "the failover did not happen");
+        sleep(Duration::from_millis(100)).await;
+    }
+    let new_master = sentinel_master().await;
+    // Until Sentinel demotes the old master it still takes writes (Redis replication is
+    // asynchronous); wait for that, as a client cannot tell before it.
+    let started = Instant::now();
+    loop {
+        // A fresh connection each time: a demoted master drops its clients.
+        let role: redis::RedisResult<Vec<redis::Value>> = redis::cmd("ROLE").query_async(&mut raw(&first_master).await).await;
+        if matches!(role.as_deref(), Ok([redis::Value::BulkString(r), ..]) if r == b"slave") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "the old master was never demoted");
+        sleep(Duration::from_millis(100)).await;
+    }
+    // The same client keeps working: it finds the new master when the old one refuses writes.
+    let relocked = async {
+        loop {
+            match client.lock(&name).unwrap().try_acquire().await {
+                Ok(Some(guard)) => return guard,
+                _ => sleep(Duration::from_millis(100)).await,
+            }
+        }
+    };
+    let guard = timeout(Duration::from_secs(20), relocked).await.expect("the client never followed the failover");
+    let exists: bool = raw(&new_master).await.exists(&name).await.unwrap();
+    assert!(exists, "after the failover the lock must be on the new master {new_master}");
     guard.release().await.unwrap();
 }
 
