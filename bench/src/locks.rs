@@ -14,8 +14,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::flock::Flock;
 use crate::measure::Throughput;
+use crate::polylock_side::PolylockSide;
 use crate::report::{line, percent, rate, versus};
-use crate::sqlite::PolylockSqlite;
 use crate::Result;
 
 const SECTION: &str = "sqlite";
@@ -117,9 +117,20 @@ async fn measure_in_process<S: LockSide>(side: Arc<S>, budget: Duration) -> Resu
     let many = handles(&*side, (0..ROUND_ROBIN_NAMES).map(|i| format!("name-{i}"))).await?;
     let round_robin = lock_unlock_loop(&*side, &many, Instant::now() + budget).await?;
 
+    let tasks = tasks_on_own_names(side, (0..TASKS).map(|task| format!("task-{task}")), budget).await?;
+    Ok(InProcess { same_name, round_robin, tasks })
+}
+
+/// One tokio task per name, each locking and unlocking its own name until `budget` has
+/// passed; pairs/s is all pairs over the group's wall time.
+pub async fn tasks_on_own_names<S: LockSide>(
+    side: Arc<S>,
+    names: impl IntoIterator<Item = String>,
+    budget: Duration,
+) -> Result<Throughput> {
     let mut own_names = Vec::new();
-    for task in 0..TASKS {
-        own_names.push(handles(&*side, [format!("task-{task}")]).await?);
+    for name in names {
+        own_names.push(handles(&*side, [name]).await?);
     }
     // One deadline for all tasks, and the group's wall time as the elapsed time: a side
     // whose calls never wait keeps its worker thread busy, so its tasks take turns rather
@@ -137,8 +148,7 @@ async fn measure_in_process<S: LockSide>(side: Arc<S>, budget: Duration) -> Resu
     for task in tasks {
         per_task.push(task.await.map_err(|e| format!("a benchmark task failed: {e}"))??);
     }
-    let tasks = Throughput { elapsed: started.elapsed(), ..Throughput::combine(per_task) };
-    Ok(InProcess { same_name, round_robin, tasks })
+    Ok(Throughput { elapsed: started.elapsed(), ..Throughput::combine(per_task) })
 }
 
 fn unix_ms_now() -> u64 {
@@ -245,7 +255,7 @@ pub fn worker_main(args: &[String]) -> Result<()> {
     let result = runtime.block_on(async {
         match args.side {
             SideKind::Polylock => {
-                let side = PolylockSqlite::connect(&args.target).await?;
+                let side = PolylockSide::connect(&args.target).await?;
                 let result = work_one_name(&side, &args).await;
                 side.close().await;
                 result
@@ -299,7 +309,7 @@ pub fn run(budget: LockBudget) -> Result<()> {
 
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     // Connecting creates the schema, before any worker process opens the file.
-    let polylock = Arc::new(runtime.block_on(PolylockSqlite::connect(&url))?);
+    let polylock = Arc::new(runtime.block_on(PolylockSide::connect(&url))?);
     let ours = measure_side(&runtime, polylock.clone(), SideKind::Polylock, &url, budget);
     runtime.block_on(polylock.close());
     let ours = ours?;

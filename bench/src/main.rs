@@ -3,31 +3,38 @@
 //! non-zero only when something fails.
 //!
 //! ```text
-//! polylock-bench [snowflake|sqlite|all] [--quick]
+//! polylock-bench [snowflake|sqlite|redis|all] [--quick] [--url redis://...]
 //! ```
 
 mod flock;
 mod locks;
 mod measure;
+mod polylock_side;
+mod redis;
 mod report;
 mod snowflake;
-mod sqlite;
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use locks::LockBudget;
+use redis::{RedisBudget, RedisTarget};
 
 /// Every error ends the run with a message and a non-zero exit.
 pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
-const USAGE: &str = "usage: polylock-bench [snowflake|sqlite|all] [--quick]
+const USAGE: &str = "usage: polylock-bench [snowflake|sqlite|redis|all] [--quick] [--url redis://...]
 
   snowflake  IDs/s of polylock's Snowflake beside rs-snowflake, against the 4096/ms ceiling
   sqlite     lock+unlock pairs/s of polylock on sqlite:// beside flock(2), in one process
              and across 4 processes
-  all        both (the default)
-  --quick    about 1 s per section, for a smoke run in CI
+  redis      polylock on Redis beside redis-py's Lock and node-redlock, with redis-benchmark's
+             ceiling: pairs/s with 64 workers on a name each, and 8 workers contending for
+             one name (utilisation, hand-over latency, shares); skipped if no redis answers
+  all        every section (the default)
+  --quick    a smoke run for CI: about 1 s per section, about 10 s for redis
+  --url URL  the redis section's server (default: $POLYLOCK_TEST_REDIS_URL, else
+             redis://127.0.0.1:16379, which tests/services/services.sh start redis runs)
 
 Figures and ratios (polylock / peer) from one run; nothing passes or fails.";
 
@@ -35,6 +42,7 @@ Figures and ratios (polylock / peer) from one run; nothing passes or fails.";
 enum Sections {
     Snowflake,
     Sqlite,
+    Redis,
     All,
 }
 
@@ -45,9 +53,10 @@ struct Budget {
     /// Each of the seven snowflake figures.
     per_id_figure: Duration,
     locks: LockBudget,
+    redis: RedisBudget,
 }
 
-/// About 40 s in all.
+/// About 40 s for snowflake and sqlite, as much again for redis.
 const FULL: Budget = Budget {
     name: "full",
     per_id_figure: Duration::from_secs(2),
@@ -56,9 +65,14 @@ const FULL: Budget = Budget {
         processes: Duration::from_secs(5),
         process_start: Duration::from_millis(500),
     },
+    redis: RedisBudget {
+        ceiling_requests: 500_000,
+        uncontended: Duration::from_secs(3),
+        contended: Duration::from_secs(5),
+    },
 };
 
-/// About 1 s per section.
+/// About 1 s per section, about 10 s for redis (its peers start interpreters).
 const QUICK: Budget = Budget {
     name: "quick",
     per_id_figure: Duration::from_millis(130),
@@ -67,10 +81,20 @@ const QUICK: Budget = Budget {
         processes: Duration::from_millis(150),
         process_start: Duration::from_millis(120),
     },
+    redis: RedisBudget {
+        ceiling_requests: 50_000,
+        uncontended: Duration::from_millis(500),
+        contended: Duration::from_secs(1),
+    },
 };
 
 enum Invocation {
-    Bench { sections: Sections, budget: Budget },
+    /// `redis` is the redis section's server, when that section runs.
+    Bench {
+        sections: Sections,
+        budget: Budget,
+        redis: Option<Box<RedisTarget>>,
+    },
     Worker(Vec<String>),
     Help,
 }
@@ -81,23 +105,35 @@ fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
     }
     let mut sections = None;
     let mut budget = FULL;
-    for arg in &args {
+    let mut url = None;
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => budget = QUICK,
             "-h" | "--help" => return Ok(Invocation::Help),
-            "snowflake" | "sqlite" | "all" if sections.is_some() => {
+            "--url" => url = Some(args.next().ok_or("--url needs a value: redis://host:port")?),
+            "snowflake" | "sqlite" | "redis" | "all" if sections.is_some() => {
                 return Err(format!("name one section, not several (got '{arg}' too)"));
             }
             "snowflake" => sections = Some(Sections::Snowflake),
             "sqlite" => sections = Some(Sections::Sqlite),
+            "redis" => sections = Some(Sections::Redis),
             "all" => sections = Some(Sections::All),
-            other => return Err(format!("unknown argument '{other}'")),
+            other => match other.strip_prefix("--url=") {
+                Some(value) => url = Some(value.to_string()),
+                None => return Err(format!("unknown argument '{}'", polylock::url::redact(other))),
+            },
         }
     }
-    Ok(Invocation::Bench { sections: sections.unwrap_or(Sections::All), budget })
+    let sections = sections.unwrap_or(Sections::All);
+    let redis = match sections {
+        Sections::Redis | Sections::All => Some(Box::new(RedisTarget::parse(&url.unwrap_or_else(redis::default_url))?)),
+        Sections::Snowflake | Sections::Sqlite => None,
+    };
+    Ok(Invocation::Bench { sections, budget, redis })
 }
 
-fn run(sections: Sections, budget: Budget) -> Result<()> {
+fn run(sections: Sections, budget: Budget, redis: Option<&RedisTarget>) -> Result<()> {
     let cores = std::thread::available_parallelism().map(|n| n.get().to_string()).unwrap_or_else(|_| "unknown".into());
     println!(
         "polylock-bench {}: {} run on {cores} cores (available_parallelism); one-run figures, not averaged; \
@@ -111,6 +147,9 @@ fn run(sections: Sections, budget: Budget) -> Result<()> {
     }
     if matches!(sections, Sections::Sqlite | Sections::All) {
         locks::run(budget.locks)?;
+    }
+    if let Some(target) = redis {
+        redis::run(budget.redis, target)?;
     }
     println!("# done in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
@@ -130,7 +169,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Invocation::Worker(args) => locks::worker_main(&args),
-        Invocation::Bench { sections, budget } => run(sections, budget),
+        Invocation::Bench { sections, budget, redis } => run(sections, budget, redis.as_deref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

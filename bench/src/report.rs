@@ -48,6 +48,18 @@ pub fn ratio(value: f64) -> String {
     format!("{value:.decimals$}x")
 }
 
+/// A duration in milliseconds, three significant figures below 10 ms: 0.312 ms, 1.07 ms, 42.1 ms.
+pub fn millis(duration: std::time::Duration) -> String {
+    let ms = duration.as_secs_f64() * 1000.0;
+    let decimals = match ms {
+        ms if ms < 1.0 => 3,
+        ms if ms < 10.0 => 2,
+        ms if ms < 100.0 => 1,
+        _ => 0,
+    };
+    format!("{ms:.decimals$} ms")
+}
+
 /// A fraction as a percentage: 0.25 -> 25.0%.
 pub fn percent(fraction: f64) -> String {
     format!("{:.1}%", fraction * 100.0)
@@ -67,5 +79,9 @@ mod tests {
         assert_eq!(ratio(23.94), "23.94x");
         assert_eq!(ratio(1234.0), "1234x");
         assert_eq!(percent(0.25), "25.0%");
+        assert_eq!(millis(std::time::Duration::from_micros(312)), "0.312 ms");
+        assert_eq!(millis(std::time::Duration::from_micros(1070)), "1.07 ms");
+        assert_eq!(millis(std::time::Duration::from_micros(42_140)), "42.1 ms");
+        assert_eq!(millis(std::time::Duration::from_millis(250)), "250 ms");
     }
 }
