@@ -124,15 +124,30 @@ impl Backend for RedisBackend {
             }
             None => FAIR_THREAD_WAIT,
         };
-        let channel = match request.kind {
-            LockKind::Fair => keys.waiter_channel(&field),
-            _ => keys.channel.clone(),
+        // Redisson's order: try first, and only a waiter pays for a subscription.
+        let attempt_started = tokio::time::Instant::now();
+        if let Attempt::Acquired { token, state } = self.attempt(request, &keys, &field, fair_wait).await? {
+            return Ok(Some(Acquired { token, attempt_started, state }));
+        }
+        let gave_up = request.deadline.is_some_and(|d| tokio::time::Instant::now() >= d) || request.cancel.is_cancelled();
+        let outcome = if gave_up {
+            Ok(None)
+        } else {
+            let channel = match request.kind {
+                LockKind::Fair => keys.waiter_channel(&field),
+                _ => keys.channel.clone(),
+            };
+            // Subscribed before the next attempt, so a release in between still wakes us.
+            match self.subscriptions.listen(&channel).await {
+                Ok(subscription) => {
+                    acquire_by_attempts(request, FALLBACK, subscription.wake(), || {
+                        self.attempt(request, &keys, &field, fair_wait)
+                    })
+                    .await
+                }
+                Err(err) => Err(err),
+            }
         };
-        let subscription = self.subscriptions.listen(&channel).await?;
-        let outcome = acquire_by_attempts(request, FALLBACK, subscription.wake(), || {
-            self.attempt(request, &keys, &field, fair_wait)
-        })
-        .await;
         if request.kind == LockKind::Fair && !matches!(outcome, Ok(Some(_))) {
             // Gave up (deadline, cancel or error): leave the queue so those behind move up.
             let _ = self.leave_fair_queue(&keys, &field, fair_wait).await;
