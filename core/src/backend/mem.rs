@@ -86,8 +86,10 @@ impl MemBackend {
 impl Backend for MemBackend {
     async fn acquire(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
         let backoff = Backoff { min: Duration::from_millis(1), max: Duration::from_millis(50) };
-        acquire_by_attempts(request, backoff, self.store.released.subscribe(), || async { Ok(self.attempt(request)) })
-            .await
+        acquire_by_attempts(request, backoff, &mut self.store.released.subscribe(), || async {
+            Ok(self.attempt(request))
+        })
+        .await
     }
 
     async fn renew(&self, held: &HeldLock, lease: Duration) -> Result<Renewal> {

@@ -3,7 +3,7 @@
 //! lost detection, cancellation, fencing checks) lives once in `lock/`.
 
 mod mem;
-mod poll;
+pub(crate) mod poll;
 mod redis;
 mod sqlite;
 

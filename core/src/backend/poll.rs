@@ -31,15 +31,33 @@ pub(crate) struct Backoff {
     pub max: Duration,
 }
 
+/// Where a waiter hears that the lock may have been freed (a local release, a pub/sub
+/// message). A release between an attempt and the wait that follows must still be heard.
+pub(crate) trait Wakeups: Send {
+    /// Called before each attempt: what came before it is stale.
+    fn arm(&mut self);
+    /// Resolves at the next wake-up since `arm`; never, if none can come any more.
+    fn next(&mut self) -> impl Future<Output = ()> + Send;
+}
+
+/// A counter bumped on every release: wakes every waiter that watches it.
+impl Wakeups for watch::Receiver<u64> {
+    fn arm(&mut self) {
+        self.borrow_and_update();
+    }
+
+    async fn next(&mut self) {
+        if self.changed().await.is_err() {
+            std::future::pending::<()>().await; // backend gone: the timers still wake us
+        }
+    }
+}
+
 /// Run attempts until one succeeds, the deadline passes or the request is cancelled.
-///
-/// `released` is a counter the backend bumps whenever a release may have freed the lock
-/// (a local release, a pub/sub message). It is marked seen before each attempt, so a
-/// release between the attempt and the wait still wakes the waiter.
 pub(crate) async fn acquire_by_attempts<T, TF>(
     request: &AcquireRequest,
     backoff: Backoff,
-    mut released: watch::Receiver<u64>,
+    released: &mut impl Wakeups,
     mut attempt: T,
 ) -> Result<Option<Acquired>>
 where
@@ -48,7 +66,7 @@ where
 {
     let mut pause = backoff.min;
     loop {
-        released.borrow_and_update();
+        released.arm();
         let attempt_started = Instant::now();
         let holder_lease_left = match attempt().await? {
             Attempt::Acquired { token, state } => {
@@ -70,8 +88,7 @@ where
             wake_at = wake_at.min(deadline);
         }
         tokio::select! {
-            // A closed channel (backend shutting down) just leaves the timers to wake us.
-            Ok(()) = released.changed() => pause = backoff.min,
+            _ = released.next() => pause = backoff.min,
             _ = sleep_until(wake_at) => pause = (pause * 2).min(backoff.max),
             _ = request.cancel.cancelled() => return Ok(None),
         }

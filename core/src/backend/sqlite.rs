@@ -174,7 +174,7 @@ fn duration_ms(d: Duration) -> i64 {
 #[async_trait]
 impl Backend for SqliteBackend {
     async fn acquire(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
-        acquire_by_attempts(request, BACKOFF, self.released.subscribe(), || self.attempt(request)).await
+        acquire_by_attempts(request, BACKOFF, &mut self.released.subscribe(), || self.attempt(request)).await
     }
 
     async fn renew(&self, held: &HeldLock, lease: Duration) -> Result<Renewal> {

@@ -129,7 +129,8 @@ impl Backend for RedisBackend {
         if let Attempt::Acquired { token, state } = self.attempt(request, &keys, &field, fair_wait).await? {
             return Ok(Some(Acquired { token, attempt_started, state }));
         }
-        let gave_up = request.deadline.is_some_and(|d| tokio::time::Instant::now() >= d) || request.cancel.is_cancelled();
+        let gave_up =
+            request.deadline.is_some_and(|d| tokio::time::Instant::now() >= d) || request.cancel.is_cancelled();
         let outcome = if gave_up {
             Ok(None)
         } else {
@@ -139,8 +140,8 @@ impl Backend for RedisBackend {
             };
             // Subscribed before the next attempt, so a release in between still wakes us.
             match self.subscriptions.listen(&channel).await {
-                Ok(subscription) => {
-                    acquire_by_attempts(request, FALLBACK, subscription.wake(), || {
+                Ok(mut subscription) => {
+                    acquire_by_attempts(request, FALLBACK, &mut subscription, || {
                         self.attempt(request, &keys, &field, fair_wait)
                     })
                     .await
@@ -211,6 +212,10 @@ impl Backend for RedisBackend {
                 self.link.invoke(&inv).await?
             }
         };
+        if released == 0 && held.kind != LockKind::Fair {
+            // Fair waiters are woken in queue order by the server; others may barge.
+            self.subscriptions.released_locally(&keys.channel);
+        }
         Ok(if released < 0 { Release::Gone } else { Release::Released })
     }
 

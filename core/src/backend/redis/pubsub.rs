@@ -1,19 +1,23 @@
 //! One pub/sub connection shared by every waiter of a client. Each channel a waiter listens
-//! on is subscribed once, counted, and unsubscribed when its last listener leaves; messages
-//! become bumps of a per-channel counter that the acquire loop waits on.
+//! on is subscribed once, counted, and unsubscribed when its last listener leaves.
+//!
+//! A release message wakes one waiter of this client, the longest waiting, not all of them:
+//! only one can win the lock, and a herd of attempts would slow that one down. A lost
+//! connection wakes them all, since messages may have been missed.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use redis::{PushInfo, PushKind, Value};
 use tokio::sync::mpsc::UnboundedReceiver;
-use tokio::sync::watch;
+use tokio::sync::Notify;
 
 use super::link::Link;
+use crate::backend::poll::Wakeups;
 use crate::error::Result;
 
 struct Channel {
-    wake: watch::Sender<u64>,
+    wake: Arc<Notify>,
     listeners: usize,
     /// Whether the server has us subscribed; changed only under this lock, so a SUBSCRIBE and
     /// the UNSUBSCRIBE of an earlier listener never cross.
@@ -31,13 +35,16 @@ pub(super) struct Subscriptions {
 pub(super) struct Subscription {
     subscriptions: Arc<Subscriptions>,
     name: String,
-    wake: watch::Receiver<u64>,
+    wake: Arc<Notify>,
 }
 
-impl Subscription {
-    /// Bumped on every message on the channel, and whenever messages may have been missed.
-    pub fn wake(&self) -> watch::Receiver<u64> {
-        self.wake.clone()
+/// `notify_one` keeps a permit when nobody is waiting yet, so a release between an attempt
+/// and the wait is not lost; a stale permit costs one extra attempt at most.
+impl Wakeups for Subscription {
+    fn arm(&mut self) {}
+
+    async fn next(&mut self) {
+        self.wake.notified().await;
     }
 }
 
@@ -52,13 +59,13 @@ impl Subscriptions {
                 match push.kind {
                     PushKind::Message | PushKind::SMessage => {
                         if let Some(channel) = push.data.first().and_then(channel_name).and_then(|n| channels.get(&n)) {
-                            channel.wake.send_modify(|n| *n = n.wrapping_add(1));
+                            channel.wake.notify_one();
                         }
                     }
                     // Messages sent while we were away are lost: wake everyone to look again.
                     PushKind::Disconnection => {
                         for channel in channels.values() {
-                            channel.wake.send_modify(|n| *n = n.wrapping_add(1));
+                            channel.wake.notify_waiters();
                         }
                     }
                     _ => {}
@@ -74,12 +81,12 @@ impl Subscriptions {
         let (wake, subscribed) = {
             let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
             let channel = channels.entry(name.to_string()).or_insert_with(|| Channel {
-                wake: watch::channel(0).0,
+                wake: Arc::default(),
                 listeners: 0,
                 subscribed: Arc::default(),
             });
             channel.listeners += 1;
-            (channel.wake.subscribe(), channel.subscribed.clone())
+            (channel.wake.clone(), channel.subscribed.clone())
         };
         // From here on, dropping the subscription undoes the count.
         let subscription = Subscription { subscriptions: self.clone(), name: name.to_string(), wake };
@@ -89,6 +96,14 @@ impl Subscriptions {
             *is_subscribed = true;
         }
         Ok(subscription)
+    }
+
+    /// This client released the lock: wake one of its own waiters now rather than after the
+    /// message's round trip through the server.
+    pub fn released_locally(&self, name: &str) {
+        if let Some(channel) = self.channels.lock().unwrap_or_else(|e| e.into_inner()).get(name) {
+            channel.wake.notify_one();
+        }
     }
 
     fn leave(self: &Arc<Self>, name: &str) {
