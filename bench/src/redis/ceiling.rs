@@ -6,7 +6,9 @@
 
 use std::process::Command;
 
-use super::server::{Connection, RedisTarget};
+use ::redis::{Connection, Script};
+
+use super::server::RedisTarget;
 use crate::Result;
 
 /// Redisson's RLock acquire (hash key = lock name, field = "<client uuid>:<thread id>" with
@@ -47,17 +49,17 @@ impl Ceiling {
 
 /// Run `requests` acquisitions through redis-benchmark on names under `prefix`.
 pub fn measure(target: &RedisTarget, connection: &mut Connection, prefix: &str, requests: u64) -> Result<Ceiling> {
-    let sha = connection.script_load(ACQUIRE_SCRIPT)?;
+    let sha = Script::new(ACQUIRE_SCRIPT).load(connection)?;
     // `__rand_int__` becomes a random number below NAMES in each request, independently
     // in each argument: the counter is some name's, which costs the same.
     let name = format!("{prefix}:ceiling:__rand_int__");
     let counter = format!("redisson_lock_token:{{{prefix}:ceiling:__rand_int__}}");
     let mut command = Command::new("redis-benchmark");
-    command.args(["-h", &target.host, "-p", &target.port.to_string(), "--dbnum", &target.db.to_string()]);
-    if let Some(password) = &target.password {
+    command.args(["-h", target.host(), "-p", &target.port().to_string(), "--dbnum", &target.db().to_string()]);
+    if let Some(password) = target.password() {
         command.args(["-a", password]);
     }
-    if let Some(user) = &target.username {
+    if let Some(user) = target.username() {
         command.args(["--user", user]);
     }
     command.args(["-n", &requests.to_string(), "-P", &PIPELINE.to_string(), "-c", &CLIENTS.to_string()]);

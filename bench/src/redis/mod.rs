@@ -11,7 +11,6 @@
 
 mod ceiling;
 mod contended;
-mod json;
 mod peers;
 mod server;
 
@@ -54,8 +53,7 @@ pub struct RedisBudget {
 
 /// Measure and print section 3, or print why it was skipped when no server answers.
 pub fn run(budget: RedisBudget, target: &RedisTarget) -> Result<()> {
-    let probe = target.connect(PROBE_TIMEOUT).and_then(|mut connection| connection.call(&["PING"]).map(|_| connection));
-    let mut connection = match probe {
+    let mut connection = match target.connect(PROBE_TIMEOUT) {
         Ok(connection) => connection,
         Err(err) => {
             let advice = "start one with tests/services/services.sh start redis, or pass --url";
@@ -70,7 +68,8 @@ pub fn run(budget: RedisBudget, target: &RedisTarget) -> Result<()> {
     section.contended();
     let failures = section.finish();
     // Locks are gone once released; fencing counters and the ceiling's locks are not.
-    let cleanup = target.connect(PROBE_TIMEOUT).and_then(|mut fresh| fresh.delete_matching(&format!("*{prefix}:*")));
+    let cleanup =
+        target.connect(PROBE_TIMEOUT).and_then(|mut fresh| server::delete_matching(&mut fresh, &format!("*{prefix}:*")));
     if let Err(err) = cleanup {
         println!("# {SECTION}: could not delete this run's keys ({prefix}:*): {err}");
     }
@@ -172,7 +171,7 @@ impl<'a> Section<'a> {
         self.polylock.as_ref().map(|side| Arc::new(side.with(LockKind::Reentrant, lease)))
     }
 
-    fn ceiling(&mut self, connection: &mut server::Connection) {
+    fn ceiling(&mut self, connection: &mut ::redis::Connection) {
         let label = "ceiling";
         let measured = ceiling::measure(self.target, connection, self.prefix, self.budget.ceiling_requests);
         let Some(ceiling) = self.record(label, "redis-benchmark", measured) else { return };

@@ -61,25 +61,24 @@ impl RedisBackend {
         fair_wait: Duration,
     ) -> Result<Attempt> {
         let lease = millis(request.lease);
-        let mut invocation = match request.kind {
+        let invocation = match request.kind {
             LockKind::Fair => {
-                let mut inv = scripts::FAIR_ACQUIRE.prepare_invoke();
-                inv.key(&keys.lock).key(&keys.queue).key(&keys.timeouts).key(&keys.token);
+                let mut inv =
+                    script_with(&scripts::FAIR_ACQUIRE, &[&keys.lock, &keys.queue, &keys.timeouts, &keys.token]);
                 inv.arg(lease).arg(field).arg(millis(fair_wait)).arg(now_ms());
                 inv
             }
-            LockKind::Token => script_with(&scripts::TOKEN_ACQUIRE, &[&keys.lock, &keys.token]),
-            _ => script_with(&scripts::REENTRANT_ACQUIRE, &[&keys.lock, &keys.token]),
-        };
-        match request.kind {
-            LockKind::Fair => {}
             LockKind::Token => {
-                invocation.arg(field).arg(lease);
+                let mut inv = script_with(&scripts::TOKEN_ACQUIRE, &[&keys.lock, &keys.token]);
+                inv.arg(field).arg(lease);
+                inv
             }
             _ => {
-                invocation.arg(lease).arg(field);
+                let mut inv = script_with(&scripts::REENTRANT_ACQUIRE, &[&keys.lock, &keys.token]);
+                inv.arg(lease).arg(field);
+                inv
             }
-        }
+        };
         let (ttl, token): (i64, i64) = self.link.invoke(&invocation).await?;
         Ok(if ttl == -1 && token > 0 {
             Attempt::Acquired { token: token as u64, state: None }
@@ -158,17 +157,18 @@ impl Backend for RedisBackend {
 
     async fn renew(&self, held: &HeldLock, lease: Duration) -> Result<Renewal> {
         let keys = LockKeys::new(&held.key);
-        let mut invocation = match held.kind {
+        let invocation = match held.kind {
             LockKind::Token => {
                 let mut inv = script_with(&scripts::TOKEN_RENEW, &[&keys.lock]);
                 inv.arg(held.owner.to_string()).arg(millis(lease));
                 inv
             }
-            _ => script_with(&scripts::HASH_RENEW, &[&keys.lock]),
+            _ => {
+                let mut inv = script_with(&scripts::HASH_RENEW, &[&keys.lock]);
+                inv.arg(millis(lease)).arg(held.owner.to_string());
+                inv
+            }
         };
-        if held.kind != LockKind::Token {
-            invocation.arg(millis(lease)).arg(held.owner.to_string());
-        }
         let renewed: i64 = self.link.invoke(&invocation).await?;
         Ok(if renewed == 1 { Renewal::Renewed } else { Renewal::Gone })
     }
