@@ -68,8 +68,9 @@ pub fn run(budget: RedisBudget, target: &RedisTarget) -> Result<()> {
     section.contended();
     let failures = section.finish();
     // Locks are gone once released; fencing counters and the ceiling's locks are not.
-    let cleanup =
-        target.connect(PROBE_TIMEOUT).and_then(|mut fresh| server::delete_matching(&mut fresh, &format!("*{prefix}:*")));
+    let cleanup = target
+        .connect(PROBE_TIMEOUT)
+        .and_then(|mut fresh| server::delete_matching(&mut fresh, &format!("*{prefix}:*")));
     if let Err(err) = cleanup {
         println!("# {SECTION}: could not delete this run's keys ({prefix}:*): {err}");
     }

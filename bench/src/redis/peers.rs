@@ -15,8 +15,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use serde::de::DeserializeOwned;
+use serde::Deserialize;
+
 use super::contended::Timeline;
-use super::json::Json;
 use super::server::RedisTarget;
 use crate::measure::Throughput;
 use crate::Result;
@@ -62,10 +64,40 @@ pub enum Workload {
 }
 
 /// What a peer says about itself: library versions and lock settings.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Deserialize)]
 pub struct PeerInfo {
     pub version: String,
     pub settings: String,
+}
+
+/// The JSON line a peer prints; members not named here (`peer`, `mode`) are ignored.
+#[derive(Debug, Deserialize)]
+struct Report<Figures> {
+    #[serde(flatten)]
+    info: PeerInfo,
+    #[serde(flatten)]
+    figures: Figures,
+    /// The longest worker's wall time, on the script's monotonic clock.
+    elapsed_ns: u64,
+}
+
+/// The uncontended workload's figures: lock+unlock pairs per worker.
+#[derive(Debug, Deserialize)]
+struct Pairs {
+    pairs: Vec<u64>,
+}
+
+/// The contended workload's figures: per worker, its holds as flat
+/// (acquire returned, release called) nanoseconds.
+#[derive(Debug, Deserialize)]
+struct Holds {
+    holds: Vec<Vec<u64>>,
+}
+
+/// The report in the last line of `stdout` that starts like a JSON object.
+fn report_in<Figures: DeserializeOwned>(stdout: &str) -> Result<Report<Figures>> {
+    let line = stdout.lines().rfind(|line| line.starts_with('{')).ok_or("printed no JSON")?;
+    Ok(serde_json::from_str(line)?)
 }
 
 /// The peers' environments, each set up or the reason it could not be.
@@ -98,10 +130,9 @@ impl PeerEnvs {
         workers: usize,
         budget: Duration,
     ) -> Result<(PeerInfo, Throughput)> {
-        let (info, report) = self.run(peer, target, Workload::Uncontended, prefix, workers, budget)?;
-        let per_worker = report.get("pairs")?.as_array()?.iter().map(Json::as_u64).collect::<Result<_>>()?;
-        let elapsed = Duration::from_nanos(report.get("elapsed_ns")?.as_u64()?);
-        Ok((info, Throughput { per_worker, elapsed, held: Duration::ZERO }))
+        let report: Report<Pairs> = self.run(peer, target, Workload::Uncontended, prefix, workers, budget)?;
+        let elapsed = Duration::from_nanos(report.elapsed_ns);
+        Ok((report.info, Throughput { per_worker: report.figures.pairs, elapsed, held: Duration::ZERO }))
     }
 
     /// The contended workload on the name `prefix`: every worker's holds.
@@ -113,18 +144,12 @@ impl PeerEnvs {
         workers: usize,
         budget: Duration,
     ) -> Result<(PeerInfo, Timeline)> {
-        let (info, report) = self.run(peer, target, Workload::Contended, prefix, workers, budget)?;
-        let per_worker = report
-            .get("holds")?
-            .as_array()?
-            .iter()
-            .map(|worker| worker.as_array()?.iter().map(Json::as_u64).collect::<Result<Vec<u64>>>())
-            .collect::<Result<_>>()?;
-        let elapsed = Duration::from_nanos(report.get("elapsed_ns")?.as_u64()?);
-        Ok((info, Timeline::from_flat(per_worker, elapsed)?))
+        let report: Report<Holds> = self.run(peer, target, Workload::Contended, prefix, workers, budget)?;
+        let elapsed = Duration::from_nanos(report.elapsed_ns);
+        Ok((report.info, Timeline::from_flat(report.figures.holds, elapsed)?))
     }
 
-    fn run(
+    fn run<Figures: DeserializeOwned>(
         &self,
         peer: Peer,
         target: &RedisTarget,
@@ -132,7 +157,7 @@ impl PeerEnvs {
         prefix: &str,
         workers: usize,
         budget: Duration,
-    ) -> Result<(PeerInfo, Json)> {
+    ) -> Result<Report<Figures>> {
         let mut command = match peer {
             Peer::RedisPyAsyncio | Peer::RedisPyThreads => {
                 let python = self.python.as_ref().map_err(String::clone)?;
@@ -164,16 +189,7 @@ impl PeerEnvs {
         if !output.status.success() {
             return Err(format!("{} ({workload}) failed ({}): {}", peer.name(), output.status, tail(&output)).into());
         }
-        let line = stdout
-            .lines()
-            .rfind(|line| line.starts_with('{'))
-            .ok_or_else(|| format!("{} ({workload}) printed no JSON: {}", peer.name(), tail(&output)))?;
-        let report = Json::parse(line).map_err(|e| format!("{} ({workload}): {e}", peer.name()))?;
-        let info = PeerInfo {
-            version: report.get("version")?.as_str()?.to_string(),
-            settings: report.get("settings")?.as_str()?.to_string(),
-        };
-        Ok((info, report))
+        Ok(report_in(&stdout).map_err(|e| format!("{} ({workload}): {e}: {}", peer.name(), tail(&output)))?)
     }
 }
 
@@ -323,6 +339,23 @@ mod tests {
         assert_ne!(stamp_of(&["redis==8.1.0\n"]), stamp_of(&["redis==8.0.1\n"]));
         // File boundaries count: ["ab", "c"] is not ["a", "bc"].
         assert_ne!(stamp_of(&["ab", "c"]), stamp_of(&["a", "bc"]));
+    }
+
+    #[test]
+    fn reads_what_the_peers_print() {
+        let stdout = "npm notice\n{\"peer\":\"redis-py\",\"version\":\"redis-py 8.1.0\",\"mode\":\"asyncio\",\
+                      \"settings\":\"sleep=0.1s\",\"holds\":[[1,2,3,4],[]],\"elapsed_ns\":1006908435}\n";
+        let report: Report<Holds> = report_in(stdout).unwrap();
+        assert_eq!((report.info.version.as_str(), report.info.settings.as_str()), ("redis-py 8.1.0", "sleep=0.1s"));
+        assert_eq!((report.figures.holds, report.elapsed_ns), (vec![vec![1, 2, 3, 4], vec![]], 1_006_908_435));
+        let pairs = r#"{"peer":"node-redlock","version":"v","settings":"s","pairs":[10,12],"elapsed_ns":5}"#;
+        let report: Report<Pairs> = report_in(pairs).unwrap();
+        assert_eq!((report.figures.pairs, report.elapsed_ns), (vec![10, 12], 5));
+        // The other workload's report, a missing member, a fraction, or no JSON at all.
+        assert!(report_in::<Holds>(pairs).is_err());
+        assert!(report_in::<Pairs>(r#"{"version":"v","settings":"s","pairs":[1]}"#).is_err());
+        assert!(report_in::<Pairs>(r#"{"version":"v","settings":"s","pairs":[1.5],"elapsed_ns":5}"#).is_err());
+        assert!(report_in::<Pairs>("Traceback (most recent call last):\n").is_err());
     }
 
     #[test]

@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use ::redis::{Client, Commands, Connection, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, ScanOptions};
+use ::redis::{
+    Client, Commands, Connection, ConnectionAddr, ConnectionInfo, IntoConnectionInfo, RedisResult, ScanOptions,
+};
 
 use crate::Result;
 
@@ -79,8 +81,9 @@ impl RedisTarget {
 
 /// Delete every key matching `pattern` (SCAN, then UNLINK).
 pub fn delete_matching(connection: &mut Connection, pattern: &str) -> Result<()> {
-    let keys: Vec<String> =
-        connection.scan_options(ScanOptions::default().with_pattern(pattern).with_count(1000))?.collect::<Result<_, _>>()?;
+    let keys: Vec<String> = connection
+        .scan_options(ScanOptions::default().with_pattern(pattern).with_count(1000))?
+        .collect::<RedisResult<_>>()?;
     for batch in keys.chunks(1000) {
         let _: usize = connection.unlink(batch)?;
     }
@@ -101,7 +104,10 @@ mod tests {
         assert!(!full.shown().contains("s3cret"));
         assert_eq!(full.url(), "redis://me:s3cret@[::1]:7000/2");
         let password_only = RedisTarget::parse("redis://:pw@localhost").unwrap();
-        assert_eq!((password_only.username(), password_only.password(), password_only.port()), (None, Some("pw"), 6379));
+        assert_eq!(
+            (password_only.username(), password_only.password(), password_only.port()),
+            (None, Some("pw"), 6379)
+        );
         assert!(RedisTarget::parse("rediss://localhost").is_err());
         for bad in ["redis://u:s3cret@h:x", "redis://u:s3cret@h:1/x", "redis://u:s3cret@h:1?x=1"] {
             let err = RedisTarget::parse(bad).unwrap_err();
