@@ -68,7 +68,7 @@ async fn tokens_increase_across_holds_and_owners() {
         let b = connect(&store).await;
         let mut last = 0;
         for client in [&a, &b, &a, &b] {
-            let guard = store.lock(&client, "job").acquire().await.unwrap();
+            let guard = store.lock(client, "job").acquire().await.unwrap();
             assert!(guard.fencing_token() > last, "{}: token went from {last} to {}", store.url, guard.fencing_token());
             last = guard.fencing_token();
             guard.release().await.unwrap();
