@@ -9,11 +9,8 @@ use std::time::{Duration, Instant};
 
 const NOT_ACQUIRED: i32 = 75;
 
-fn polylock() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_polylock"));
-    cmd.env_remove("POLYLOCK_URL");
-    cmd
-}
+mod common;
+use common::polylock;
 
 struct Db {
     dir: tempfile::TempDir,
@@ -66,53 +63,10 @@ fn kill(child: &Child, signal: &str) {
 }
 
 /// Four OS processes, each running the critical section ten times through `polylock run`.
-/// The section is an unprotected read-increment-write of a file, and appends
-/// `token start end` (wall-clock ns) to a ledger: no lost increments, no overlaps, and
-/// tokens that grow with time.
 #[test]
 fn processes_exclude_each_other_checked_by_a_fencing_ledger() {
     let db = Db::new();
-    let counter = db.path("counter");
-    let ledger = db.path("ledger");
-    std::fs::write(&counter, "0").unwrap();
-    let script = format!(
-        "start=$(date +%s%N); n=$(cat {c}); sleep 0.01; echo $((n + 1)) > {c}; \
-         echo \"$POLYLOCK_FENCING_TOKEN $start $(date +%s%N)\" >> {l}",
-        c = counter.display(),
-        l = ledger.display()
-    );
-    let workers: Vec<_> = (0..4)
-        .map(|_| {
-            let (url, script) = (db.url(), script.clone());
-            std::thread::spawn(move || {
-                for _ in 0..10 {
-                    let out = polylock()
-                        .args(["--url", &url, "run", "--lock", "job", "--", "sh", "-c", &script])
-                        .output()
-                        .unwrap();
-                    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-                }
-            })
-        })
-        .collect();
-    for worker in workers {
-        worker.join().unwrap();
-    }
-    assert_eq!(std::fs::read_to_string(&counter).unwrap().trim(), "40", "an increment was lost");
-    let mut holds: Vec<(u64, u128, u128)> = std::fs::read_to_string(&ledger)
-        .unwrap()
-        .lines()
-        .map(|line| {
-            let f: Vec<&str> = line.split(' ').collect();
-            (f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().unwrap())
-        })
-        .collect();
-    assert_eq!(holds.len(), 40);
-    holds.sort_by_key(|h| h.1);
-    for pair in holds.windows(2) {
-        assert!(pair[1].1 >= pair[0].2, "holds overlap: {:?} and {:?}", pair[0], pair[1]);
-        assert!(pair[1].0 > pair[0].0, "token order differs from time order: {:?} then {:?}", pair[0], pair[1]);
-    }
+    common::exclusion_with_fencing_ledger(&db.url(), &[], 4, 10);
 }
 
 #[test]

@@ -1,15 +1,12 @@
 //! `polylock run` on Redis as separate OS processes, for every lock kind: mutual exclusion
 //! checked by a fencing ledger, and a SIGKILLed holder freed at the end of its lease.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-fn polylock() -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_polylock"));
-    cmd.env_remove("POLYLOCK_URL");
-    cmd
-}
+mod common;
+use common::polylock;
 
 fn redis_url(options: &str) -> String {
     let base = std::env::var("POLYLOCK_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:16379".to_string());
@@ -24,48 +21,7 @@ fn fastrand_like() -> u128 {
 #[test]
 fn processes_exclude_each_other_on_every_kind() {
     for kind in ["reentrant", "fair", "token"] {
-        let dir = tempfile::tempdir().unwrap();
-        let url = redis_url("");
-        let counter = dir.path().join("counter");
-        let ledger = dir.path().join("ledger");
-        std::fs::write(&counter, "0").unwrap();
-        let script = format!(
-            "start=$(date +%s%N); n=$(cat {c}); sleep 0.01; echo $((n + 1)) > {c}; \
-             echo \"$POLYLOCK_FENCING_TOKEN $start $(date +%s%N)\" >> {l}",
-            c = counter.display(),
-            l = ledger.display()
-        );
-        let workers: Vec<_> = (0..4)
-            .map(|_| {
-                let (url, script) = (url.clone(), script.clone());
-                std::thread::spawn(move || {
-                    for _ in 0..8 {
-                        let out = polylock()
-                            .args(["--url", &url, "run", "--lock", "job", "--kind", kind, "--", "sh", "-c", &script])
-                            .output()
-                            .unwrap();
-                        assert!(out.status.success(), "{kind}: {}", String::from_utf8_lossy(&out.stderr));
-                    }
-                })
-            })
-            .collect();
-        for worker in workers {
-            worker.join().unwrap();
-        }
-        assert_eq!(std::fs::read_to_string(&counter).unwrap().trim(), "32", "{kind}: an increment was lost");
-        let mut holds: Vec<(u64, u128, u128)> = std::fs::read_to_string(&ledger)
-            .unwrap()
-            .lines()
-            .map(|line| {
-                let f: Vec<&str> = line.split(' ').collect();
-                (f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().unwrap())
-            })
-            .collect();
-        holds.sort_by_key(|h| h.1);
-        for pair in holds.windows(2) {
-            assert!(pair[1].1 >= pair[0].2, "{kind}: holds overlap: {:?} and {:?}", pair[0], pair[1]);
-            assert!(pair[1].0 > pair[0].0, "{kind}: tokens out of time order: {:?} then {:?}", pair[0], pair[1]);
-        }
+        common::exclusion_with_fencing_ledger(&redis_url(""), &["--kind", kind], 4, 8);
     }
 }
 

@@ -350,3 +350,42 @@ async fn sqlite_unwritable_path_is_a_connection_error() {
     let err = Client::connect(&format!("sqlite://{}", dir.path().display())).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Connection, "a directory is not a database: {err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancellations_racing_with_releases_leave_nothing_held() {
+    for store in stores("") {
+        let client = connect(&store).await;
+        for round in 0..30u64 {
+            let holder = store.lock(&client, "race").acquire().await.unwrap();
+            let waiter = store.lock(&client, "race");
+            // The waiter gives up at about the moment the holder releases, at varying offsets,
+            // so some give up just after their acquisition was granted.
+            let give_up = Duration::from_micros(2_000 + (round % 10) * 300);
+            let waiting =
+                tokio::spawn(async move { timeout(give_up, waiter.acquire()).await.ok().map(|r| r.unwrap()) });
+            sleep(Duration::from_millis(2)).await;
+            holder.release().await.unwrap();
+            if let Some(guard) = waiting.await.unwrap() {
+                guard.release().await.unwrap();
+            }
+            let probe = store
+                .lock(&client, "race")
+                .acquire_with(AcquireOptions::default().wait(Duration::from_secs(2)))
+                .await
+                .unwrap_or_else(|e| panic!("{} round {round}: a cancelled acquire left the lock held: {e}", store.url));
+            probe.release().await.unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_absurdly_long_wait_means_forever_not_a_panic() {
+    let store = &stores("")[0];
+    let client = connect(store).await;
+    let guard = store.lock(&client, "long").acquire().await.unwrap();
+    let waiter = store.lock(&client, "long");
+    let waiting = tokio::spawn(async move { waiter.acquire_with(AcquireOptions::default().wait(Duration::MAX)).await });
+    sleep(Duration::from_millis(50)).await;
+    guard.release().await.unwrap();
+    waiting.await.unwrap().unwrap().release().await.unwrap();
+}

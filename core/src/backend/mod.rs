@@ -62,6 +62,12 @@ pub struct HeldLock {
     pub state: HoldState,
 }
 
+impl HeldLock {
+    pub fn new(key: String, owner: Owner, kind: LockKind, acquired: Acquired) -> Self {
+        HeldLock { key, owner, kind, token: acquired.token, state: acquired.state }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Renewal {
     Renewed,

@@ -232,7 +232,8 @@ impl Lock {
             lease: match mode {
                 LeaseMode::Fixed { lease } | LeaseMode::Watchdog { lease } => lease,
             },
-            deadline: options.wait.map(|wait| Instant::now() + wait),
+            // A wait too long to represent is a wait forever.
+            deadline: options.wait.and_then(|wait| Instant::now().checked_add(wait)),
             cancel: CancellationToken::new(),
             lost: lost.clone(),
         };
@@ -246,44 +247,38 @@ impl Lock {
         })?;
         // No await between receiving the hold and recording it, so a caller that goes away
         // now cannot leave it unrecorded.
-        let held = HeldLock {
-            key: self.key.to_string(),
-            owner: self.owner,
-            kind: self.kind,
-            token: acquired.token,
-            state: acquired.state,
-        };
+        let attempt_started = acquired.attempt_started;
+        let held = HeldLock::new(self.key.to_string(), self.owner, self.kind, acquired);
         let token = held.token;
         let backend = inner.backend.clone();
-        let hold = Hold::start(backend, held, mode, acquired.attempt_started, lost, watch.clone(), &inner.runtime);
+        let hold = Hold::start(backend, held, mode, attempt_started, lost, watch.clone(), &inner.runtime);
         *slot.hold() = Some(hold);
         Ok(Guard::new(self.clone(), token, watch))
     }
 
     /// Run the backend's acquire in its own task, so that a caller dropping this future can
-    /// never strand a hold: the task sees the cancellation while waiting, and a hold it gets
-    /// after the caller left is released at once.
+    /// never strand a hold: the task sees the cancellation while waiting, a hold it gets after
+    /// the caller left is released by the task, and one that reached the caller's channel
+    /// unread is released when that channel is dropped.
     async fn run_acquire(&self, request: AcquireRequest) -> Result<Option<Acquired>> {
         let inner = self.client.inner();
         let backend = inner.backend.clone();
-        let cancel_on_drop = request.cancel.clone().drop_guard();
         let (reply, answer) = oneshot::channel();
+        let mut pending = PendingAcquire {
+            answer,
+            hold: (request.key.clone(), request.owner, request.kind),
+            backend: backend.clone(),
+            runtime: inner.runtime.clone(),
+            _cancel_on_drop: request.cancel.clone().drop_guard(),
+        };
         inner.runtime.spawn(async move {
             let result = backend.acquire(&request).await;
             if let Err(Ok(Some(acquired))) = reply.send(result) {
-                let held = HeldLock {
-                    key: request.key,
-                    owner: request.owner,
-                    kind: request.kind,
-                    token: acquired.token,
-                    state: acquired.state,
-                };
+                let held = HeldLock::new(request.key, request.owner, request.kind, acquired);
                 let _ = backend.release(&held, 0).await;
             }
         });
-        let result = answer.await.map_err(|_| Error::backend("the acquire task stopped before it answered"))?;
-        cancel_on_drop.disarm();
-        result
+        (&mut pending.answer).await.map_err(|_| Error::backend("the acquire task stopped before it answered"))?
     }
 
     /// Give back one hold of this lock's owner. Releasing a lock the owner does not hold is
@@ -366,5 +361,31 @@ impl Lock {
         let slot = self.client.inner().holds.existing(&self.key, self.owner)?;
         let hold = slot.hold();
         hold.as_ref().filter(|hold| !hold.is_lost()).map(read)
+    }
+}
+
+/// The caller's end of an acquisition running in its own task.
+struct PendingAcquire {
+    answer: oneshot::Receiver<Result<Option<Acquired>>>,
+    hold: (String, Owner, LockKind),
+    backend: Arc<dyn crate::backend::Backend>,
+    runtime: tokio::runtime::Handle,
+    /// Tells the task to stop waiting when the caller goes away.
+    _cancel_on_drop: tokio_util::sync::DropGuard,
+}
+
+impl Drop for PendingAcquire {
+    fn drop(&mut self) {
+        // The task may have sent a hold just before the caller went away: close the channel
+        // (so later sends fail and the task releases) and give back anything already in it.
+        self.answer.close();
+        if let Ok(Ok(Some(acquired))) = self.answer.try_recv() {
+            let (key, owner, kind) = self.hold.clone();
+            let held = HeldLock::new(key, owner, kind, acquired);
+            let backend = self.backend.clone();
+            self.runtime.spawn(async move {
+                let _ = backend.release(&held, 0).await;
+            });
+        }
     }
 }

@@ -1,0 +1,69 @@
+//! What the CLI suites share: the `polylock` binary, and the cross-process exclusion check.
+
+use std::path::Path;
+use std::process::Command;
+
+pub fn polylock() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_polylock"));
+    cmd.env_remove("POLYLOCK_URL");
+    cmd
+}
+
+/// `workers` threads each run `polylock run` `runs_each` times on lock `job` (with `extra`
+/// arguments before `--`). The command is an unprotected read-increment-write of a counter
+/// file that appends `token start end` (wall-clock ns) to a ledger. Checks that no increment
+/// was lost, that no two holds overlapped, and that tokens grew with time.
+pub fn exclusion_with_fencing_ledger(url: &str, extra: &[&str], workers: usize, runs_each: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("counter");
+    let ledger = dir.path().join("ledger");
+    std::fs::write(&counter, "0").unwrap();
+    let script = format!(
+        "start=$(date +%s%N); n=$(cat {c}); sleep 0.01; echo $((n + 1)) > {c}; \
+         echo \"$POLYLOCK_FENCING_TOKEN $start $(date +%s%N)\" >> {l}",
+        c = counter.display(),
+        l = ledger.display()
+    );
+    let threads: Vec<_> = (0..workers)
+        .map(|_| {
+            let url = url.to_string();
+            let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+            let script = script.clone();
+            std::thread::spawn(move || {
+                for _ in 0..runs_each {
+                    let out = polylock()
+                        .args(["--url", &url, "run", "--lock", "job"])
+                        .args(&extra)
+                        .args(["--", "sh", "-c", &script])
+                        .output()
+                        .unwrap();
+                    assert!(out.status.success(), "{extra:?}: {}", String::from_utf8_lossy(&out.stderr));
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+    let expected = workers * runs_each;
+    let count = std::fs::read_to_string(&counter).unwrap();
+    assert_eq!(count.trim(), expected.to_string(), "{extra:?}: an increment was lost");
+    check_ledger(&ledger, expected, extra);
+}
+
+fn check_ledger(ledger: &Path, expected: usize, context: &[&str]) {
+    let mut holds: Vec<(u64, u128, u128)> = std::fs::read_to_string(ledger)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let f: Vec<&str> = line.split(' ').collect();
+            (f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().unwrap())
+        })
+        .collect();
+    assert_eq!(holds.len(), expected, "{context:?}");
+    holds.sort_by_key(|h| h.1);
+    for pair in holds.windows(2) {
+        assert!(pair[1].1 >= pair[0].2, "{context:?}: holds overlap: {:?} and {:?}", pair[0], pair[1]);
+        assert!(pair[1].0 > pair[0].0, "{context:?}: tokens out of time order: {:?} then {:?}", pair[0], pair[1]);
+    }
+}
