@@ -44,8 +44,11 @@ step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked --release -- -D warnings
 
-step "Rust suites (core, cli), against every server"
+step "Rust suites (core, cli, bench), against every server"
 cargo test --workspace --locked --release
+
+step "Python binding (pytest, every landed backend)"
+bindings-python/run-tests.sh
 
 step "benchmarks, quick smoke run (figures, not assertions)"
 cargo run --release --locked -q -p polylock-bench -- all --quick

@@ -1,0 +1,48 @@
+"""polylock: distributed locks and IDs over SQLite, Redis and more, from one Rust core.
+
+    import polylock
+
+    with polylock.connect("sqlite://locks.db") as client:
+        lock = client.lock("orders:42")
+        with lock:                      # owned by this thread, renewed by a watchdog
+            write(data, token=lock.fencing_token)
+
+See ``polylock.aio`` for asyncio.
+"""
+
+from __future__ import annotations
+
+# The exceptions first: the native module looks them up when it raises.
+from ._errors import (
+    BackendError,
+    InvalidArgumentError,
+    LockLostError,
+    LockTimeoutError,
+    NotOwnerError,
+    PolylockConnectionError,
+    PolylockError,
+)
+from ._ids import Snowflake, SnowflakeParts, parse_snowflake
+from ._polylock import DEFAULT_URL, MAX_NAME_LEN, __version__
+from ._sync import Client, Lock, connect
+from . import aio
+
+__all__ = [
+    "connect",
+    "Client",
+    "Lock",
+    "aio",
+    "Snowflake",
+    "SnowflakeParts",
+    "parse_snowflake",
+    "PolylockError",
+    "InvalidArgumentError",
+    "LockTimeoutError",
+    "NotOwnerError",
+    "LockLostError",
+    "PolylockConnectionError",
+    "BackendError",
+    "DEFAULT_URL",
+    "MAX_NAME_LEN",
+    "__version__",
+]

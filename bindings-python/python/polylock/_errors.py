@@ -1,0 +1,62 @@
+"""The exceptions of polylock: one base class, one subclass per core error kind.
+
+Each class also derives from the builtin exception a Python user would catch for that
+situation (``TimeoutError``, ``ConnectionError``, ``ValueError``, ``RuntimeError``), so
+code written against the standard library keeps working. ``kind`` is the core's stable
+name for the error (``"NOT_OWNER"``, ...).
+"""
+
+from __future__ import annotations
+
+
+class PolylockError(Exception):
+    """Base class of every error polylock raises."""
+
+    kind: str = "UNKNOWN"
+
+
+class InvalidArgumentError(PolylockError, ValueError):
+    """An unusable argument: an empty name, a zero lease, an unknown URL scheme."""
+
+    kind = "INVALID_ARGUMENT"
+
+
+class LockTimeoutError(PolylockError, TimeoutError):
+    """The wait for a lock ended before the lock was free."""
+
+    kind = "TIMEOUT"
+
+
+class NotOwnerError(PolylockError, RuntimeError):
+    """A release by someone who does not hold the lock (RuntimeError, as threading.RLock raises)."""
+
+    kind = "NOT_OWNER"
+
+
+class LockLostError(PolylockError):
+    """The lock was held, but the backend no longer holds it for this owner."""
+
+    kind = "LOST"
+
+
+class PolylockConnectionError(PolylockError, ConnectionError):
+    """The backend cannot be reached or opened, refused the credentials, or the client is closed."""
+
+    kind = "CONNECTION"
+
+
+class BackendError(PolylockError):
+    """The backend answered with something unexpected, or a local resource failed."""
+
+    kind = "BACKEND"
+
+
+__all__ = [
+    "PolylockError",
+    "InvalidArgumentError",
+    "LockTimeoutError",
+    "NotOwnerError",
+    "LockLostError",
+    "PolylockConnectionError",
+    "BackendError",
+]

@@ -1,0 +1,188 @@
+"""The asyncio API: a lock owned by the current task.
+
+    client = await polylock.aio.connect("redis://127.0.0.1:6379")
+    lock = client.lock("orders:42")
+    async with lock:
+        ...
+
+Waiting never blocks the event loop: the wait runs on the client's own runtime, which
+wakes the loop when it is done. Cancelling a task that waits for a lock stops the wait and
+leaves nothing held.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import itertools
+import weakref
+from types import TracebackType
+from typing import Any, Awaitable, Callable, Optional, Type
+
+from . import _polylock
+
+# Owner ids of tasks. A counter rather than id(task): a task's address can be reused by a
+# later task, which must not inherit a hold. The high bit keeps them apart from thread ids.
+_TASK_OWNER_BASE = 1 << 63
+_task_owner_ids: "weakref.WeakKeyDictionary[asyncio.Task[Any], int]" = weakref.WeakKeyDictionary()
+_next_task_number = itertools.count(1)
+
+
+def _current_owner() -> int:
+    task = asyncio.current_task()
+    if task is None:
+        raise RuntimeError("polylock.aio locks must be used from inside an asyncio task")
+    owner = _task_owner_ids.get(task)
+    if owner is None:
+        owner = _TASK_OWNER_BASE + next(_next_task_number)
+        _task_owner_ids[task] = owner
+    return owner
+
+
+def _resolve(future: "asyncio.Future[None]") -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+async def _run(start: Callable[[Callable[[], Any]], _polylock.PendingCall]) -> Any:
+    """Start a native call that wakes this loop when it is done, await it, and collect it."""
+    loop = asyncio.get_running_loop()
+    done: "asyncio.Future[None]" = loop.create_future()
+    call = start(functools.partial(loop.call_soon_threadsafe, _resolve, done))
+    try:
+        await done
+    except BaseException:
+        # Cancelled (or the loop is going away): stop the call, and give back a hold it
+        # may have acquired that nobody will ever release.
+        call.cancel()
+        raise
+    return call.finish()
+
+
+class Lock:
+    """A distributed lock owned by the current asyncio task; reentrant per task."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _polylock.NativeLock) -> None:
+        self._native = native
+
+    # acquire, release and wait_lost pick the owner when they are called, not when they are
+    # first awaited: `asyncio.wait_for(lock.acquire(), 5)` (a new task before Python 3.12) or
+    # `asyncio.create_task(lock.wait_lost())` still act for the task that called them.
+
+    def acquire(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> Awaitable[bool]:
+        """Acquire the lock; True once held, False if ``timeout`` seconds passed first
+        (None: wait as long as it takes; 0: try once). ``lease`` as in polylock.Lock."""
+        owner = _current_owner()
+        return self._acquire(owner, timeout, lease)
+
+    async def _acquire(self, owner: int, timeout: Optional[float], lease: Optional[float]) -> bool:
+        token = await _run(lambda wake: self._native.start_acquire(owner, timeout, lease, wake))
+        return token is not None
+
+    def release(self) -> Awaitable[None]:
+        """Give back one hold of the current task (NotOwnerError if it holds none). Once
+        started, a release runs to its end even if the awaiting task is cancelled."""
+        owner = _current_owner()
+        return _run(lambda wake: self._native.start_release(owner, wake))
+
+    def locked(self) -> bool:
+        """Whether the current task holds the lock (and it has not been lost)."""
+        return self._native.is_held(_current_owner())
+
+    @property
+    def hold_count(self) -> int:
+        return self._native.hold_count(_current_owner())
+
+    @property
+    def fencing_token(self) -> Optional[int]:
+        """The fencing token of the current task's hold, or None."""
+        return self._native.fencing_token(_current_owner())
+
+    def is_lost(self) -> bool:
+        """True if the current task acquired the lock and the backend no longer holds it."""
+        return self._native.lost_reason(_current_owner()) is not None
+
+    @property
+    def lost_reason(self) -> Optional[str]:
+        return self._native.lost_reason(_current_owner())
+
+    def wait_lost(self) -> Awaitable[str]:
+        """Return (with the reason) once the current task's hold is lost. Never returns if
+        the lock is released first, so race it against your work, e.g. with
+        ``asyncio.wait(..., return_when=FIRST_COMPLETED)``. NotOwnerError if the task holds
+        nothing."""
+        owner = _current_owner()
+        return _run(lambda wake: self._native.start_wait_lost(owner, wake))
+
+    @property
+    def name(self) -> str:
+        return self._native.name
+
+    @property
+    def kind(self) -> str:
+        return self._native.kind
+
+    async def __aenter__(self) -> "Lock":
+        await self.acquire()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        await self.release()
+
+    def __repr__(self) -> str:
+        return f"<polylock.aio.Lock name={self.name!r} kind={self.kind!r}>"
+
+
+class Client:
+    """A connection to one backend for asyncio code; see :func:`connect`."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _polylock.NativeClient) -> None:
+        self._native = native
+
+    def lock(self, name: str, kind: str = "reentrant") -> Lock:
+        """A handle on the lock ``name``; holds nothing until acquired."""
+        return Lock(self._native.lock(name, kind))
+
+    async def close(self) -> None:
+        """Stop the watchdogs and give every hold back."""
+        await _run(self._native.start_close)
+
+    @property
+    def url(self) -> str:
+        return self._native.url
+
+    @property
+    def closed(self) -> bool:
+        return self._native.closed
+
+    async def __aenter__(self) -> "Client":
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"<polylock.aio.Client url={self.url!r}>"
+
+
+async def connect(url: Optional[str] = None) -> Client:
+    """Connect without blocking the event loop. URL as in :func:`polylock.connect`."""
+    native = await _run(lambda wake: _polylock.NativeClient.start_connect(url, wake))
+    return Client(native)
+
+
+__all__ = ["Client", "Lock", "connect"]

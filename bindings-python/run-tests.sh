@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The Python binding's test suite: build the wheel, install it into a venv outside the clone,
+# run pytest against real servers (SQLite files, mem://, the Redis of tests/services).
+#
+#   bindings-python/run-tests.sh [PYTEST_ARGS...]
+#
+# Environment:
+#   POLYLOCK_PY_VENV          the test venv (default ~/.cache/polylock/py-venv); reused
+#   CARGO_TARGET_DIR          cargo target dir, shared with the rest of the build
+#                             (default $POLYLOCK_CARGO_TARGET, else ~/.cache/polylock/target)
+#   POLYLOCK_TEST_REDIS_URL   the Redis to test against (default: tests/services' redis,
+#                             started here if it is not running)
+#   POLYLOCK_TEST_REDIS_{CLUSTER,SENTINEL,TLS}_URL
+#                             also run the suite on these deployments when set (as
+#                             `tests/services/services.sh env` exports them)
+#   POLYLOCK_CLI              the polylock CLI binary (default: built here, release)
+#   PYTHON                    the interpreter to make the venv with (default python3)
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${POLYLOCK_CARGO_TARGET:-$HOME/.cache/polylock/target}}"
+venv="${POLYLOCK_PY_VENV:-$HOME/.cache/polylock/py-venv}"
+step() { printf '\n==> %s\n' "$*"; }
+
+step "venv $venv"
+[[ -x "$venv/bin/python" ]] || "${PYTHON:-python3}" -m venv "$venv"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$here/requirements-dev.txt"
+
+step "build the wheel (release, abi3) and install it"
+wheels=$(mktemp -d)
+trap 'rm -rf "$wheels"' EXIT
+"$venv/bin/maturin" build --release --quiet --manifest-path "$here/Cargo.toml" --interpreter "$venv/bin/python" \
+  --out "$wheels"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheels"/*.whl
+
+step "the polylock CLI (for the CLI contention test)"
+if [[ -z "${POLYLOCK_CLI:-}" ]]; then
+  cargo build --release --quiet --manifest-path "$root/Cargo.toml" -p polylock-cli
+  export POLYLOCK_CLI="$CARGO_TARGET_DIR/release/polylock"
+fi
+
+if [[ -z "${POLYLOCK_TEST_REDIS_URL:-}" ]]; then
+  step "redis (tests/services)"
+  "$root/tests/services/services.sh" start redis >/dev/null
+  POLYLOCK_TEST_REDIS_URL=$("$root/tests/services/services.sh" url redis)
+  export POLYLOCK_TEST_REDIS_URL
+fi
+
+step "pytest"
+cd "$here"
+# Exit status 5 (no tests collected) is a failure too: a suite that runs nothing proves nothing.
+status=0
+"$venv/bin/python" -m pytest -q -p no:cacheprovider "$@" || status=$?
+if [[ $status -eq 5 ]]; then
+  echo "pytest collected no tests" >&2
+fi
+exit "$status"

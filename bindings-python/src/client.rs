@@ -1,0 +1,101 @@
+//! `NativeClient`: a connection to one backend, with its own runtime. The Python classes
+//! `polylock.Client` and `polylock.aio.Client` wrap it.
+
+use std::sync::Arc;
+
+use polylock::LockKind;
+use pyo3::prelude::*;
+
+use crate::errors::IntoPyResult;
+use crate::lock::NativeLock;
+use crate::pending::{Abandon, Outcome, PendingCall};
+use crate::shared::{new_runtime, ClientShared};
+
+#[pyclass(module = "polylock._polylock", frozen)]
+pub struct NativeClient {
+    shared: Arc<ClientShared>,
+}
+
+impl NativeClient {
+    pub fn from_shared(shared: ClientShared) -> NativeClient {
+        NativeClient { shared: Arc::new(shared) }
+    }
+}
+
+/// The URL to connect to: the caller's, else `$POLYLOCK_URL`, else the core's default.
+fn url_or_default(url: Option<String>) -> String {
+    url.unwrap_or_else(polylock::url::default_url)
+}
+
+#[pymethods]
+impl NativeClient {
+    /// Connect, blocking the calling thread (not the interpreter) until connected.
+    #[staticmethod]
+    #[pyo3(signature = (url=None))]
+    fn connect(py: Python<'_>, url: Option<String>) -> PyResult<NativeClient> {
+        let url = url_or_default(url);
+        let runtime = new_runtime()?;
+        let connected = py.detach(|| runtime.block_on(polylock::Client::connect(&url)));
+        match connected {
+            Ok(client) => Ok(NativeClient::from_shared(ClientShared::new(runtime, client))),
+            Err(err) => {
+                // No client, so nothing on the runtime is worth waiting for.
+                runtime.shutdown_background();
+                Err(crate::errors::to_py_err(err))
+            }
+        }
+    }
+
+    /// Connect on a new runtime and call `wake()` from it when done; `finish()` returns the client.
+    #[staticmethod]
+    #[pyo3(signature = (url, wake))]
+    fn start_connect(url: Option<String>, wake: Py<PyAny>) -> PyResult<PendingCall> {
+        let url = url_or_default(url);
+        let runtime = new_runtime()?;
+        let connecting = async move { polylock::Client::connect(&url).await.map(Outcome::Connected) };
+        let call = PendingCall::spawn(runtime.handle(), connecting, wake, Abandon::Allowed);
+        Ok(call.with_runtime(runtime))
+    }
+
+    /// A handle on the lock `name` of the given kind; holds nothing.
+    fn lock(&self, name: &str, kind: &str) -> PyResult<NativeLock> {
+        let kind: LockKind = kind.parse().into_py_result()?;
+        let lock = self.shared.client()?.lock(name).into_py_result()?.with_kind(kind);
+        Ok(NativeLock::new(self.shared.clone(), lock))
+    }
+
+    /// Stop the watchdogs, give every hold back and close the backend. In a process that
+    /// inherited this client across fork() it does nothing: the holds are the parent's.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        if self.shared.is_inherited_across_fork() {
+            return Ok(());
+        }
+        let client = self.shared.client()?.clone();
+        self.shared.wait(py, async move { client.close().await })
+    }
+
+    fn start_close(&self, wake: Py<PyAny>) -> PyResult<PendingCall> {
+        let client = self.shared.client()?.clone();
+        let closing = async move {
+            client.close().await;
+            Ok(Outcome::Done)
+        };
+        Ok(PendingCall::spawn(self.shared.runtime()?.handle(), closing, wake, Abandon::RunToEnd))
+    }
+
+    /// The URL connected to, with any password replaced by `***`.
+    #[getter]
+    fn url(&self) -> &str {
+        self.shared.url()
+    }
+
+    #[getter]
+    fn closed(&self) -> PyResult<bool> {
+        Ok(self.shared.client()?.is_closed())
+    }
+
+    #[getter]
+    fn client_id(&self) -> PyResult<String> {
+        Ok(self.shared.client()?.id().to_string())
+    }
+}

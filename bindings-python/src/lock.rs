@@ -1,0 +1,133 @@
+//! `NativeLock`: one named lock, with the owner passed in by every call. The Python layer
+//! picks the owner its users expect (the thread for `polylock.Lock`, the task for
+//! `polylock.aio.Lock`); the core counts reentrancy and checks ownership per owner.
+
+use std::sync::Arc;
+
+use polylock::{AcquireOptions, ErrorKind, Lock};
+use pyo3::prelude::*;
+
+use crate::convert::{lease_from_seconds, wait_from_seconds};
+use crate::errors::to_py_err;
+use crate::pending::{Abandon, Outcome, PendingCall};
+use crate::shared::ClientShared;
+
+#[pyclass(module = "polylock._polylock", frozen)]
+pub struct NativeLock {
+    shared: Arc<ClientShared>,
+    lock: Lock,
+}
+
+impl NativeLock {
+    pub fn new(shared: Arc<ClientShared>, lock: Lock) -> NativeLock {
+        NativeLock { shared, lock }
+    }
+
+    fn owned_by(&self, owner: u64) -> PyResult<Lock> {
+        self.shared.client()?;
+        Ok(self.lock.clone().with_local_id(owner))
+    }
+}
+
+fn acquire_options(wait: Option<f64>, lease: Option<f64>) -> PyResult<AcquireOptions> {
+    Ok(AcquireOptions { wait: wait_from_seconds(wait)?, lease: lease_from_seconds(lease)? })
+}
+
+/// Acquire and keep the hold for `owner` (who releases by id), turning a wait that ran out
+/// into `TimedOut` rather than an error.
+async fn acquire_for_owner(lock: Lock, options: AcquireOptions) -> polylock::Result<Outcome> {
+    match lock.acquire_with(options).await {
+        Ok(guard) => Ok(Outcome::Acquired(guard)),
+        Err(err) if err.kind() == ErrorKind::Timeout => Ok(Outcome::TimedOut),
+        Err(err) => Err(err),
+    }
+}
+
+#[pymethods]
+impl NativeLock {
+    /// Wait (seconds; None = forever, 0 = try once) and hold (seconds; None = watchdog).
+    /// Returns the fencing token, or None if the wait ran out.
+    #[pyo3(signature = (owner, wait=None, lease=None))]
+    fn acquire(&self, py: Python<'_>, owner: u64, wait: Option<f64>, lease: Option<f64>) -> PyResult<Option<u64>> {
+        let lock = self.owned_by(owner)?;
+        let options = acquire_options(wait, lease)?;
+        match self.shared.wait(py, acquire_for_owner(lock, options))? {
+            // The owner releases by id, so the hold outlives the guard.
+            Ok(Outcome::Acquired(guard)) => Ok(Some(guard.detach())),
+            Ok(_) => Ok(None),
+            Err(err) => Err(to_py_err(err)),
+        }
+    }
+
+    #[pyo3(signature = (owner, wait, lease, wake))]
+    fn start_acquire(
+        &self,
+        owner: u64,
+        wait: Option<f64>,
+        lease: Option<f64>,
+        wake: Py<PyAny>,
+    ) -> PyResult<PendingCall> {
+        let lock = self.owned_by(owner)?;
+        let options = acquire_options(wait, lease)?;
+        let runtime = self.shared.runtime()?.handle();
+        Ok(PendingCall::spawn(runtime, acquire_for_owner(lock, options), wake, Abandon::Allowed))
+    }
+
+    /// Give back one hold of `owner`: NotOwnerError if it holds none, LockLostError if the
+    /// hold was lost meanwhile.
+    fn release(&self, py: Python<'_>, owner: u64) -> PyResult<()> {
+        let lock = self.owned_by(owner)?;
+        self.shared.wait(py, async move { lock.release().await })?.map_err(to_py_err)
+    }
+
+    fn start_release(&self, owner: u64, wake: Py<PyAny>) -> PyResult<PendingCall> {
+        let lock = self.owned_by(owner)?;
+        let releasing = async move { lock.release().await.map(|()| Outcome::Done) };
+        Ok(PendingCall::spawn(self.shared.runtime()?.handle(), releasing, wake, Abandon::RunToEnd))
+    }
+
+    /// Resolve (with the reason) when `owner`'s current hold is lost; never, if it is released
+    /// first. NotOwnerError if `owner` holds nothing.
+    fn start_wait_lost(&self, owner: u64, wake: Py<PyAny>) -> PyResult<PendingCall> {
+        let lock = self.owned_by(owner)?;
+        let Some(watch) = lock.lost_watch() else {
+            return Err(to_py_err(polylock::Error::not_owner(format!(
+                "lock '{}' is not held by this owner, so it cannot be lost",
+                lock.name()
+            ))));
+        };
+        let waiting = async move { Ok(Outcome::Lost(watch.wait().await.to_string())) };
+        Ok(PendingCall::spawn(self.shared.runtime()?.handle(), waiting, wake, Abandon::Allowed))
+    }
+
+    /// Whether `owner` holds the lock and it has not been lost.
+    fn is_held(&self, owner: u64) -> PyResult<bool> {
+        Ok(self.owned_by(owner)?.is_held())
+    }
+
+    /// How many times `owner` holds the lock (reentrancy).
+    fn hold_count(&self, owner: u64) -> PyResult<u32> {
+        Ok(self.owned_by(owner)?.hold_count())
+    }
+
+    /// The fencing token of `owner`'s live hold, or None.
+    fn fencing_token(&self, owner: u64) -> PyResult<Option<u64>> {
+        Ok(self.owned_by(owner)?.fencing_token())
+    }
+
+    /// Why `owner`'s current hold was lost, or None if it holds nothing or holds it still.
+    fn lost_reason(&self, owner: u64) -> PyResult<Option<String>> {
+        let watch = self.owned_by(owner)?.lost_watch();
+        Ok(watch.and_then(|watch| watch.reason()).map(|reason| reason.to_string()))
+    }
+
+    #[getter]
+    fn name(&self) -> &str {
+        self.lock.name()
+    }
+
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.lock.kind().as_str()
+    }
+}

@@ -1,0 +1,146 @@
+//! What a client and every lock made from it share: the core client, the tokio runtime the
+//! binding created for it, and the process that created them.
+//!
+//! Each client owns its runtime (DESIGN.md, "Runtime ownership"), so closing or dropping
+//! one client never disturbs another, and a forked child can tell that the runtime it
+//! inherited has no threads behind it.
+
+use std::future::Future;
+use std::mem::ManuallyDrop;
+use std::time::Duration;
+
+use polylock::ErrorKind;
+use pyo3::prelude::*;
+use tokio::runtime::Runtime;
+
+use crate::errors::binding_error;
+
+/// Blocking calls wake this often, without the GIL held in between, to let Ctrl-C through
+/// (CPython only delivers signals to Python code, never into a native wait).
+const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+
+/// How long dropping an unclosed client may spend giving its holds back.
+const CLOSE_ON_DROP_LIMIT: Duration = Duration::from_secs(2);
+
+/// Two workers: the watchdogs, the acquire tasks and the backends' connection drivers are
+/// light, and the machines this runs on are often small.
+const WORKER_THREADS: usize = 2;
+
+pub fn new_runtime() -> PyResult<Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(WORKER_THREADS)
+        .thread_name("polylock-worker")
+        .enable_all()
+        .build()
+        .map_err(|err| binding_error(ErrorKind::Backend, format!("cannot start the polylock runtime: {err}")))
+}
+
+pub struct ClientShared {
+    // ManuallyDrop: `Drop` decides how to let go of them (closing, or forgetting after fork).
+    client: ManuallyDrop<polylock::Client>,
+    runtime: ManuallyDrop<Runtime>,
+    pid: u32,
+}
+
+impl ClientShared {
+    pub fn new(runtime: Runtime, client: polylock::Client) -> ClientShared {
+        ClientShared { client: ManuallyDrop::new(client), runtime: ManuallyDrop::new(runtime), pid: std::process::id() }
+    }
+
+    /// The core client, once we know this is still the process that connected.
+    pub fn client(&self) -> PyResult<&polylock::Client> {
+        self.ensure_same_process()?;
+        Ok(&self.client)
+    }
+
+    pub fn runtime(&self) -> PyResult<&Runtime> {
+        self.ensure_same_process()?;
+        Ok(&self.runtime)
+    }
+
+    pub fn url(&self) -> &str {
+        self.client.url()
+    }
+
+    pub fn is_inherited_across_fork(&self) -> bool {
+        std::process::id() != self.pid
+    }
+
+    fn ensure_same_process(&self) -> PyResult<()> {
+        if self.is_inherited_across_fork() {
+            return Err(binding_error(
+                ErrorKind::Connection,
+                format!(
+                    "this polylock client was created in process {} and inherited across fork() by process {}; \
+                     its runtime's threads do not exist here. Call polylock.connect() again in the child",
+                    self.pid,
+                    std::process::id()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Run `future` on this client's runtime and wait for it with the GIL released. The wait
+    /// stops early, dropping the future, if a signal handler raises (KeyboardInterrupt);
+    /// every core future is cancel-safe, so that leaves nothing held.
+    pub fn wait<F>(&self, py: Python<'_>, future: F) -> PyResult<F::Output>
+    where
+        F: Future + Send,
+        F::Output: Send,
+    {
+        let runtime = self.runtime()?;
+        let mut future = std::pin::pin!(future);
+        loop {
+            // The timer must be made inside the runtime, hence the async block.
+            let step = py.detach(|| {
+                runtime.block_on(async { tokio::time::timeout(SIGNAL_CHECK_INTERVAL, future.as_mut()).await })
+            });
+            match step {
+                Ok(output) => return Ok(output),
+                Err(_still_waiting) => py.check_signals()?,
+            }
+        }
+    }
+}
+
+impl Drop for ClientShared {
+    fn drop(&mut self) {
+        // SAFETY: both fields are taken exactly once, here, and never used again.
+        let (client, runtime) =
+            unsafe { (ManuallyDrop::take(&mut self.client), ManuallyDrop::take(&mut self.runtime)) };
+        if self.is_inherited_across_fork() {
+            // The runtime's worker threads stayed in the parent: shutting it down would wait
+            // for them forever, and the holds belong to the parent anyway.
+            std::mem::forget(client);
+            std::mem::forget(runtime);
+            return;
+        }
+        if tokio::runtime::Handle::try_current().is_ok() {
+            // Freed on one of the runtime's own threads (a Python object released by an
+            // asyncio callback): blocking here would deadlock, so let the core's own drop
+            // give the holds back and stop the runtime without waiting.
+            drop(client);
+            runtime.shutdown_background();
+            return;
+        }
+        let mut finish = Some(move || {
+            // Give the holds back and stop the watchdogs, bounded, then stop the runtime.
+            runtime.block_on(async {
+                let _ = tokio::time::timeout(CLOSE_ON_DROP_LIMIT, client.close()).await;
+            });
+            drop(client);
+            runtime.shutdown_timeout(Duration::from_secs(1));
+        });
+        // Without the GIL: a worker thread may be waiting for it to wake an asyncio loop.
+        Python::try_attach(|py| {
+            if let Some(finish) = finish.take() {
+                py.detach(finish);
+            }
+        });
+        // Not attachable (the interpreter is shutting down): nothing can wait for the GIL.
+        if let Some(finish) = finish.take() {
+            finish();
+        }
+    }
+}
