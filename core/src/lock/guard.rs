@@ -56,10 +56,20 @@ impl Guard {
         self.lost.clone()
     }
 
-    /// Give back this acquisition and report how that went.
+    /// Give back this acquisition and report how that went: an error of kind `Lost` if the
+    /// hold was lost meanwhile (even if its owner has taken the lock again since).
     pub async fn release(mut self) -> Result<()> {
         self.armed = false;
-        self.lock.release_hold(Some(self.token)).await
+        match self.lock.release_hold(Some(self.token)).await {
+            Err(err) if err.kind() == crate::ErrorKind::NotOwner => match self.lost.reason() {
+                Some(reason) => Err(crate::Error::lost(format!(
+                    "lock '{}' was lost before it was released: {reason}",
+                    self.lock.name()
+                ))),
+                None => Err(err),
+            },
+            other => other,
+        }
     }
 
     /// Keep holding without this guard, for bindings whose users release by owner (a Java

@@ -152,10 +152,45 @@ impl HoldTable {
         }
     }
 
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.slots().len()
+    }
+
     /// Take every hold out of the table: for client close.
     pub fn drain(&self) -> Vec<Hold> {
         let slots = std::mem::take(&mut *self.slots());
         slots.into_values().filter_map(|slot| slot.hold().take()).collect()
+    }
+}
+
+/// An owner's slot, taken for one acquisition and tidied when dropped, however the
+/// acquisition ends (including its caller going away).
+pub(crate) struct TidyOnDrop<'a> {
+    table: &'a HoldTable,
+    key: &'a str,
+    owner: Owner,
+    slot: Option<Arc<Slot>>,
+}
+
+impl<'a> TidyOnDrop<'a> {
+    pub fn new(table: &'a HoldTable, key: &'a str, owner: Owner) -> Self {
+        TidyOnDrop { table, key, owner, slot: Some(table.slot(key, owner)) }
+    }
+}
+
+impl std::ops::Deref for TidyOnDrop<'_> {
+    type Target = Slot;
+    fn deref(&self) -> &Slot {
+        self.slot.as_deref().expect("present until drop")
+    }
+}
+
+impl Drop for TidyOnDrop<'_> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot.take() {
+            self.table.tidy(self.key, self.owner, slot);
+        }
     }
 }
 

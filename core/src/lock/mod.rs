@@ -179,17 +179,13 @@ impl Lock {
                 inner.scheme, self.kind
             )));
         }
-        let slot = inner.holds.slot(&self.key, self.owner);
-        let result = async {
-            let _turn = slot.turn.lock().await;
-            if let Some(guard) = self.reenter(&slot).await? {
-                return Ok(guard);
-            }
-            self.acquire_fresh(&slot, options).await
+        // The slot is tidied on every way out, including the caller dropping this future.
+        let slot = hold::TidyOnDrop::new(&inner.holds, &self.key, self.owner);
+        let _turn = slot.turn.lock().await;
+        if let Some(guard) = self.reenter(&slot).await? {
+            return Ok(guard);
         }
-        .await;
-        inner.holds.tidy(&self.key, self.owner, slot);
-        result
+        self.acquire_fresh(&slot, options).await
     }
 
     /// Join this owner's live hold, if there is one.
@@ -361,6 +357,33 @@ impl Lock {
         let slot = self.client.inner().holds.existing(&self.key, self.owner)?;
         let hold = slot.hold();
         hold.as_ref().filter(|hold| !hold.is_lost()).map(read)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::{AcquireOptions, Client};
+
+    /// Every way out of an acquisition (success, timeout, cancellation, release) leaves the
+    /// client's hold table as it found it, so it does not grow with every name ever locked.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_hold_table_does_not_grow() {
+        let client = Client::connect("mem://hold-table").await.unwrap();
+        let holds = || client.inner().holds.len();
+        let guard = client.lock("held").unwrap().acquire().await.unwrap();
+        assert_eq!(holds(), 1);
+        for i in 0..20 {
+            let name = format!("name-{i}");
+            client.lock(&name).unwrap().acquire().await.unwrap().release().await.unwrap();
+            let waiter = client.lock("held").unwrap();
+            let _ = tokio::time::timeout(Duration::from_millis(2), waiter.acquire()).await; // cancelled
+            let _ = client.lock("held").unwrap().acquire_with(AcquireOptions::default().wait(Duration::ZERO)).await;
+        }
+        assert_eq!(holds(), 1, "only the live hold remains");
+        guard.release().await.unwrap();
+        assert_eq!(holds(), 0);
     }
 }
 
