@@ -360,6 +360,32 @@ impl Lock {
     }
 }
 
+/// The caller's end of an acquisition running in its own task.
+struct PendingAcquire {
+    answer: oneshot::Receiver<Result<Option<Acquired>>>,
+    hold: (String, Owner, LockKind),
+    backend: Arc<dyn crate::backend::Backend>,
+    runtime: tokio::runtime::Handle,
+    /// Tells the task to stop waiting when the caller goes away.
+    _cancel_on_drop: tokio_util::sync::DropGuard,
+}
+
+impl Drop for PendingAcquire {
+    fn drop(&mut self) {
+        // The task may have sent a hold just before the caller went away: close the channel
+        // (so later sends fail and the task releases) and give back anything already in it.
+        self.answer.close();
+        if let Ok(Ok(Some(acquired))) = self.answer.try_recv() {
+            let (key, owner, kind) = self.hold.clone();
+            let held = HeldLock::new(key, owner, kind, acquired);
+            let backend = self.backend.clone();
+            self.runtime.spawn(async move {
+                let _ = backend.release(&held, 0).await;
+            });
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -384,31 +410,5 @@ mod tests {
         assert_eq!(holds(), 1, "only the live hold remains");
         guard.release().await.unwrap();
         assert_eq!(holds(), 0);
-    }
-}
-
-/// The caller's end of an acquisition running in its own task.
-struct PendingAcquire {
-    answer: oneshot::Receiver<Result<Option<Acquired>>>,
-    hold: (String, Owner, LockKind),
-    backend: Arc<dyn crate::backend::Backend>,
-    runtime: tokio::runtime::Handle,
-    /// Tells the task to stop waiting when the caller goes away.
-    _cancel_on_drop: tokio_util::sync::DropGuard,
-}
-
-impl Drop for PendingAcquire {
-    fn drop(&mut self) {
-        // The task may have sent a hold just before the caller went away: close the channel
-        // (so later sends fail and the task releases) and give back anything already in it.
-        self.answer.close();
-        if let Ok(Ok(Some(acquired))) = self.answer.try_recv() {
-            let (key, owner, kind) = self.hold.clone();
-            let held = HeldLock::new(key, owner, kind, acquired);
-            let backend = self.backend.clone();
-            self.runtime.spawn(async move {
-                let _ = backend.release(&held, 0).await;
-            });
-        }
     }
 }
