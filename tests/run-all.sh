@@ -50,6 +50,9 @@ cargo test --workspace --locked --release
 step "Python binding (pytest, every landed backend)"
 bindings-python/run-tests.sh
 
+step "C binding (header check, ctest, valgrind)"
+bindings-c/run-tests.sh
+
 step "benchmarks, quick smoke run (figures, not assertions)"
 cargo run --release --locked -q -p polylock-bench -- all --quick
 

@@ -1,0 +1,152 @@
+/**
+ * @file polylock.hpp
+ * @brief A header-only C++17 RAII wrapper over polylock.h.
+ *
+ * @code
+ *   polylock::Client client("sqlite://app.db");
+ *   polylock::Lock lock = client.lock("orders:42");
+ *   {
+ *       polylock::Guard guard(lock);            // acquire, wait forever, watchdog lease
+ *       write_with_token(guard.fencing_token());
+ *   }                                           // released here
+ * @endcode
+ *
+ * Failures throw polylock::Error, which carries the ::polylock_status. As in C, a hold
+ * belongs to the thread that acquired it: release a Guard on the thread that made it.
+ */
+#ifndef POLYLOCK_HPP
+#define POLYLOCK_HPP
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "polylock.h"
+
+namespace polylock {
+
+/** A failed call: the status and the message polylock_last_error() gave. */
+class Error : public std::runtime_error {
+  public:
+    Error(polylock_status status, const std::string &message)
+        : std::runtime_error(std::string(polylock_status_name(status)) + ": " + message), status_(status) {}
+    polylock_status status() const noexcept { return status_; }
+
+  private:
+    polylock_status status_;
+};
+
+namespace detail {
+inline void check(polylock_status status) {
+    if (status != POLYLOCK_OK) {
+        const char *message = polylock_last_error();
+        throw Error(status, message ? message : "");
+    }
+}
+struct ClientFree {
+    void operator()(polylock_client *client) const noexcept { polylock_client_free(client); }
+};
+struct LockFree {
+    void operator()(polylock_lock *lock) const noexcept { polylock_lock_free(lock); }
+};
+struct SnowflakeFree {
+    void operator()(polylock_snowflake *generator) const noexcept { polylock_snowflake_free(generator); }
+};
+}  // namespace detail
+
+/** A lock handle: cheap, holds nothing by itself; acquire with a Guard or by hand. */
+class Lock {
+  public:
+    explicit Lock(polylock_lock *raw) : raw_(raw) {}
+
+    /** Acquire for this thread; returns the fencing token. Throws Error (TIMEOUT, ...). */
+    std::uint64_t acquire(std::int64_t wait_ms = -1, std::int64_t lease_ms = 0) {
+        std::uint64_t token = 0;
+        detail::check(polylock_lock_acquire(raw_.get(), wait_ms, lease_ms, &token));
+        return token;
+    }
+    /** Try once: true and the token if acquired, false if someone else holds it. */
+    bool try_acquire(std::uint64_t *token = nullptr, std::int64_t lease_ms = 0) {
+        polylock_status status = polylock_lock_acquire(raw_.get(), 0, lease_ms, token);
+        if (status == POLYLOCK_TIMEOUT) return false;
+        detail::check(status);
+        return true;
+    }
+    void release() { detail::check(polylock_lock_release(raw_.get())); }
+    bool is_held() const noexcept { return polylock_lock_is_held(raw_.get()); }
+    bool is_lost() const noexcept { return polylock_lock_is_lost(raw_.get()); }
+    std::uint32_t hold_count() const noexcept { return polylock_lock_hold_count(raw_.get()); }
+    polylock_lock *get() const noexcept { return raw_.get(); }
+
+  private:
+    std::unique_ptr<polylock_lock, detail::LockFree> raw_;
+};
+
+/** One acquisition, given back when the guard goes out of scope. */
+class Guard {
+  public:
+    explicit Guard(Lock &lock, std::int64_t wait_ms = -1, std::int64_t lease_ms = 0)
+        : lock_(&lock), token_(lock.acquire(wait_ms, lease_ms)) {}
+    Guard(const Guard &) = delete;
+    Guard &operator=(const Guard &) = delete;
+    Guard(Guard &&other) noexcept : lock_(std::exchange(other.lock_, nullptr)), token_(other.token_) {}
+    Guard &operator=(Guard &&) = delete;
+    /** Releases; errors (a lost lock) cannot be thrown from here: call release() to see them. */
+    ~Guard() {
+        if (lock_) polylock_lock_release(lock_->get());
+    }
+
+    std::uint64_t fencing_token() const noexcept { return token_; }
+    bool is_lost() const noexcept { return lock_ && lock_->is_lost(); }
+    /** Release now and throw if that failed (POLYLOCK_LOST: someone else may hold it). */
+    void release() { std::exchange(lock_, nullptr)->release(); }
+
+  private:
+    Lock *lock_;
+    std::uint64_t token_;
+};
+
+/** A connection to one backend, shareable between threads. */
+class Client {
+  public:
+    /** Connect; an empty URL means `$POLYLOCK_URL`, else `sqlite://polylock.db`. */
+    explicit Client(const std::string &url = "") {
+        polylock_client *raw = nullptr;
+        detail::check(polylock_connect(url.empty() ? nullptr : url.c_str(), &raw));
+        raw_.reset(raw);
+    }
+    Lock lock(const std::string &name, const std::string &kind = "reentrant") {
+        polylock_lock *raw = nullptr;
+        detail::check(polylock_client_lock_kind(raw_.get(), name.c_str(), kind.c_str(), &raw));
+        return Lock(raw);
+    }
+    void close() { detail::check(polylock_client_close(raw_.get())); }
+    polylock_client *get() const noexcept { return raw_.get(); }
+
+  private:
+    std::unique_ptr<polylock_client, detail::ClientFree> raw_;
+};
+
+/** A Snowflake ID generator for one worker id. */
+class Snowflake {
+  public:
+    explicit Snowflake(std::uint16_t worker) {
+        polylock_snowflake *raw = nullptr;
+        detail::check(polylock_snowflake_new(worker, &raw));
+        raw_.reset(raw);
+    }
+    std::uint64_t next() {
+        std::uint64_t id = 0;
+        detail::check(polylock_snowflake_next(raw_.get(), &id));
+        return id;
+    }
+
+  private:
+    std::unique_ptr<polylock_snowflake, detail::SnowflakeFree> raw_;
+};
+
+}  // namespace polylock
+
+#endif  // POLYLOCK_HPP

@@ -1,0 +1,37 @@
+//! Checking what C hands us: NULL pointers and strings that are not UTF-8 become
+//! `INVALID_ARGUMENT` errors that name the argument.
+
+use std::ffi::{c_char, CStr};
+
+use polylock::{Error, Result};
+
+/// Borrow the object behind a handle, or say which argument was NULL.
+///
+/// # Safety
+/// `ptr` is NULL or was returned by this library and not freed yet.
+pub unsafe fn handle<'a, T>(ptr: *const T, what: &str) -> Result<&'a T> {
+    // SAFETY: the caller's contract above.
+    unsafe { ptr.as_ref() }.ok_or_else(|| Error::invalid_argument(format!("{what} is NULL")))
+}
+
+/// Borrow the place a result goes, or say which argument was NULL.
+///
+/// # Safety
+/// `ptr` is NULL or points to writable memory for one `T`.
+pub unsafe fn out<'a, T>(ptr: *mut T, what: &str) -> Result<&'a mut T> {
+    // SAFETY: the caller's contract above.
+    unsafe { ptr.as_mut() }.ok_or_else(|| Error::invalid_argument(format!("{what} is NULL")))
+}
+
+/// A C string as UTF-8 text.
+///
+/// # Safety
+/// `ptr` is NULL or points to a NUL-terminated string that lives for `'a`.
+pub unsafe fn text<'a>(ptr: *const c_char, what: &str) -> Result<&'a str> {
+    if ptr.is_null() {
+        return Err(Error::invalid_argument(format!("{what} is NULL")));
+    }
+    // SAFETY: non-NULL and NUL-terminated by the caller's contract.
+    let bytes = unsafe { CStr::from_ptr(ptr) };
+    bytes.to_str().map_err(|err| Error::invalid_argument(format!("{what} is not valid UTF-8: {err}")))
+}

@@ -1,0 +1,83 @@
+//! `polylock_client`: a connection to one backend, named by URL, with its own runtime.
+
+use std::ffi::c_char;
+use std::sync::Arc;
+
+use crate::args;
+use crate::boundary::{call, quietly};
+use crate::runtime::{new_runtime, Shared};
+use crate::status::polylock_status;
+
+/// A connection to one backend. Safe to share between threads; free it with
+/// `polylock_client_free()`.
+#[allow(non_camel_case_types)]
+pub struct polylock_client {
+    pub(crate) shared: Arc<Shared>,
+}
+
+/// Connect to the backend `url` names (`sqlite://path.db`, `redis://host:port`, `mem://`,
+/// ...; options in the query string such as `?namespace=orders&lease=30s`).
+///
+/// @param url  the backend's URL, or NULL for `$POLYLOCK_URL`, else `sqlite://polylock.db`.
+/// @param out  receives the new client on success; untouched on failure.
+/// @return `POLYLOCK_OK`, `POLYLOCK_INVALID_ARGUMENT` (NULL `out`, bad URL),
+///         `POLYLOCK_CONNECTION` (unreachable server, wrong password), ...
+///
+/// # Safety
+/// `url` is NULL or a NUL-terminated string; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_connect(url: *const c_char, out: *mut *mut polylock_client) -> polylock_status {
+    call(|| {
+        // SAFETY: the caller's contract.
+        let out = unsafe { args::out(out, "out") }?;
+        let url = if url.is_null() {
+            polylock::url::default_url()
+        } else {
+            // SAFETY: non-NULL and NUL-terminated by the caller's contract.
+            unsafe { args::text(url, "url") }?.to_string()
+        };
+        let runtime = new_runtime()?;
+        // On failure the runtime is dropped here, which joins its threads.
+        let client = runtime.block_on(polylock::Client::connect(&url))?;
+        let shared = Arc::new(Shared::new(client, runtime));
+        *out = Box::into_raw(Box::new(polylock_client { shared }));
+        Ok(())
+    })
+}
+
+/// Close the client: stop its watchdogs and give back every lock it holds. Later calls on
+/// it and on its locks fail with `POLYLOCK_CONNECTION`. Closing twice is harmless. The
+/// client must still be freed with `polylock_client_free()`.
+///
+/// # Safety
+/// `client` is NULL or a live client from `polylock_connect()`.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_client_close(client: *mut polylock_client) -> polylock_status {
+    call(|| {
+        // SAFETY: the caller's contract.
+        let client = unsafe { args::handle(client, "client") }?;
+        let core = client.shared.client.clone();
+        client.shared.block_on(async move {
+            core.close().await;
+            Ok(())
+        })
+    })
+}
+
+/// Close the client (as `polylock_client_close()`), stop its runtime and join its threads,
+/// then free it. Waits for calls in flight on other threads. Locks made from it stay valid
+/// to free, and fail with `POLYLOCK_CONNECTION` if used. NULL is ignored.
+///
+/// # Safety
+/// `client` is NULL or a client from `polylock_connect()` not freed yet.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_client_free(client: *mut polylock_client) {
+    if client.is_null() {
+        return;
+    }
+    quietly(|| {
+        // SAFETY: the caller's contract: we own it from here on.
+        let client = unsafe { Box::from_raw(client) };
+        client.shared.shut_down();
+    });
+}

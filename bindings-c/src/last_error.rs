@@ -1,0 +1,26 @@
+//! The thread-local message behind `polylock_last_error()`, as with `errno`/`dlerror`.
+
+use std::cell::RefCell;
+use std::ffi::{c_char, CString};
+
+thread_local! {
+    static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
+}
+
+/// Remember `message` as this thread's last error. Interior NULs (which a C string cannot
+/// carry) are replaced so that the message is never cut short or lost.
+pub fn set(message: &str) {
+    let text = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
+    LAST_ERROR.with(|slot| *slot.borrow_mut() = Some(text));
+}
+
+/// The message of the last failed call on the calling thread, or NULL if no call on this
+/// thread has failed yet. The string stays valid until the next failed call on this thread
+/// (or the thread's exit); copy it to keep it longer. Do not free it.
+#[no_mangle]
+pub extern "C" fn polylock_last_error() -> *const c_char {
+    // `try_with`: during thread teardown the slot may already be gone; say nothing then.
+    LAST_ERROR
+        .try_with(|slot| slot.borrow().as_ref().map_or(std::ptr::null(), |text| text.as_ptr()))
+        .unwrap_or(std::ptr::null())
+}

@@ -1,0 +1,185 @@
+//! `polylock_lock`: one named lock, owned by whichever thread calls it, like a pthread
+//! recursive mutex. The core counts reentrancy and checks ownership per (client, thread).
+
+use std::ffi::c_char;
+use std::sync::Arc;
+
+use polylock::{AcquireOptions, Lock, LockKind};
+
+use crate::args;
+use crate::boundary::{call, quietly};
+use crate::client::polylock_client;
+use crate::owner;
+use crate::runtime::Shared;
+use crate::status::polylock_status;
+
+/// A handle on one named lock of one client. Holds nothing by itself; may be shared by
+/// threads, each of which owns its own holds. Free it with `polylock_lock_free()`.
+#[allow(non_camel_case_types)]
+pub struct polylock_lock {
+    shared: Arc<Shared>,
+    lock: Lock,
+}
+
+impl polylock_lock {
+    /// The lock as owned by the calling thread.
+    fn for_this_thread(&self) -> Lock {
+        self.lock.clone().with_local_id(owner::current_thread())
+    }
+}
+
+/// A handle on the reentrant lock `name` (same as `polylock_client_lock_kind(client, name,
+/// "reentrant", out)`). Creating it holds nothing.
+///
+/// @param out  receives the new lock handle on success; untouched on failure.
+/// @return `POLYLOCK_INVALID_ARGUMENT` for a NULL argument, an empty or over-long name.
+///
+/// # Safety
+/// `client` is NULL or live; `name` is NULL or NUL-terminated; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_client_lock(
+    client: *mut polylock_client,
+    name: *const c_char,
+    out: *mut *mut polylock_lock,
+) -> polylock_status {
+    // SAFETY: the same contract.
+    unsafe { polylock_client_lock_kind(client, name, c"reentrant".as_ptr(), out) }
+}
+
+/// A handle on the lock `name` of kind `kind`: "reentrant" (the default; Redisson's RLock
+/// on Redis), "fair" (Redisson's fair lock), "token" (redis-py's and redlock's `SET NX PX`)
+/// or "lease" (ShedLock's table on SQL). Whether the backend offers the kind is checked
+/// when acquiring.
+///
+/// # Safety
+/// `client` is NULL or live; `name` and `kind` are NULL or NUL-terminated; `out` is NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_client_lock_kind(
+    client: *mut polylock_client,
+    name: *const c_char,
+    kind: *const c_char,
+    out: *mut *mut polylock_lock,
+) -> polylock_status {
+    call(|| {
+        // SAFETY (all four): the caller's contract.
+        let client = unsafe { args::handle(client, "client") }?;
+        let name = unsafe { args::text(name, "name") }?;
+        let kind: LockKind = unsafe { args::text(kind, "kind") }?.parse()?;
+        let out = unsafe { args::out(out, "out") }?;
+        let lock = client.shared.client.lock(name)?.with_kind(kind);
+        *out = Box::into_raw(Box::new(polylock_lock { shared: client.shared.clone(), lock }));
+        Ok(())
+    })
+}
+
+/// Acquire the lock for the calling thread. If the thread already holds it, the hold count
+/// goes up (reentrancy) and the same fencing token comes back.
+///
+/// @param wait_ms   how long to wait: -1 (any negative) forever, 0 try once.
+/// @param lease_ms  0 lets the watchdog renew the lock while the client lives; a positive
+///                  value holds it for at most that long unless released; negative is an error.
+/// @param fencing_token  receives the hold's fencing token (strictly greater than every
+///                  earlier token for this name); may be NULL.
+/// @return `POLYLOCK_OK`, `POLYLOCK_TIMEOUT` if the wait ran out, ...
+///
+/// # Safety
+/// `lock` is NULL or live; `fencing_token` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_lock_acquire(
+    lock: *mut polylock_lock,
+    wait_ms: i64,
+    lease_ms: i64,
+    fencing_token: *mut u64,
+) -> polylock_status {
+    call(|| {
+        // SAFETY: the caller's contract.
+        let handle = unsafe { args::handle(lock, "lock") }?;
+        let options = AcquireOptions {
+            wait: polylock::duration::wait_from_millis(wait_ms),
+            lease: match lease_ms {
+                0 => None,
+                millis => Some(polylock::duration::lease_from_millis(millis)?),
+            },
+        };
+        let owned = handle.for_this_thread();
+        let guard = handle.shared.block_on(async move { owned.acquire_with(options).await })?;
+        // The thread releases by owner, so the hold outlives the guard.
+        let token = guard.detach();
+        // SAFETY: the caller's contract.
+        if let Some(slot) = unsafe { fencing_token.as_mut() } {
+            *slot = token;
+        }
+        Ok(())
+    })
+}
+
+/// Give back one hold of the calling thread. The lock is free once every hold is given back.
+///
+/// @return `POLYLOCK_NOT_OWNER` if this thread holds none; `POLYLOCK_LOST` if the hold was
+///         lost meanwhile (the lock may have been taken by someone else).
+///
+/// # Safety
+/// `lock` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_lock_release(lock: *mut polylock_lock) -> polylock_status {
+    call(|| {
+        // SAFETY: the caller's contract.
+        let handle = unsafe { args::handle(lock, "lock") }?;
+        let owned = handle.for_this_thread();
+        handle.shared.block_on(async move { owned.release().await })
+    })
+}
+
+/// Run a read of the calling thread's hold, answering `otherwise` for NULL or a panic.
+fn inspect<T: Copy>(lock: *const polylock_lock, otherwise: T, read: impl FnOnce(&Lock) -> T) -> T {
+    let mut answer = otherwise;
+    // SAFETY: the exported callers pass a lock that is NULL or live.
+    if let Ok(handle) = unsafe { args::handle(lock, "lock") } {
+        quietly(|| answer = read(&handle.for_this_thread()));
+    }
+    answer
+}
+
+/// Whether the calling thread holds the lock and it has not been lost. False for NULL.
+///
+/// # Safety
+/// `lock` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_lock_is_held(lock: *const polylock_lock) -> bool {
+    inspect(lock, false, Lock::is_held)
+}
+
+/// How many times the calling thread holds the lock (0 if not at all, or for NULL).
+///
+/// # Safety
+/// `lock` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_lock_hold_count(lock: *const polylock_lock) -> u32 {
+    inspect(lock, 0, Lock::hold_count)
+}
+
+/// Whether the calling thread's current hold has been lost (lease ran out, renewal failed,
+/// client closed). It stays recorded as lost until the thread releases it, which then
+/// reports `POLYLOCK_LOST`. False if the thread holds nothing, or for NULL.
+///
+/// # Safety
+/// `lock` is NULL or live.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_lock_is_lost(lock: *const polylock_lock) -> bool {
+    inspect(lock, false, |lock| lock.lost_watch().is_some_and(|watch| watch.is_lost()))
+}
+
+/// Free a lock handle. Holds are not released: they belong to the threads (release them
+/// first, or they stay until the client is closed or the lease runs out). NULL is ignored.
+///
+/// # Safety
+/// `lock` is NULL or a handle from `polylock_client_lock()` not freed yet.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_lock_free(lock: *mut polylock_lock) {
+    if lock.is_null() {
+        return;
+    }
+    // SAFETY: the caller's contract: we own it from here on.
+    quietly(|| drop(unsafe { Box::from_raw(lock) }));
+}
