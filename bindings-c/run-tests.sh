@@ -6,6 +6,11 @@
 #   POLYLOCK_CARGO_TARGET   cargo target dir (default ~/.cache/polylock/target)
 #   POLYLOCK_TEST_REDIS_URL also run every test against this Redis (e.g. redis://127.0.0.1:16379)
 #   POLYLOCK_C_VALGRIND=0   skip the valgrind pass
+#   POLYLOCK_C_BENCH=0      skip the benchmark (bench.sh; figures only, never a failure)
+#
+# Then installs into a temp prefix with install.sh and builds consumers the way users do:
+# pkg-config (shared), find_package(polylock) (shared and static), and a test linked
+# against libpolylock.a.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 target="${POLYLOCK_CARGO_TARGET:-$HOME/.cache/polylock/target}"
@@ -54,5 +59,49 @@ if [[ "${POLYLOCK_C_VALGRIND:-1}" != 0 ]]; then
         exit 1
     fi
     echo "valgrind: no errors, no definite leaks in $(ls "$build"/Testing/Temporary/MemoryChecker.*.log | wc -l) runs"
+fi
+echo "== install.sh into a temp prefix; consumers via pkg-config, CMake, static"
+prefix="$build/install"
+consumers="$build/consumers"
+rm -rf "$prefix" "$consumers"
+mkdir -p "$consumers"
+"$here/install.sh" "$prefix"
+consumer_url="sqlite://$consumers/consumers.db"
+export PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+pkg-config --exists --print-errors polylock
+# (a) pkg-config, shared: the example, run with LD_LIBRARY_PATH (no rpath).
+# shellcheck disable=SC2046 # pkg-config's flags are words
+cc -Wall -Wextra -Werror -o "$consumers/critical_section" "$here/examples/critical_section.c" \
+    $(pkg-config --cflags --libs polylock)
+LD_LIBRARY_PATH="$prefix/lib" "$consumers/critical_section" "$consumer_url"
+# (b) find_package(polylock), shared then POLYLOCK_USE_STATIC=ON.
+for linkage in shared static; do
+    use_static=OFF; [[ $linkage == static ]] && use_static=ON
+    cmake -S "$here/tests/find_package" -B "$consumers/cmake-$linkage" -DCMAKE_PREFIX_PATH="$prefix" \
+        -DPOLYLOCK_USE_STATIC="$use_static" >/dev/null
+    cmake --build "$consumers/cmake-$linkage" -j 2 >/dev/null
+    "$consumers/cmake-$linkage/consumer" "$consumer_url"
+done
+if readelf -d "$consumers/cmake-static/consumer" | grep -q 'NEEDED.*libpolylock'; then
+    echo "the static find_package consumer links libpolylock.so" >&2
+    exit 1
+fi
+# (c) The C test suite's contract test linked against libpolylock.a.
+# shellcheck disable=SC2046
+cc -Wall -Wextra -Werror -std=gnu11 -pthread -I"$here/tests" -o "$consumers/test_polylock_static" \
+    "$here/tests/test_polylock.c" $(pkg-config --cflags polylock) "$prefix/lib/libpolylock.a" \
+    $(pkg-config --static --libs-only-l polylock | sed 's/-lpolylock//')
+if readelf -d "$consumers/test_polylock_static" | grep -q 'NEEDED.*libpolylock'; then
+    echo "test_polylock_static links libpolylock.so" >&2
+    exit 1
+fi
+for url in "$consumer_url" ${POLYLOCK_TEST_REDIS_URL:+"$POLYLOCK_TEST_REDIS_URL"}; do
+    "$consumers/test_polylock_static" contract "$url"
+done
+unset PKG_CONFIG_PATH
+
+if [[ "${POLYLOCK_C_BENCH:-1}" != 0 ]]; then
+    echo "== bench (figures only)"
+    "$here/bench.sh"
 fi
 echo "== bindings-c: all tests passed"
