@@ -38,11 +38,8 @@ fn main() {
     let lease_ms: u64 = args[4].parse().expect("LEASE_MS is a number");
     let mode = args.get(5).map_or("task", String::as_str).to_owned();
     let options = AcquireOptions { wait: None, lease: (lease_ms > 0).then(|| Duration::from_millis(lease_ms)) };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("a tokio runtime");
 
     let run = || -> Result<Vec<Span>> {
         let client = runtime.block_on(Client::connect(&url))?;
