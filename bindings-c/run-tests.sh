@@ -15,7 +15,9 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 target="${POLYLOCK_CARGO_TARGET:-$HOME/.cache/polylock/target}"
 export CARGO_TARGET_DIR="$target"
-build="$target/bindings-c-tests"
+# CMake pins a build tree to one source path, and the target dir is shared by every clone
+# (CI builds a fresh clone elsewhere), so each checkout gets its own build tree.
+build="$target/bindings-c-tests/$(printf '%s' "$here" | sha1sum | cut -c1-12)"
 
 missing=()
 for tool in cmake:cmake pkg-config:pkg-config valgrind:valgrind cc:gcc c++:g++; do
