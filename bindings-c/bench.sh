@@ -22,6 +22,7 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 cargo build --release -p polylock-c --manifest-path "$here/Cargo.toml" --lib --example rust_pairs
+"$here/soname-link.sh" "$target/release" >/dev/null
 cc -O2 -Wall -Wextra -Werror -I"$here/include" -o "$work/bench_pairs" "$here/bench/bench_pairs.c" \
     -L"$target/release" -lpolylock -Wl,-rpath,"$target/release" -pthread
 rust="$target/release/examples/rust_pairs"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the C binding: bindings-c/install.sh [PREFIX]   (default /usr/local)
 #
-# Copies libpolylock.so and libpolylock.a (from the cargo release dir) to PREFIX/lib and
+# Copies libpolylock.so (as libpolylock.so.VERSION with SONAME and development links) and libpolylock.a (from the cargo release dir) to PREFIX/lib and
 # polylock.h / polylock.hpp to PREFIX/include, and writes a pkg-config file
 # (PREFIX/lib/pkgconfig/polylock.pc) and a CMake package (PREFIX/lib/cmake/polylock/) with
 # the imported target polylock::polylock. Build first (cargo build --release -p polylock-c),
@@ -30,7 +30,13 @@ static_libs="-lgcc_s -lutil -lrt -lpthread -lm -ldl"
 libdir="$prefix/lib"
 includedir="$prefix/include"
 install -d "$libdir" "$includedir" "$libdir/pkgconfig" "$libdir/cmake/polylock"
-install -m 0755 "$release/libpolylock.so" "$libdir/libpolylock.so"
+# The usual shared-library trio: the file named by version, the SONAME link the loader
+# resolves (see build.rs), and the development link the linker finds with -lpolylock.
+soname="$(readelf -d "$release/libpolylock.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')"
+[[ -n "$soname" ]] || { echo "install.sh: $release/libpolylock.so has no SONAME; rebuild it" >&2; exit 1; }
+install -m 0755 "$release/libpolylock.so" "$libdir/libpolylock.so.$version"
+ln -sfn "libpolylock.so.$version" "$libdir/$soname"
+ln -sfn "$soname" "$libdir/libpolylock.so"
 install -m 0644 "$release/libpolylock.a" "$libdir/libpolylock.a"
 install -m 0644 "$here/include/polylock.h" "$here/include/polylock.hpp" "$includedir/"
 
@@ -65,7 +71,6 @@ if(NOT TARGET polylock::polylock_shared)
     add_library(polylock::polylock_shared SHARED IMPORTED)
     set_target_properties(polylock::polylock_shared PROPERTIES
         IMPORTED_LOCATION "${polylock_LIBRARY}"
-        IMPORTED_NO_SONAME TRUE
         INTERFACE_INCLUDE_DIRECTORIES "${polylock_INCLUDE_DIR}")
 endif()
 if(NOT TARGET polylock::polylock_static)

@@ -34,6 +34,8 @@ echo "== header up to date"
 
 echo "== cargo build -p polylock-c --release"
 cargo build --release -p polylock-c --manifest-path "$here/Cargo.toml"
+soname="$("$here/soname-link.sh" "$target/release")"
+echo "== SONAME $soname"
 
 echo "== cmake build ($build)"
 cmake -S "$here/tests" -B "$build" -DPOLYLOCK_LIB_DIR="$target/release" \
@@ -84,6 +86,11 @@ for linkage in shared static; do
     cmake --build "$consumers/cmake-$linkage" -j 2 >/dev/null
     "$consumers/cmake-$linkage/consumer" "$consumer_url"
 done
+# Shared consumers record the versioned SONAME, never the development name.
+if ! readelf -d "$consumers/cmake-shared/consumer" | grep -qF "[$soname]"; then
+    echo "the shared find_package consumer does not record libpolylock's SONAME $soname" >&2
+    exit 1
+fi
 if readelf -d "$consumers/cmake-static/consumer" | grep -q 'NEEDED.*libpolylock'; then
     echo "the static find_package consumer links libpolylock.so" >&2
     exit 1
