@@ -14,6 +14,7 @@
 #                             also run the suite on these deployments when set (as
 #                             `tests/services/services.sh env` exports them)
 #   POLYLOCK_CLI              the polylock CLI binary (default: built here, release)
+#   POLYLOCK_PY_BENCH=0       skip the benchmark run after the tests (bench/python/bench_redis.py)
 #   PYTHON                    the interpreter to make the venv with (default python3)
 set -euo pipefail
 
@@ -55,5 +56,10 @@ status=0
 "$venv/bin/python" -m pytest -q -p no:cacheprovider "$@" || status=$?
 if [[ $status -eq 5 ]]; then
   echo "pytest collected no tests" >&2
+fi
+if [[ $status -eq 0 && "${POLYLOCK_PY_BENCH:-1}" != 0 ]]; then
+  step "bench (figures only, never a failure): bench/python/bench_redis.py"
+  "$venv/bin/python" "$root/bench/python/bench_redis.py" --url "$POLYLOCK_TEST_REDIS_URL" --seconds 0.5 ||
+    echo "the bench did not finish; figures above are partial" >&2
 fi
 exit "$status"

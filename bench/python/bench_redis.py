@@ -1,7 +1,7 @@
 """polylock from Python next to what Python users run today, in one process and one run,
 printed as ratios (figures, not pass/fail).
 
-    python bench_redis.py [--url redis://127.0.0.1:16379] [--seconds 2] [--threads 8]
+    python bench/python/bench_redis.py [--url redis://127.0.0.1:16379] [--seconds 2] [--threads 8]
 
 - uncontended: one worker, its own lock name, lock+unlock pairs per second:
   polylock (sync, thread owner), polylock.aio (task owner), redis-py `Lock`; then N
