@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use crate::backend::{self, Backend};
 use crate::error::{Error, Result};
+use crate::lock::handoff::LocalWaiters;
 use crate::lock::hold::{surrender, HoldTable};
 use crate::lock::{storage_key, validate_name, Lock, LostReason};
 use crate::owner::{next_handle_local_id, ClientId, Owner};
@@ -30,6 +31,8 @@ pub(crate) struct ClientInner {
     pub namespace: Option<String>,
     pub watchdog_lease: Duration,
     pub holds: HoldTable,
+    /// Owners of this client waiting for a lock, so a release can hand it straight over.
+    pub waiters: Arc<LocalWaiters>,
     pub runtime: tokio::runtime::Handle,
     closed: AtomicBool,
 }
@@ -73,6 +76,7 @@ impl Client {
                 namespace,
                 watchdog_lease,
                 holds: HoldTable::default(),
+                waiters: Arc::default(),
                 runtime,
                 closed: AtomicBool::new(false),
             }),

@@ -130,6 +130,83 @@ async fn a_polylock_holder_uses_redissons_layout_and_excludes_redisson() {
     assert_eq!(message.get_payload::<String>().unwrap(), "0");
 }
 
+/// A release with a waiter of the same client waiting hands the lock straight over: the new
+/// holder's field replaces the old one in one step, with a fresh token, and Redis never sees
+/// the lock free, so no unlock message goes out (Redisson's waiters keep waiting).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_release_hands_the_lock_to_a_waiter_of_the_same_client() {
+    for kind in [LockKind::Reentrant, LockKind::Token] {
+        let name = unique(&format!("handoff-{kind}"));
+        let client = connect(&redis_url()).await;
+        let mut subscriber = redis::Client::open(redis_url()).unwrap().get_async_pubsub().await.unwrap();
+        subscriber.subscribe(format!("redisson_lock__channel:{{{name}}}")).await.unwrap();
+        let mut messages = subscriber.on_message();
+
+        let first = client.lock(&name).unwrap().with_kind(kind).acquire().await.unwrap();
+        let waiter = client.lock(&name).unwrap().with_kind(kind);
+        let waiting = tokio::spawn(async move { waiter.acquire().await.unwrap() });
+        sleep(Duration::from_millis(50)).await;
+        let first_token = first.fencing_token();
+        first.release().await.unwrap();
+        let second = timeout(Duration::from_secs(2), waiting).await.expect("the waiter got the lock").unwrap();
+        assert!(second.fencing_token() > first_token, "{kind}: a handoff issues a fresh token");
+        assert!(
+            timeout(Duration::from_millis(200), messages.next()).await.is_err(),
+            "{kind}: a local handoff must not announce the lock as free"
+        );
+        let mut redis = raw(&redis_url()).await;
+        let holder: String = if kind == LockKind::Token {
+            redis.get(&name).await.unwrap()
+        } else {
+            let fields: Vec<String> = redis.hkeys(&name).await.unwrap();
+            assert_eq!(fields.len(), 1, "{kind}: one holder field after the handoff: {fields:?}");
+            fields[0].clone()
+        };
+        assert_eq!(holder, second.lock().owner().to_string(), "{kind}: the store names the new holder");
+        assert!(client.lock(&name).unwrap().with_kind(kind).try_acquire().await.unwrap().is_none());
+
+        second.release().await.unwrap();
+        let message = timeout(Duration::from_secs(2), messages.next()).await.expect("unlock message").unwrap();
+        assert_eq!(message.get_payload::<String>().unwrap(), "0", "{kind}: a full release announces itself");
+    }
+}
+
+/// Local handoffs are bounded: a client whose tasks keep the lock busy between themselves
+/// still lets a waiter of another client in, instead of passing the lock around forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_busy_client_does_not_starve_another_clients_waiter() {
+    for kind in [LockKind::Reentrant, LockKind::Token] {
+        let name = unique(&format!("starve-{kind}"));
+        let busy = connect(&redis_url()).await;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut tasks = Vec::new();
+        for _ in 0..4 {
+            let (lock, stop) = (busy.lock(&name).unwrap().with_kind(kind), stop.clone());
+            tasks.push(tokio::spawn(async move {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let guard = lock.acquire().await.unwrap();
+                    sleep(Duration::from_millis(1)).await;
+                    guard.release().await.unwrap();
+                }
+            }));
+        }
+        sleep(Duration::from_millis(100)).await;
+        let other = connect(&redis_url()).await;
+        let got = other
+            .lock(&name)
+            .unwrap()
+            .with_kind(kind)
+            .acquire_with(AcquireOptions::default().wait(Duration::from_secs(5)))
+            .await;
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let guard = got.unwrap_or_else(|e| panic!("{kind}: the other client's waiter was starved: {e}"));
+        guard.release().await.unwrap();
+        for task in tasks {
+            task.await.unwrap();
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fencing_tokens_interleave_with_redissons_fenced_lock() {
     let name = unique("fenced");

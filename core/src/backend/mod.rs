@@ -101,6 +101,22 @@ pub trait Backend: Send + Sync + 'static {
     /// lock leaves the store only when it reaches zero.
     async fn release(&self, held: &HeldLock, holds_left: u32) -> Result<Release>;
 
+    /// Make `to` the holder of `from`'s hold in one step, with a fresh fencing token and a
+    /// lease of `lease`, without the lock ever being free in between: a release handed
+    /// straight to a waiter of the same client (see lock/handoff.rs). `Ok(None)` when `from`
+    /// no longer held the lock, and then nothing changed. If the store shows `to` as the
+    /// holder already (its own attempt, abandoned in flight, won the lock after `from`'s
+    /// lease ran out), `to` takes it as a fresh hold. Only called for kinds `transfers` names.
+    async fn transfer(&self, _from: &HeldLock, _to: Owner, _lease: Duration) -> Result<Option<Acquired>> {
+        Ok(None)
+    }
+
+    /// Which kinds of lock can change hands through `transfer`. Kinds that promise an order
+    /// among waiters (fair locks) must not.
+    fn transfers(&self, _kind: LockKind) -> bool {
+        false
+    }
+
     /// Close connections and stop background tasks.
     async fn close(&self) {}
 

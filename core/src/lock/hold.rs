@@ -23,6 +23,8 @@ pub(crate) enum LeaseMode {
 
 pub(crate) struct Hold {
     pub count: u32,
+    /// How many local handoffs in a row led to this hold (see handoff.rs).
+    pub passes: u32,
     pub held: Arc<HeldLock>,
     pub lost: LostNotifier,
     pub watch: LostWatch,
@@ -31,9 +33,11 @@ pub(crate) struct Hold {
 
 impl Hold {
     /// Start keeping a fresh hold; `attempt_started` is the earliest the lease can have begun.
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         backend: Arc<dyn Backend>,
         held: HeldLock,
+        passes: u32,
         mode: LeaseMode,
         attempt_started: Instant,
         lost: LostNotifier,
@@ -47,7 +51,7 @@ impl Hold {
             }
             LeaseMode::Fixed { lease } => runtime.spawn(expire_at(attempt_started + lease, lost.clone())),
         };
-        Hold { count: 1, held, lost, watch, keeper: keeper.abort_handle() }
+        Hold { count: 1, passes, held, lost, watch, keeper: keeper.abort_handle() }
     }
 
     pub fn is_lost(&self) -> bool {

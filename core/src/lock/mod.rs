@@ -2,6 +2,7 @@
 //! owner, the lease or watchdog, lost detection, and cancellation that leaves nothing held.
 
 mod guard;
+pub(crate) mod handoff;
 pub(crate) mod hold;
 mod lost;
 mod name;
@@ -233,7 +234,7 @@ impl Lock {
             cancel: CancellationToken::new(),
             lost: lost.clone(),
         };
-        let acquired = self.run_acquire(request).await?.ok_or_else(|| {
+        let (acquired, passes) = self.run_acquire(request).await?.ok_or_else(|| {
             let waited = options.wait.unwrap_or_default();
             Error::timeout(format!(
                 "lock '{}' is held by someone else; gave up after waiting {}ms",
@@ -247,7 +248,7 @@ impl Lock {
         let held = HeldLock::new(self.key.to_string(), self.owner, self.kind, acquired);
         let token = held.token;
         let backend = inner.backend.clone();
-        let hold = Hold::start(backend, held, mode, attempt_started, lost, watch.clone(), &inner.runtime);
+        let hold = Hold::start(backend, held, passes, mode, attempt_started, lost, watch.clone(), &inner.runtime);
         *slot.hold() = Some(hold);
         Ok(Guard::new(self.clone(), token, watch))
     }
@@ -256,9 +257,10 @@ impl Lock {
     /// never strand a hold: the task sees the cancellation while waiting, a hold it gets after
     /// the caller left is released by the task, and one that reached the caller's channel
     /// unread is released when that channel is dropped.
-    async fn run_acquire(&self, request: AcquireRequest) -> Result<Option<Acquired>> {
+    async fn run_acquire(&self, request: AcquireRequest) -> Result<Option<(Acquired, u32)>> {
         let inner = self.client.inner();
         let backend = inner.backend.clone();
+        let waiters = inner.backend.transfers(request.kind).then(|| inner.waiters.clone());
         let (reply, answer) = oneshot::channel();
         let mut pending = PendingAcquire {
             answer,
@@ -268,8 +270,8 @@ impl Lock {
             _cancel_on_drop: request.cancel.clone().drop_guard(),
         };
         inner.runtime.spawn(async move {
-            let result = backend.acquire(&request).await;
-            if let Err(Ok(Some(acquired))) = reply.send(result) {
+            let result = handoff::acquire_or_take_over(&backend, &request, waiters.as_ref()).await;
+            if let Err(Ok(Some((acquired, _)))) = reply.send(result) {
                 let held = HeldLock::new(request.key, request.owner, request.kind, acquired);
                 let _ = backend.release(&held, 0).await;
             }
@@ -300,7 +302,7 @@ impl Lock {
                 Some(hold) if token.is_none_or(|t| t == hold.held.token) => {
                     hold.count -= 1;
                     let holds_left = hold.count;
-                    let taken = (hold.held.clone(), hold.lost.clone(), holds_left);
+                    let taken = (hold.held.clone(), hold.lost.clone(), holds_left, hold.passes);
                     if holds_left == 0 {
                         // The last release stops the keeper whatever the store says next.
                         drop(state.take());
@@ -311,7 +313,7 @@ impl Lock {
             }
         };
         inner.holds.tidy(&self.key, self.owner, slot);
-        let (held, lost, holds_left) = taken.ok_or_else(not_owner)?;
+        let (held, lost, holds_left, passes) = taken.ok_or_else(not_owner)?;
         let lost_error =
             |reason: LostReason| Error::lost(format!("lock '{}' was lost before it was released: {reason}", self.name));
         if let Some(reason) = lost.reason() {
@@ -322,12 +324,31 @@ impl Lock {
             }
             return Err(lost_error(reason));
         }
-        match inner.backend.release(&held, holds_left).await? {
+        let released = if holds_left == 0 && passes < handoff::MAX_LOCAL_PASSES && inner.backend.transfers(held.kind) {
+            self.hand_over_or_release(held, passes).await?
+        } else {
+            inner.backend.release(&held, holds_left).await?
+        };
+        match released {
             Release::Released => Ok(()),
             Release::Gone => {
                 lost.mark(LostReason::Taken);
                 Err(lost_error(LostReason::Taken))
             }
+        }
+    }
+
+    /// A full release: hand the hold to an owner of this client waiting for the lock, if
+    /// there is one, else give it back to the store.
+    async fn hand_over_or_release(&self, held: Arc<HeldLock>, passes: u32) -> Result<Release> {
+        let inner = self.client.inner();
+        let kind = held.kind;
+        let (baton, outcome) = handoff::Baton::new(held, passes, inner.backend.clone(), inner.runtime.clone());
+        match inner.waiters.hand_over(&self.key, kind, baton) {
+            Ok(()) => outcome
+                .await
+                .unwrap_or_else(|_| Err(Error::backend("the waiter taking over the lock stopped before it answered"))),
+            Err(baton) => inner.backend.release(&baton.into_hold(), 0).await,
         }
     }
 
@@ -362,7 +383,7 @@ impl Lock {
 
 /// The caller's end of an acquisition running in its own task.
 struct PendingAcquire {
-    answer: oneshot::Receiver<Result<Option<Acquired>>>,
+    answer: oneshot::Receiver<Result<Option<(Acquired, u32)>>>,
     hold: (String, Owner, LockKind),
     backend: Arc<dyn crate::backend::Backend>,
     runtime: tokio::runtime::Handle,
@@ -375,7 +396,7 @@ impl Drop for PendingAcquire {
         // The task may have sent a hold just before the caller went away: close the channel
         // (so later sends fail and the task releases) and give back anything already in it.
         self.answer.close();
-        if let Ok(Ok(Some(acquired))) = self.answer.try_recv() {
+        if let Ok(Ok(Some((acquired, _)))) = self.answer.try_recv() {
             let (key, owner, kind) = self.hold.clone();
             let held = HeldLock::new(key, owner, kind, acquired);
             let backend = self.backend.clone();

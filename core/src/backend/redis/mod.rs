@@ -23,6 +23,7 @@ use super::poll::{acquire_by_attempts, Attempt, Backoff};
 use super::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::Result;
 use crate::lock::LockKind;
+use crate::owner::Owner;
 use crate::url::ConnectUrl;
 use endpoint::Endpoint;
 use link::Link;
@@ -217,6 +218,24 @@ impl Backend for RedisBackend {
             self.subscriptions.released_locally(&keys.channel);
         }
         Ok(if released < 0 { Release::Gone } else { Release::Released })
+    }
+
+    async fn transfer(&self, from: &HeldLock, to: Owner, lease: Duration) -> Result<Option<Acquired>> {
+        let keys = LockKeys::new(&from.key);
+        let script = match from.kind {
+            LockKind::Token => &scripts::TOKEN_TRANSFER,
+            _ => &scripts::REENTRANT_TRANSFER,
+        };
+        let attempt_started = tokio::time::Instant::now();
+        let mut invocation = script_with(script, &[&keys.lock, &keys.token]);
+        invocation.arg(from.owner.to_string()).arg(to.to_string()).arg(millis(lease));
+        let token: i64 = self.link.invoke(&invocation).await?;
+        Ok(u64::try_from(token).ok().filter(|&t| t > 0).map(|token| Acquired { token, attempt_started, state: None }))
+    }
+
+    /// Fair locks serve waiters in queue order, so they never change hands locally.
+    fn transfers(&self, kind: LockKind) -> bool {
+        matches!(kind, LockKind::Reentrant | LockKind::Token)
     }
 
     fn supports(&self, kind: LockKind) -> bool {

@@ -114,6 +114,24 @@ return 0
     )
 });
 
+/// Hand the lock from one owner to another of the same client without freeing it, so no
+/// unlock message goes out. Also taken when the new owner already holds it (its own attempt,
+/// abandoned in flight, won after the old owner's lease ran out).
+/// KEYS: lock, token. ARGV: from field, to field, lease ms. Returns the new token, or -1.
+pub(super) static REENTRANT_TRANSFER: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('hexists', KEYS[1], ARGV[1]) == 1 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
+  redis.call('del', KEYS[1])
+  redis.call('hset', KEYS[1], ARGV[2], 1)
+  redis.call('pexpire', KEYS[1], ARGV[3])
+  return redis.call('incr', KEYS[2])
+end
+return -1
+",
+    )
+});
+
 /// The fair lock's attempt: Redisson's queue discipline with a fencing counter.
 /// KEYS: lock, queue, timeouts, token. ARGV: lease ms, field, thread wait ms, now ms.
 /// Returns {-1, token} when acquired, else {ms to wait, -1}.
@@ -236,6 +254,21 @@ if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return {-1, redis.call('incr', KEYS[2])}
 end
 return {redis.call('pttl', KEYS[1]), -1}
+",
+    )
+});
+
+/// The token lock's handoff: compare-and-set. KEYS: lock, token. ARGV: from token, to
+/// token, lease ms. Returns the new fencing token, or -1 if neither owner holds the key.
+pub(super) static TOKEN_TRANSFER: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local holder = redis.call('get', KEYS[1])
+if holder == ARGV[1] or holder == ARGV[2] then
+  redis.call('set', KEYS[1], ARGV[2], 'PX', ARGV[3])
+  return redis.call('incr', KEYS[2])
+end
+return -1
 ",
     )
 });
