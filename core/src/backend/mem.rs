@@ -118,4 +118,24 @@ impl Backend for MemBackend {
         }
         Ok(Release::Released)
     }
+
+    async fn transfer(&self, from: &HeldLock, to: Owner, lease: Duration) -> Result<Option<Acquired>> {
+        let mut tables = self.tables();
+        let now = Instant::now();
+        let takes_over = tables.held.get(&from.key).is_some_and(|e| Self::is_current(e, from, now) || e.owner == to);
+        if !takes_over {
+            return Ok(None);
+        }
+        let token = {
+            let last = tables.fencing.entry(from.key.clone()).or_insert(0);
+            *last += 1;
+            *last
+        };
+        tables.held.insert(from.key.clone(), Entry { owner: to, token, lease_until: now + lease });
+        Ok(Some(Acquired { token, attempt_started: now, state: None }))
+    }
+
+    fn transfers(&self, kind: crate::lock::LockKind) -> bool {
+        kind == crate::lock::LockKind::Reentrant
+    }
 }

@@ -7,6 +7,7 @@
 //! backoff (woken at once by releases within their own process), and read before they
 //! write so a waiter never takes the write lock while the lock is visibly held.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,6 +18,7 @@ use tokio::sync::watch;
 use super::poll::{acquire_by_attempts, Attempt, Backoff};
 use super::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::{Error, Result};
+use crate::owner::Owner;
 use crate::url::ConnectUrl;
 
 /// Unix milliseconds by the database's clock.
@@ -84,7 +86,15 @@ impl SqliteBackend {
         let key = request.key.clone();
         let owner = request.owner.to_string();
         let lease_ms = duration_ms(request.lease);
+        // A blocking closure outlives a dropped future. An attempt its waiter abandoned (to
+        // take a handoff instead) must not write after that, so the closure checks this flag
+        // under the connection lock, which the handoff's transfer takes too.
+        let wanted = Arc::new(AtomicBool::new(true));
+        let _abandon_on_drop = AbandonOnDrop(wanted.clone());
         self.with_conn(move |conn| {
+            if !wanted.load(Ordering::Acquire) {
+                return Ok(Attempt::Busy { holder_lease_left: None });
+            }
             // Read first, outside any write transaction: most attempts of a waiter end here.
             if let Some(left) = holder_lease_left(conn, &key, &owner)? {
                 return Ok(Attempt::Busy { holder_lease_left: Some(left) });
@@ -116,6 +126,14 @@ impl SqliteBackend {
 }
 
 /// How long another owner's unexpired hold on `key` has left, or `None` if it is free to take.
+struct AbandonOnDrop(Arc<AtomicBool>);
+
+impl Drop for AbandonOnDrop {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}
+
 fn holder_lease_left(conn: &Connection, key: &str, owner: &str) -> rusqlite::Result<Option<Duration>> {
     let left: Option<i64> = conn
         .prepare_cached(&format!(
@@ -220,5 +238,41 @@ impl Backend for SqliteBackend {
             self.released.send_modify(|n| *n = n.wrapping_add(1));
         }
         Ok(if was_current == Some(true) { Release::Released } else { Release::Gone })
+    }
+
+    async fn transfer(&self, from: &HeldLock, to: Owner, lease: Duration) -> Result<Option<Acquired>> {
+        let (key, owner, token) = (from.key.clone(), from.owner.to_string(), from.token as i64);
+        let (to, lease_ms) = (to.to_string(), duration_ms(lease));
+        let attempt_started = tokio::time::Instant::now();
+        let token = self
+            .with_conn(move |conn| {
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+                let takes_over = tx
+                    .prepare_cached(&format!(
+                        "SELECT 1 FROM polylock_locks WHERE name = ?1
+                         AND ((owner = ?2 AND token = ?3 AND lease_until_ms > {NOW_MS}) OR owner = ?4)"
+                    ))?
+                    .query_row(params![key, owner, token, to], |_| Ok(()))
+                    .optional()?
+                    .is_some();
+                if !takes_over {
+                    return Ok(None);
+                }
+                let token: i64 = tx
+                    .prepare_cached("UPDATE polylock_fencing SET token = token + 1 WHERE name = ?1 RETURNING token")?
+                    .query_row(params![key], |row| row.get(0))?;
+                tx.prepare_cached(&format!(
+                    "UPDATE polylock_locks SET owner = ?2, token = ?3, lease_until_ms = {NOW_MS} + ?4 WHERE name = ?1"
+                ))?
+                .execute(params![key, to, token, lease_ms])?;
+                tx.commit()?;
+                Ok(Some(token as u64))
+            })
+            .await?;
+        Ok(token.map(|token| Acquired { token, attempt_started, state: None }))
+    }
+
+    fn transfers(&self, kind: crate::lock::LockKind) -> bool {
+        kind == crate::lock::LockKind::Reentrant
     }
 }
