@@ -378,6 +378,40 @@ async fn cancellations_racing_with_releases_leave_nothing_held() {
     }
 }
 
+/// An owner that gives up an acquisition and at once acquires again (a thread retrying with
+/// a timeout) must keep its new hold: cleaning up the abandoned acquisition must never remove
+/// it, even where the store names holds by owner alone (Redisson's hash field).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abandoned_acquire_never_releases_the_owners_next_hold() {
+    for store in stores("") {
+        let client = connect(&store).await;
+        let other = connect(&store).await;
+        for round in 0..30u64 {
+            let holder = store.lock(&other, "again").acquire().await.unwrap();
+            let mine = store.lock(&client, "again").with_local_id(7);
+            let give_up = Duration::from_micros(2_000 + (round % 10) * 300);
+            let waiting = {
+                let mine = mine.clone();
+                tokio::spawn(async move { timeout(give_up, mine.acquire()).await.ok().map(|r| r.unwrap()) })
+            };
+            sleep(Duration::from_millis(2)).await;
+            holder.release().await.unwrap();
+            if let Some(guard) = waiting.await.unwrap() {
+                guard.release().await.unwrap();
+            }
+            let guard = mine.acquire_with(AcquireOptions::default().wait(Duration::from_secs(2))).await.unwrap();
+            sleep(Duration::from_millis(20)).await;
+            let intruder = store.lock(&other, "again").try_acquire().await.unwrap();
+            assert!(
+                intruder.is_none(),
+                "{} round {round}: the owner's new hold was released behind its back",
+                store.url
+            );
+            guard.release().await.unwrap();
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_absurdly_long_wait_means_forever_not_a_panic() {
     let store = &stores("")[0];

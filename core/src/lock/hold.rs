@@ -113,10 +113,11 @@ async fn expire_at(lease_end: Instant, lost: LostNotifier) {
 }
 
 /// One owner's place in the table. `turn` serializes that owner's acquisitions so that two
-/// tasks sharing an owner cannot both take the lock fresh; `hold` is only touched briefly.
+/// tasks sharing an owner cannot both take the lock fresh; an abandoned acquisition keeps the
+/// turn until its store work is over (see `PendingAcquire`). `hold` is only touched briefly.
 #[derive(Default)]
 pub(crate) struct Slot {
-    pub turn: tokio::sync::Mutex<()>,
+    pub turn: Arc<tokio::sync::Mutex<()>>,
     pub hold: Mutex<Option<Hold>>,
 }
 
@@ -150,9 +151,16 @@ impl HoldTable {
     /// name ever locked.
     pub fn tidy(&self, key: &str, owner: Owner, slot: Arc<Slot>) {
         let mut slots = self.slots();
-        // The table's reference plus the caller's own.
-        if Arc::strong_count(&slot) == 2 && slot.hold().is_none() {
+        // The table's reference plus the caller's own, and nobody holding or awaiting the turn.
+        if Arc::strong_count(&slot) == 2 && Arc::strong_count(&slot.turn) == 1 && slot.hold().is_none() {
             slots.remove(&(key.to_string(), owner));
+        }
+    }
+
+    /// `tidy` for a caller that no longer has the slot at hand.
+    pub fn tidy_key(&self, key: &str, owner: Owner) {
+        if let Some(slot) = self.existing(key, owner) {
+            self.tidy(key, owner, slot);
         }
     }
 

@@ -12,7 +12,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, OwnedMutexGuard};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -182,11 +182,11 @@ impl Lock {
         }
         // The slot is tidied on every way out, including the caller dropping this future.
         let slot = hold::TidyOnDrop::new(&inner.holds, &self.key, self.owner);
-        let _turn = slot.turn.lock().await;
+        let turn = slot.turn.clone().lock_owned().await;
         if let Some(guard) = self.reenter(&slot).await? {
             return Ok(guard);
         }
-        self.acquire_fresh(&slot, options).await
+        self.acquire_fresh(&slot, options, turn).await
     }
 
     /// Join this owner's live hold, if there is one.
@@ -215,7 +215,12 @@ impl Lock {
         }
     }
 
-    async fn acquire_fresh(&self, slot: &hold::Slot, options: AcquireOptions) -> Result<Guard> {
+    async fn acquire_fresh(
+        &self,
+        slot: &hold::Slot,
+        options: AcquireOptions,
+        turn: OwnedMutexGuard<()>,
+    ) -> Result<Guard> {
         let inner = self.client.inner();
         let mode = match options.lease {
             Some(lease) => LeaseMode::Fixed { lease },
@@ -234,7 +239,8 @@ impl Lock {
             cancel: CancellationToken::new(),
             lost: lost.clone(),
         };
-        let (acquired, passes) = self.run_acquire(request).await?.ok_or_else(|| {
+        let (_turn, answer) = self.run_acquire(request, turn).await;
+        let (acquired, passes) = answer?.ok_or_else(|| {
             let waited = options.wait.unwrap_or_default();
             Error::timeout(format!(
                 "lock '{}' is held by someone else; gave up after waiting {}ms",
@@ -256,27 +262,41 @@ impl Lock {
     /// Run the backend's acquire in its own task, so that a caller dropping this future can
     /// never strand a hold: the task sees the cancellation while waiting, a hold it gets after
     /// the caller left is released by the task, and one that reached the caller's channel
-    /// unread is released when that channel is dropped.
-    async fn run_acquire(&self, request: AcquireRequest) -> Result<Option<(Acquired, u32)>> {
+    /// unread is released when that channel is dropped. The owner's turn stays taken until
+    /// all of that is over, so the owner's next acquisition can never race with the cleanup
+    /// of this one (in stores that name a hold by its owner alone, such as Redisson's hash,
+    /// that cleanup would otherwise remove the next hold).
+    async fn run_acquire(
+        &self,
+        request: AcquireRequest,
+        turn: OwnedMutexGuard<()>,
+    ) -> (OwnedMutexGuard<()>, Result<Option<(Acquired, u32)>>) {
         let inner = self.client.inner();
         let backend = inner.backend.clone();
         let waiters = inner.backend.transfers(request.kind).then(|| inner.waiters.clone());
         let (reply, answer) = oneshot::channel();
-        let mut pending = PendingAcquire {
-            answer,
-            hold: (request.key.clone(), request.owner, request.kind),
-            backend: backend.clone(),
-            runtime: inner.runtime.clone(),
-            _cancel_on_drop: request.cancel.clone().drop_guard(),
-        };
-        inner.runtime.spawn(async move {
+        let hold = (request.key.clone(), request.owner, request.kind);
+        let cancel = request.cancel.clone();
+        let task = inner.runtime.spawn(async move {
             let result = handoff::acquire_or_take_over(&backend, &request, waiters.as_ref()).await;
             if let Err(Ok(Some((acquired, _)))) = reply.send(result) {
                 let held = HeldLock::new(request.key, request.owner, request.kind, acquired);
                 let _ = backend.release(&held, 0).await;
             }
         });
-        (&mut pending.answer).await.map_err(|_| Error::backend("the acquire task stopped before it answered"))?
+        let mut pending = PendingAcquire {
+            answer,
+            hold,
+            client: self.client.clone(),
+            abandoned: Some((turn, task)),
+            _cancel_on_drop: cancel.drop_guard(),
+        };
+        let answer = (&mut pending.answer).await;
+        // Answered: the task is done with the store. The caller keeps the turn until it has
+        // recorded the hold.
+        let (turn, _task) = pending.abandoned.take().expect("taken only here or in drop");
+        let answer = answer.unwrap_or_else(|_| Err(Error::backend("the acquire task stopped before it answered")));
+        (turn, answer)
     }
 
     /// Give back one hold of this lock's owner. Releasing a lock the owner does not hold is
@@ -385,25 +405,37 @@ impl Lock {
 struct PendingAcquire {
     answer: oneshot::Receiver<Result<Option<(Acquired, u32)>>>,
     hold: (String, Owner, LockKind),
-    backend: Arc<dyn crate::backend::Backend>,
-    runtime: tokio::runtime::Handle,
+    client: Client,
+    /// Until answered: the owner's turn and the task, for the cleanup if the caller leaves.
+    abandoned: Option<(OwnedMutexGuard<()>, tokio::task::JoinHandle<()>)>,
     /// Tells the task to stop waiting when the caller goes away.
     _cancel_on_drop: tokio_util::sync::DropGuard,
 }
 
 impl Drop for PendingAcquire {
     fn drop(&mut self) {
+        let Some((turn, task)) = self.abandoned.take() else { return };
         // The task may have sent a hold just before the caller went away: close the channel
         // (so later sends fail and the task releases) and give back anything already in it.
         self.answer.close();
-        if let Ok(Ok(Some((acquired, _)))) = self.answer.try_recv() {
-            let (key, owner, kind) = self.hold.clone();
-            let held = HeldLock::new(key, owner, kind, acquired);
-            let backend = self.backend.clone();
-            self.runtime.spawn(async move {
-                let _ = backend.release(&held, 0).await;
-            });
-        }
+        let unread = match self.answer.try_recv() {
+            Ok(Ok(Some((acquired, _)))) => Some(acquired),
+            _ => None,
+        };
+        let (key, owner, kind) = self.hold.clone();
+        let client = self.client.clone();
+        let inner = client.inner();
+        inner.runtime.clone().spawn(async move {
+            let inner = client.inner();
+            if let Some(acquired) = unread {
+                let held = HeldLock::new(key.clone(), owner, kind, acquired);
+                let _ = inner.backend.release(&held, 0).await;
+            }
+            // The task releases what it gets from now on; wait until it has.
+            let _ = task.await;
+            drop(turn);
+            inner.holds.tidy_key(&key, owner);
+        });
     }
 }
 
@@ -427,6 +459,11 @@ mod tests {
             let waiter = client.lock("held").unwrap();
             let _ = tokio::time::timeout(Duration::from_millis(2), waiter.acquire()).await; // cancelled
             let _ = client.lock("held").unwrap().acquire_with(AcquireOptions::default().wait(Duration::ZERO)).await;
+        }
+        // A cancelled acquisition is tidied by its cleanup task, once its store work is over.
+        let settled = tokio::time::Instant::now() + Duration::from_secs(2);
+        while holds() > 1 && tokio::time::Instant::now() < settled {
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
         assert_eq!(holds(), 1, "only the live hold remains");
         guard.release().await.unwrap();
