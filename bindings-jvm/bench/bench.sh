@@ -20,5 +20,6 @@ if [[ -z "$url" ]]; then
 fi
 
 cd "$here"
-mvn -B -q test-compile exec:java -Dexec.classpathScope=test -Dexec.mainClass=io.polylock.bench.RedissonBench \
-  -Dexec.args="$url $seconds" -Dexec.cleanupDaemonThreads=false
+POLYLOCK_BENCH_URL="$url" POLYLOCK_BENCH_SECONDS="$seconds" \
+  mvn -B -q test-compile exec:java -Dexec.classpathScope=test -Dexec.mainClass=io.polylock.bench.RedissonBench \
+  -Dexec.cleanupDaemonThreads=false

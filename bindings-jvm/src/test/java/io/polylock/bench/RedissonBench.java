@@ -24,7 +24,8 @@ import org.redisson.api.RedissonClient;
  *       wall time the lock was held (1.0 = never idle while someone wanted it).
  * </ul>
  *
- * Usage: RedissonBench [redis-url] [seconds per measurement]. The two libraries alternate, twice each, and the
+ * Usage: RedissonBench [redis-url] [seconds per measurement], or the environment variables POLYLOCK_BENCH_URL
+ * and POLYLOCK_BENCH_SECONDS (bench.sh uses these: Maven's exec.args would also reach the native build step). The two libraries alternate, twice each, and the
  * better round of each counts, so a noisy neighbour on a shared machine hurts both alike.
  */
 public final class RedissonBench {
@@ -36,8 +37,8 @@ public final class RedissonBench {
     private RedissonBench() {}
 
     public static void main(String[] args) throws Exception {
-        String url = args.length > 0 ? args[0] : "redis://127.0.0.1:16379";
-        double seconds = args.length > 1 ? Double.parseDouble(args[1]) : 5;
+        String url = args.length > 0 ? args[0] : System.getenv().getOrDefault("POLYLOCK_BENCH_URL", "redis://127.0.0.1:16379");
+        double seconds = Double.parseDouble(args.length > 1 ? args[1] : System.getenv().getOrDefault("POLYLOCK_BENCH_SECONDS", "5"));
         String run = "bench-" + ProcessHandle.current().pid();
 
         org.redisson.config.Config config = new org.redisson.config.Config();
