@@ -53,6 +53,9 @@ final class NativeBridge {
 
     static native void snowflakeFree(long generator);
 
+    /** Panics on purpose in native code (future null: at the entry point; else in a task): for the tests only. */
+    static native void selfTestPanic(long client, CompletableFuture<Long> future);
+
     /** Called from the native runtime's threads to complete a call's future. */
     @SuppressWarnings({"unchecked", "unused"})
     private static boolean completed(CompletableFuture<?> future, int status, long value, String message) {

@@ -1,6 +1,7 @@
 package io.polylock;
 
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.function.LongFunction;
 
@@ -101,6 +102,16 @@ public final class PolylockClient implements AutoCloseable {
             return null;
         });
         return new NativeLock(this, name, kind);
+    }
+
+    /** For the tests: make the native side panic, directly ({@code inTask} false) or in a runtime task. */
+    CompletableFuture<Long> selfTestPanic(boolean inTask) {
+        CompletableFuture<Long> future = inTask ? new CompletableFuture<>() : null;
+        withHandle(h -> {
+            NativeBridge.selfTestPanic(h, future);
+            return null;
+        });
+        return future;
     }
 
     /** Run a native call on the live handle (0 once closed, which the native side reports as closed). */
