@@ -19,6 +19,8 @@ final class Backends {
     private static final String[] SERVER_VARIABLES = {
         "POLYLOCK_TEST_REDIS_URL",
         "POLYLOCK_TEST_REDIS_CLUSTER_URL",
+        "POLYLOCK_TEST_REDIS_SENTINEL_URL",
+        "POLYLOCK_TEST_REDIS_TLS_URL",
         "POLYLOCK_TEST_ETCD_URL",
         "POLYLOCK_TEST_ZOOKEEPER_URL",
         "POLYLOCK_TEST_POSTGRES_URL",
