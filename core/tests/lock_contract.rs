@@ -423,3 +423,37 @@ async fn an_absurdly_long_wait_means_forever_not_a_panic() {
     guard.release().await.unwrap();
     waiting.await.unwrap().unwrap().release().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queries_see_any_holder_and_force_unlock_frees_the_lock() {
+    for store in stores("") {
+        let a = connect(&store).await;
+        let b = connect(&store).await;
+        let holder = store.lock(&a, "queried");
+        let observer = store.lock(&b, "queried");
+        assert!(!observer.is_locked().await.unwrap(), "{}", store.url);
+        assert_eq!(observer.remaining_lease().await.unwrap(), None, "{}", store.url);
+
+        let guard = holder.acquire_with(AcquireOptions::default().lease(Duration::from_secs(10))).await.unwrap();
+        assert!(observer.is_locked().await.unwrap(), "{}: another client sees the hold", store.url);
+        let left = observer.remaining_lease().await.unwrap().expect("held");
+        assert!(left > Duration::from_secs(8) && left <= Duration::from_secs(10), "{}: {left:?}", store.url);
+
+        // A waiter of the other client is woken by the forced unlock, not by the lease.
+        let waiter = tokio::spawn({
+            let lock = store.lock(&b, "queried");
+            async move { lock.acquire().await.unwrap() }
+        });
+        sleep(Duration::from_millis(100)).await;
+        assert!(observer.force_unlock().await.unwrap(), "{}", store.url);
+        let theirs = timeout(Duration::from_secs(3), waiter).await.expect("woken by the forced unlock").unwrap();
+        assert!(theirs.fencing_token() > guard.fencing_token());
+        assert_eq!(guard.release().await.unwrap_err().kind(), ErrorKind::Lost, "{}", store.url);
+
+        // Forcing from the holder's own client marks its hold lost at once.
+        assert!(store.lock(&b, "queried").force_unlock().await.unwrap());
+        assert!(theirs.is_lost(), "{}", store.url);
+        assert!(!observer.is_locked().await.unwrap());
+        assert!(!observer.force_unlock().await.unwrap(), "{}: nothing left to remove", store.url);
+    }
+}

@@ -543,3 +543,38 @@ async fn redis_stopping_under_a_holder_is_lost_not_a_hang_and_the_client_recover
     let guard = timeout(Duration::from_secs(10), recovered).await.expect("the client never recovered");
     guard.release().await.unwrap();
 }
+
+/// isLocked, remainTimeToLive and forceUnlock see and remove a holder polylock did not make,
+/// as Redisson's own do: EXISTS, PTTL, and DEL plus the unlock message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queries_and_force_unlock_work_on_a_redisson_holder() {
+    let client = connect(&redis_url()).await;
+    let mut redis = raw(&redis_url()).await;
+    let name = unique("redisson-forced");
+    let pttl: Option<i64> = redis::cmd("EVAL")
+        .arg(REDISSON_TRY_LOCK)
+        .arg(1)
+        .arg(&name)
+        .arg(30_000)
+        .arg("6f1e0d8c-0000-4000-8000-000000000002:7")
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert_eq!(pttl, None);
+    let lock = client.lock(&name).unwrap();
+    assert!(lock.is_locked().await.unwrap());
+    let left = lock.remaining_lease().await.unwrap().expect("held by Redisson");
+    assert!(left > Duration::from_secs(25) && left <= Duration::from_secs(30), "{left:?}");
+
+    let mut messages = redis::Client::open(redis_url()).unwrap().get_async_pubsub().await.unwrap();
+    messages.subscribe(format!("redisson_lock__channel:{{{name}}}")).await.unwrap();
+    assert!(lock.force_unlock().await.unwrap());
+    let mut messages = messages.on_message();
+    let message = timeout(Duration::from_secs(2), messages.next()).await.expect("unlock message").unwrap();
+    assert_eq!(message.get_payload::<String>().unwrap(), "0");
+    let exists: bool = redis.exists(&name).await.unwrap();
+    assert!(!exists, "the forced unlock deleted the hash");
+    assert!(!lock.is_locked().await.unwrap());
+    assert_eq!(lock.remaining_lease().await.unwrap(), None);
+    assert!(!lock.force_unlock().await.unwrap());
+}

@@ -13,6 +13,7 @@ use tokio::time::Instant;
 use super::poll::{acquire_by_attempts, Attempt, Backoff};
 use super::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::Result;
+use crate::lock::LockKind;
 use crate::owner::Owner;
 use crate::url::ConnectUrl;
 
@@ -77,6 +78,12 @@ impl MemBackend {
         Attempt::Acquired { token, state: None }
     }
 
+    /// The lease left of whoever holds `key`, if anyone does.
+    fn lease_left(&self, key: &str) -> Option<Duration> {
+        let now = Instant::now();
+        self.tables().held.get(key).filter(|entry| entry.lease_until > now).map(|entry| entry.lease_until - now)
+    }
+
     fn is_current(entry: &Entry, held: &HeldLock, now: Instant) -> bool {
         entry.owner == held.owner && entry.token == held.token && entry.lease_until > now
     }
@@ -135,7 +142,22 @@ impl Backend for MemBackend {
         Ok(Some(Acquired { token, attempt_started: now, state: None }))
     }
 
-    fn transfers(&self, kind: crate::lock::LockKind) -> bool {
-        kind == crate::lock::LockKind::Reentrant
+    fn transfers(&self, kind: LockKind) -> bool {
+        kind == LockKind::Reentrant
+    }
+
+    async fn is_locked(&self, key: &str, _kind: LockKind) -> Result<bool> {
+        Ok(self.lease_left(key).is_some())
+    }
+
+    async fn remaining_lease(&self, key: &str, _kind: LockKind) -> Result<Option<Duration>> {
+        Ok(self.lease_left(key))
+    }
+
+    async fn force_unlock(&self, key: &str, _kind: LockKind) -> Result<bool> {
+        let removed = self.tables().held.remove(key);
+        let was_live = removed.is_some_and(|entry| entry.lease_until > Instant::now());
+        self.store.released.send_modify(|n| *n = n.wrapping_add(1));
+        Ok(was_live)
     }
 }

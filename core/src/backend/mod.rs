@@ -117,6 +117,23 @@ pub trait Backend: Send + Sync + 'static {
         false
     }
 
+    /// Whether anyone (any client, any owner) holds the lock `key` right now.
+    async fn is_locked(&self, _key: &str, _kind: LockKind) -> Result<bool> {
+        Err(not_supported("is_locked"))
+    }
+
+    /// How long the current holder's lease has left: `None` when nobody holds the lock,
+    /// `Some(Duration::MAX)` for a hold the store keeps without expiry (a foreign client's).
+    async fn remaining_lease(&self, _key: &str, _kind: LockKind) -> Result<Option<Duration>> {
+        Err(not_supported("remaining_lease"))
+    }
+
+    /// Remove the lock whoever holds it and wake its waiters (Redisson's `forceUnlock`).
+    /// Returns whether there was a hold to remove.
+    async fn force_unlock(&self, _key: &str, _kind: LockKind) -> Result<bool> {
+        Err(not_supported("force_unlock"))
+    }
+
     /// Close connections and stop background tasks.
     async fn close(&self) {}
 
@@ -124,6 +141,11 @@ pub trait Backend: Send + Sync + 'static {
     fn supports(&self, kind: LockKind) -> bool {
         kind == LockKind::Reentrant
     }
+}
+
+/// The answer of a backend that has not implemented an optional query yet.
+fn not_supported(operation: &str) -> Error {
+    Error::backend(format!("{operation} is not supported by this backend yet"))
 }
 
 /// Open the backend a URL names, taking the options it knows from the URL.

@@ -18,6 +18,7 @@ use tokio::sync::watch;
 use super::poll::{acquire_by_attempts, Attempt, Backoff};
 use super::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::{Error, Result};
+use crate::lock::LockKind;
 use crate::owner::Owner;
 use crate::url::ConnectUrl;
 
@@ -80,6 +81,19 @@ impl SqliteBackend {
             op(&mut conn).map_err(|e| map_error(&path, e))
         })
         .await
+    }
+
+    /// The lease left of whoever holds `key`, if anyone does.
+    async fn lease_left(&self, key: &str) -> Result<Option<Duration>> {
+        let key = key.to_string();
+        let left: Option<i64> = self
+            .with_conn(move |conn| {
+                conn.prepare_cached(&format!("SELECT lease_until_ms - {NOW_MS} FROM polylock_locks WHERE name = ?1"))?
+                    .query_row(params![key], |row| row.get(0))
+                    .optional()
+            })
+            .await?;
+        Ok(left.filter(|ms| *ms > 0).map(|ms| Duration::from_millis(ms as u64)))
     }
 
     async fn attempt(&self, request: &AcquireRequest) -> Result<Attempt> {
@@ -272,7 +286,30 @@ impl Backend for SqliteBackend {
         Ok(token.map(|token| Acquired { token, attempt_started, state: None }))
     }
 
-    fn transfers(&self, kind: crate::lock::LockKind) -> bool {
-        kind == crate::lock::LockKind::Reentrant
+    fn transfers(&self, kind: LockKind) -> bool {
+        kind == LockKind::Reentrant
+    }
+
+    async fn is_locked(&self, key: &str, _kind: LockKind) -> Result<bool> {
+        Ok(self.lease_left(key).await?.is_some())
+    }
+
+    async fn remaining_lease(&self, key: &str, _kind: LockKind) -> Result<Option<Duration>> {
+        self.lease_left(key).await
+    }
+
+    async fn force_unlock(&self, key: &str, _kind: LockKind) -> Result<bool> {
+        let key = key.to_string();
+        let was_live: Option<bool> = self
+            .with_conn(move |conn| {
+                conn.prepare_cached(&format!(
+                    "DELETE FROM polylock_locks WHERE name = ?1 RETURNING lease_until_ms > {NOW_MS}"
+                ))?
+                .query_row(params![key], |row| row.get(0))
+                .optional()
+            })
+            .await?;
+        self.released.send_modify(|n| *n = n.wrapping_add(1));
+        Ok(was_live == Some(true))
     }
 }

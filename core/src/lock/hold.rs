@@ -28,6 +28,9 @@ pub(crate) struct Hold {
     pub held: Arc<HeldLock>,
     pub lost: LostNotifier,
     pub watch: LostWatch,
+    /// When an explicit lease runs out. The timer marks the loss too, but it may fire a
+    /// moment after the store has already let the lock go; reads check the clock themselves.
+    lease_end: Option<Instant>,
     keeper: AbortHandle,
 }
 
@@ -45,16 +48,23 @@ impl Hold {
         runtime: &tokio::runtime::Handle,
     ) -> Hold {
         let held = Arc::new(held);
+        let lease_end = match mode {
+            LeaseMode::Fixed { lease } => attempt_started.checked_add(lease),
+            LeaseMode::Watchdog { .. } => None,
+        };
         let keeper = match mode {
             LeaseMode::Watchdog { lease } => {
                 runtime.spawn(watchdog(backend, held.clone(), lease, attempt_started, lost.clone()))
             }
             LeaseMode::Fixed { lease } => runtime.spawn(expire_at(attempt_started + lease, lost.clone())),
         };
-        Hold { count: 1, passes, held, lost, watch, keeper: keeper.abort_handle() }
+        Hold { count: 1, passes, held, lost, watch, lease_end, keeper: keeper.abort_handle() }
     }
 
     pub fn is_lost(&self) -> bool {
+        if self.lease_end.is_some_and(|end| Instant::now() >= end) {
+            self.lost.mark(LostReason::LeaseExpired);
+        }
         self.lost.is_lost()
     }
 }
@@ -167,6 +177,18 @@ impl HoldTable {
     #[cfg(test)]
     pub fn len(&self) -> usize {
         self.slots().len()
+    }
+
+    /// Mark every owner's hold of `key` lost: for a forced unlock. The holds stay in the
+    /// table, so their owners' releases report the loss.
+    pub fn mark_lost(&self, key: &str, reason: LostReason) {
+        let slots: Vec<Arc<Slot>> =
+            self.slots().iter().filter(|((slot_key, _), _)| slot_key == key).map(|(_, slot)| slot.clone()).collect();
+        for slot in slots {
+            if let Some(hold) = slot.hold().as_ref() {
+                hold.lost.mark(reason.clone());
+            }
+        }
     }
 
     /// Take every hold out of the table: for client close.

@@ -394,6 +394,33 @@ impl Lock {
         hold.as_ref().map(|hold| hold.watch.clone())
     }
 
+    /// Whether anyone, of any client or language, holds this lock in the store right now
+    /// (Redisson's `isLocked`).
+    pub async fn is_locked(&self) -> Result<bool> {
+        let inner = self.client.inner();
+        inner.ensure_open()?;
+        inner.backend.is_locked(&self.key, self.kind).await
+    }
+
+    /// How long the current holder's lease has left (Redisson's `remainTimeToLive`): `None`
+    /// when nobody holds the lock, `Some(Duration::MAX)` for a hold kept without expiry.
+    pub async fn remaining_lease(&self) -> Result<Option<Duration>> {
+        let inner = self.client.inner();
+        inner.ensure_open()?;
+        inner.backend.remaining_lease(&self.key, self.kind).await
+    }
+
+    /// Remove the lock whoever holds it and wake its waiters (Redisson's `forceUnlock`).
+    /// This client's own holds of it are marked lost at once; other clients' holders learn
+    /// it at their next renewal or release. Returns whether there was a hold to remove.
+    pub async fn force_unlock(&self) -> Result<bool> {
+        let inner = self.client.inner();
+        inner.ensure_open()?;
+        let removed = inner.backend.force_unlock(&self.key, self.kind).await?;
+        inner.holds.mark_lost(&self.key, LostReason::Taken);
+        Ok(removed)
+    }
+
     fn live_hold<T>(&self, read: impl FnOnce(&Hold) -> T) -> Option<T> {
         let slot = self.client.inner().holds.existing(&self.key, self.owner)?;
         let hold = slot.hold();

@@ -238,6 +238,42 @@ impl Backend for RedisBackend {
         matches!(kind, LockKind::Reentrant | LockKind::Token)
     }
 
+    async fn is_locked(&self, key: &str, _kind: LockKind) -> Result<bool> {
+        let keys = LockKeys::new(key);
+        let exists: i64 = self.link.invoke(&script_with(&scripts::IS_LOCKED, &[&keys.lock])).await?;
+        Ok(exists == 1)
+    }
+
+    async fn remaining_lease(&self, key: &str, _kind: LockKind) -> Result<Option<Duration>> {
+        let keys = LockKeys::new(key);
+        let pttl: i64 = self.link.invoke(&script_with(&scripts::REMAINING_LEASE, &[&keys.lock])).await?;
+        Ok(match pttl {
+            -2 => None,
+            ms if ms < 0 => Some(Duration::MAX), // a key without expiry (a foreign client's)
+            ms => Some(Duration::from_millis(ms as u64)),
+        })
+    }
+
+    async fn force_unlock(&self, key: &str, kind: LockKind) -> Result<bool> {
+        let keys = LockKeys::new(key);
+        let publish = self.link.publish_command();
+        let removed: i64 = if kind == LockKind::Fair {
+            let mut inv =
+                script_with(&scripts::FAIR_FORCE_UNLOCK, &[&keys.lock, &keys.queue, &keys.timeouts, &keys.channel]);
+            inv.arg(publish).arg(UNLOCK_MESSAGE).arg(now_ms());
+            self.link.invoke(&inv).await?
+        } else {
+            let mut inv = script_with(&scripts::FORCE_UNLOCK, &[&keys.lock, &keys.channel]);
+            inv.arg(publish).arg(UNLOCK_MESSAGE);
+            let removed = self.link.invoke(&inv).await?;
+            if removed == 1 {
+                self.subscriptions.released_locally(&keys.channel);
+            }
+            removed
+        };
+        Ok(removed == 1)
+    }
+
     fn supports(&self, kind: LockKind) -> bool {
         matches!(kind, LockKind::Reentrant | LockKind::Fair | LockKind::Token)
     }

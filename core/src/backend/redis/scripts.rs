@@ -301,6 +301,57 @@ return 0
     )
 });
 
+/// Redisson's `isLocked`. KEYS: lock. Returns 1 if the lock exists, else 0.
+pub(super) static IS_LOCKED: LazyLock<Script> = LazyLock::new(|| Script::new("return redis.call('exists', KEYS[1])"));
+
+/// Redisson's `remainTimeToLive`. KEYS: lock. Returns the PTTL: -2 if free, -1 if no expiry.
+pub(super) static REMAINING_LEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new("return redis.call('pttl', KEYS[1])"));
+
+/// Redisson's `forceUnlock` of an RLock (and of a token lock): delete whoever holds it and
+/// announce the release. KEYS: lock, channel. ARGV: publish command, unlock message.
+/// Returns 1 if there was a lock to delete, else 0.
+pub(super) static FORCE_UNLOCK: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+if redis.call('del', KEYS[1]) == 1 then
+  redis.call(ARGV[1], KEYS[2], ARGV[2])
+  return 1
+end
+return 0
+",
+    )
+});
+
+/// Redisson's fair `forceUnlock`: drop stale waiters, delete the lock and wake the first
+/// waiter in line on its own channel. KEYS: lock, queue, timeouts, channel.
+/// ARGV: publish command, unlock message, now ms. Returns 1 if there was a lock to delete.
+pub(super) static FAIR_FORCE_UNLOCK: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+while true do
+  local first = redis.call('lindex', KEYS[2], 0)
+  if first == false then break end
+  local timeout = tonumber(redis.call('zscore', KEYS[3], first))
+  if timeout <= tonumber(ARGV[3]) then
+    redis.call('zrem', KEYS[3], first)
+    redis.call('lpop', KEYS[2])
+  else
+    break
+  end
+end
+if redis.call('del', KEYS[1]) == 1 then
+  local next = redis.call('lindex', KEYS[2], 0)
+  if next ~= false then
+    redis.call(ARGV[1], KEYS[4] .. ':' .. next, ARGV[2])
+  end
+  return 1
+end
+return 0
+",
+    )
+});
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,129 @@
+//! `NativeBridge.connect/close/clientId`: a core client and the runtime it runs on. Java
+//! holds the pair as an opaque `long`, and guarantees no call uses it once `close` began
+//! (PolylockClient's read-write lock).
+
+use std::time::Duration;
+
+use jni::objects::{JClass, JString};
+use jni::sys::{jlong, jstring};
+use jni::JNIEnv;
+use polylock::{Client, Error, Lock, LockKind};
+use tokio::runtime::Runtime;
+use tokio_util::sync::CancellationToken;
+
+use crate::entry::{entry, read_string, JResult, JniResultExt};
+use crate::vm::attach_current_thread;
+
+/// How long close may spend giving holds back before it stops the runtime anyway.
+const CLOSE_LIMIT: Duration = Duration::from_secs(5);
+
+pub struct NativeClient {
+    pub runtime: Runtime,
+    pub client: Client,
+    /// Cancelled when close begins: pending acquisitions stop (holding nothing) and fail with
+    /// CONNECTION, rather than taking the locks close is giving back.
+    pub closing: CancellationToken,
+}
+
+impl NativeClient {
+    /// The client behind a handle from `connect`.
+    ///
+    /// # Safety
+    /// `handle` is 0 or came from `connect` and has not been passed to `close`.
+    pub unsafe fn from_handle<'a>(handle: jlong) -> JResult<&'a NativeClient> {
+        // SAFETY: per the contract above, a non-zero handle points to a live NativeClient.
+        unsafe { (handle as *const NativeClient).as_ref() }
+            .ok_or_else(|| Error::connection("this polylock client is closed; connect again"))
+    }
+
+    /// The lock `name` of `kind`, owned by `thread_id` of this client (Redisson's field
+    /// `<client uuid>:<thread id>`).
+    pub fn lock(&self, name: &str, kind: i32, thread_id: jlong) -> JResult<Lock> {
+        Ok(self.client.lock(name)?.with_kind(lock_kind(kind)?).with_local_id(thread_id as u64))
+    }
+}
+
+/// The kind codes of `io.polylock.NativeLock`.
+fn lock_kind(code: i32) -> JResult<LockKind> {
+    match code {
+        0 => Ok(LockKind::Reentrant),
+        1 => Ok(LockKind::Fair),
+        2 => Ok(LockKind::Token),
+        other => Err(Error::invalid_argument(format!("unknown lock kind code {other}"))),
+    }
+}
+
+fn new_runtime() -> JResult<Runtime> {
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).max(2);
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers)
+        .thread_name("polylock-worker")
+        .on_thread_start(attach_current_thread)
+        .enable_all()
+        .build()
+        .map_err(|err| Error::backend(format!("cannot start the polylock runtime: {err}")))
+}
+
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_NativeBridge_connect<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    url: JString<'l>,
+) -> jlong {
+    entry(&mut env, 0, |env| {
+        let url = read_string(env, &url, "url")?;
+        let runtime = new_runtime()?;
+        let client = runtime.block_on(Client::connect(&url))?;
+        Ok(Box::into_raw(Box::new(NativeClient { runtime, client, closing: CancellationToken::new() })) as jlong)
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_NativeBridge_close<'l>(mut env: JNIEnv<'l>, _class: JClass<'l>, handle: jlong) {
+    entry(&mut env, (), |_env| {
+        if handle == 0 {
+            return Ok(());
+        }
+        // SAFETY: Java passes each handle from `connect` to `close` once, and no call after.
+        let native = unsafe { Box::from_raw(handle as *mut NativeClient) };
+        let NativeClient { runtime, client, closing } = *native;
+        closing.cancel();
+        runtime.block_on(async {
+            let _ = tokio::time::timeout(CLOSE_LIMIT, client.close()).await;
+        });
+        drop(client);
+        // Pending calls' tasks are dropped here, failing their futures with "closed".
+        runtime.shutdown_timeout(Duration::from_secs(1));
+        Ok(())
+    })
+}
+
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_NativeBridge_clientId<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    handle: jlong,
+) -> jstring {
+    entry(&mut env, std::ptr::null_mut(), |env| {
+        // SAFETY: Java keeps the handle alive for the call.
+        let native = unsafe { NativeClient::from_handle(handle)? };
+        Ok(env.new_string(native.client.id().to_string()).or_backend()?.into_raw())
+    })
+}
+
+/// Check a lock name (and kind code) up front, so `getLock("")` fails where it is called.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_NativeBridge_checkLock<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    kind: i32,
+) {
+    entry(&mut env, (), |env| {
+        // SAFETY: Java keeps the handle alive for the call.
+        let native = unsafe { NativeClient::from_handle(handle)? };
+        let name = read_string(env, &name, "lock name")?;
+        native.lock(&name, kind, 0).map(drop)
+    })
+}

@@ -1,0 +1,102 @@
+//! Completing a Java `CompletableFuture` from the client's runtime threads, through
+//! `NativeBridge.completed`, which maps error codes to exceptions in one place.
+
+use jni::objects::{GlobalRef, JClass, JObject};
+use jni::signature::{Primitive, ReturnType};
+use jni::sys::jvalue;
+use jni::JNIEnv;
+use polylock::Error;
+
+use crate::entry::{code, require_object, JResult, JniResultExt};
+use crate::vm::{bridge, vm};
+
+/// How a native call ended, as its future sees it.
+pub enum Outcome {
+    /// A `Long` (a token, a count, a duration in ms, a 0/1 flag).
+    Value(i64),
+    /// `null`: a wait that ran out, or a call with no value.
+    Nothing,
+    Failed(Error),
+}
+
+const STATUS_VALUE: i32 = 0;
+const STATUS_NOTHING: i32 = 1;
+const STATUS_FAILED: i32 = 2;
+
+/// The Java future of one call. Completing it consumes the completer; one dropped unused
+/// (a task that panicked, or was dropped with its runtime at close) fails the future, so no
+/// Java caller waits forever.
+pub struct Completer {
+    future: Option<GlobalRef>,
+}
+
+impl Completer {
+    pub fn new(env: &mut JNIEnv<'_>, future: &JObject<'_>) -> JResult<Completer> {
+        require_object(future, "future")?;
+        Ok(Completer { future: Some(env.new_global_ref(future).or_backend()?) })
+    }
+
+    /// True if this completed the future; false if it was completed (or cancelled) before.
+    pub fn complete(mut self, outcome: Outcome) -> bool {
+        match self.future.take() {
+            Some(future) => deliver(&future, outcome),
+            None => false,
+        }
+    }
+}
+
+impl Drop for Completer {
+    fn drop(&mut self) {
+        if let Some(future) = self.future.take() {
+            let error = if std::thread::panicking() {
+                Error::backend("internal error in polylock's native library: a task panicked (please report it)")
+            } else {
+                Error::connection("the polylock client was closed before this call finished")
+            };
+            deliver(&future, Outcome::Failed(error));
+        }
+    }
+}
+
+fn deliver(future: &GlobalRef, outcome: Outcome) -> bool {
+    let (Some(vm), Some(bridge)) = (vm(), bridge()) else {
+        return false;
+    };
+    // Runtime threads are attached already; this only attaches a thread that is not.
+    let Ok(mut env) = vm.attach_current_thread_as_daemon() else {
+        return false;
+    };
+    // A local frame, so that permanently attached worker threads do not pile up local refs.
+    let delivered = env.with_local_frame(4, |env| -> jni::errors::Result<bool> {
+        let (status, value, message) = match outcome {
+            Outcome::Value(value) => (STATUS_VALUE, value, JObject::null()),
+            Outcome::Nothing => (STATUS_NOTHING, 0, JObject::null()),
+            Outcome::Failed(err) => {
+                (STATUS_FAILED, i64::from(code(err.kind())), env.new_string(err.to_string())?.into())
+            }
+        };
+        let class = <&JClass<'_>>::from(bridge.class.as_obj());
+        let args = [
+            jvalue { l: future.as_obj().as_raw() },
+            jvalue { i: status },
+            jvalue { j: value },
+            jvalue { l: message.as_raw() },
+        ];
+        // SAFETY: the method id was looked up on this class with exactly this signature.
+        let completed = unsafe {
+            env.call_static_method_unchecked(class, bridge.completed, ReturnType::Primitive(Primitive::Boolean), &args)
+        }?;
+        completed.z()
+    });
+    match delivered {
+        Ok(completed) => completed,
+        Err(_) => {
+            // An exception thrown by a dependent stage must not stay pending on this thread.
+            if env.exception_check().unwrap_or(false) {
+                let _ = env.exception_describe();
+                let _ = env.exception_clear();
+            }
+            false
+        }
+    }
+}

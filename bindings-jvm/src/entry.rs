@@ -1,0 +1,116 @@
+//! What every JNI entry point shares: panics caught, core errors thrown as Java exceptions
+//! (built by `NativeBridge.error`, the one place that maps codes to Java types), Java
+//! strings read with a clear error for null.
+
+use std::any::Any;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use jni::objects::{JObject, JString, JValue};
+use jni::JNIEnv;
+use polylock::{Error, ErrorKind};
+
+pub type JResult<T> = Result<T, Error>;
+
+/// The code of an error kind, as `io.polylock.ErrorCode.fromNative` reads it.
+pub fn code(kind: ErrorKind) -> i32 {
+    match kind {
+        ErrorKind::InvalidArgument => 1,
+        ErrorKind::Timeout => 2,
+        ErrorKind::NotOwner => 3,
+        ErrorKind::Lost => 4,
+        ErrorKind::Connection => 5,
+        _ => 6, // Backend, and any kind added later
+    }
+}
+
+/// A failed JNI call: an error of kind Backend (a pending Java exception, if any, wins).
+pub trait JniResultExt<T> {
+    fn or_backend(self) -> JResult<T>;
+}
+
+impl<T> JniResultExt<T> for jni::errors::Result<T> {
+    fn or_backend(self) -> JResult<T> {
+        self.map_err(|err| Error::backend(format!("a JNI call in polylock's native library failed: {err}")))
+    }
+}
+
+/// Run one entry point's body. A core error or a panic becomes a thrown Java exception and
+/// the entry point returns `on_error`, which Java never sees because the exception is pending.
+pub fn entry<'l, T>(env: &mut JNIEnv<'l>, on_error: T, body: impl FnOnce(&mut JNIEnv<'l>) -> JResult<T>) -> T {
+    let error = match catch_unwind(AssertUnwindSafe(|| body(env))) {
+        Ok(Ok(value)) => return value,
+        Ok(Err(err)) => err,
+        Err(panic) => panic_error(panic),
+    };
+    // A Java exception already pending (say, from a JNI call) says more than ours would.
+    if !env.exception_check().unwrap_or(true) {
+        throw(env, &error);
+    }
+    on_error
+}
+
+pub fn panic_error(panic: Box<dyn Any + Send>) -> Error {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string());
+    Error::backend(format!("internal error in polylock's native library (please report it): {what}"))
+}
+
+fn throw(env: &mut JNIEnv<'_>, error: &Error) {
+    let thrown = (|| -> jni::errors::Result<()> {
+        let message = env.new_string(error.to_string())?;
+        let exception = env
+            .call_static_method(
+                "io/polylock/NativeBridge",
+                "error",
+                "(ILjava/lang/String;)Ljava/lang/RuntimeException;",
+                &[JValue::Int(code(error.kind())), JValue::Object(&message)],
+            )?
+            .l()?;
+        env.throw(jni::objects::JThrowable::from(exception))
+    })();
+    if thrown.is_err() && !env.exception_check().unwrap_or(true) {
+        let _ = env.throw_new("java/lang/IllegalStateException", error.to_string());
+    }
+}
+
+/// A Java string argument; null is an InvalidArgument error naming `what`.
+pub fn read_string(env: &mut JNIEnv<'_>, value: &JString<'_>, what: &str) -> JResult<String> {
+    if value.is_null() {
+        return Err(Error::invalid_argument(format!("{what} must not be null")));
+    }
+    Ok(env.get_string(value).or_backend()?.into())
+}
+
+pub fn require_object(value: &JObject<'_>, what: &str) -> JResult<()> {
+    if value.is_null() {
+        return Err(Error::invalid_argument(format!("{what} must not be null")));
+    }
+    Ok(())
+}
+
+/// Proves the panic barrier in a release build: `NativeBridge.selfTestPanic` panics on purpose,
+/// directly (the exception is thrown to the caller) or inside a runtime task (the future fails).
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_NativeBridge_selfTestPanic<'l>(
+    mut env: JNIEnv<'l>,
+    _class: jni::objects::JClass<'l>,
+    handle: jni::sys::jlong,
+    future: JObject<'l>,
+) {
+    entry(&mut env, (), |env| {
+        if future.is_null() {
+            panic!("self-test panic at a JNI entry point");
+        }
+        // SAFETY: Java keeps the handle alive for the call.
+        let native = unsafe { crate::client::NativeClient::from_handle(handle)? };
+        let completer = crate::complete::Completer::new(env, &future)?;
+        native.runtime.spawn(async move {
+            let _owned_by_the_task = completer;
+            panic!("self-test panic in a runtime task");
+        });
+        Ok(())
+    })
+}

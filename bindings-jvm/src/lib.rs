@@ -1,0 +1,14 @@
+//! The native side of polylock's JVM binding: JNI entry points behind `io.polylock.NativeBridge`.
+//!
+//! Thin translation only (DESIGN.md): Java strings, longs and `CompletableFuture`s in, core
+//! calls on the client's own tokio runtime, results and typed errors out. Every entry point
+//! catches Rust panics and turns them into a Java exception, so nothing unwinds into the JVM.
+
+mod client;
+mod complete;
+mod entry;
+mod lock;
+mod snowflake;
+mod vm;
+
+pub use vm::JNI_OnLoad;

@@ -1,0 +1,80 @@
+package io.polylock;
+
+import java.util.concurrent.CompletableFuture;
+
+/** The JNI surface of libpolylock_jvm. Handles are opaque pointers owned by the Java objects that hold them. */
+final class NativeBridge {
+    static final int KIND_REENTRANT = 0;
+    static final int KIND_FAIR = 1;
+    static final int KIND_TOKEN = 2;
+
+    static final int QUERY_IS_LOCKED = 0;
+    static final int QUERY_REMAINING = 1;
+    static final int QUERY_FORCE_UNLOCK = 2;
+
+    private static final int STATUS_VALUE = 0;
+    private static final int STATUS_NOTHING = 1;
+
+    static {
+        NativeLoader.load();
+    }
+
+    private NativeBridge() {}
+
+    static native long connect(String url);
+
+    static native void close(long client);
+
+    static native String clientId(long client);
+
+    static native void checkLock(long client, String name, int kind);
+
+    /** Completes {@code future} with the fencing token, or null when the wait ran out. Returns a call handle. */
+    static native long acquire(
+            long client, String name, int kind, long threadId, long waitMs, long leaseMs, CompletableFuture<Long> future);
+
+    static native void cancel(long call);
+
+    static native void freeCall(long call);
+
+    static native void release(long client, String name, int kind, long threadId, CompletableFuture<Long> future);
+
+    static native void query(long client, String name, int kind, int query, CompletableFuture<Long> future);
+
+    static native int holdCount(long client, String name, int kind, long threadId);
+
+    static native long token(long client, String name, int kind, long threadId);
+
+    static native long snowflakeNew(long worker, long epochMs);
+
+    static native long snowflakeNext(long generator);
+
+    static native long[] snowflakeParse(long generator, long id);
+
+    static native void snowflakeFree(long generator);
+
+    /** Panics on purpose in native code (future null: at the entry point; else in a task): for the tests only. */
+    static native void selfTestPanic(long client, CompletableFuture<Long> future);
+
+    /** Called from the native runtime's threads to complete a call's future. */
+    @SuppressWarnings({"unchecked", "unused"})
+    private static boolean completed(CompletableFuture<?> future, int status, long value, String message) {
+        CompletableFuture<Long> target = (CompletableFuture<Long>) future;
+        if (status == STATUS_VALUE) {
+            return target.complete(value);
+        }
+        if (status == STATUS_NOTHING) {
+            return target.complete(null);
+        }
+        return target.completeExceptionally(error((int) value, message));
+    }
+
+    /** The one mapping of native error codes to Java exceptions (also used for errors thrown synchronously). */
+    static RuntimeException error(int code, String message) {
+        ErrorCode errorCode = ErrorCode.fromNative(code);
+        if (errorCode == ErrorCode.NOT_OWNER) {
+            return new IllegalMonitorStateException(message);
+        }
+        return new PolylockException(errorCode, message);
+    }
+}

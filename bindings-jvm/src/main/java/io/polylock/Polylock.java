@@ -1,0 +1,36 @@
+package io.polylock;
+
+import java.util.Objects;
+
+/**
+ * Entry point: {@code try (PolylockClient client = Polylock.connect("redis://127.0.0.1:6379")) { ... }}.
+ *
+ * <p>The backend is chosen by the URL scheme: {@code mem://}, {@code sqlite://path.db}, {@code redis://},
+ * {@code rediss://}, {@code redis+cluster://}, {@code redis+sentinel://}, and every backend that lands in the
+ * core later, with no change here.
+ */
+public final class Polylock {
+    private Polylock() {}
+
+    /** Connect to the backend {@code url} names. Throws {@link PolylockException} if it cannot. */
+    public static PolylockClient connect(String url) {
+        Objects.requireNonNull(url, "url");
+        return new PolylockClient(url);
+    }
+
+    /** Connect to {@code $POLYLOCK_URL}, else to {@code sqlite://polylock.db}. */
+    public static PolylockClient connect() {
+        return connect(defaultUrl());
+    }
+
+    /** Connect with a {@link Config}, as {@code Redisson.create(config)} does. */
+    public static PolylockClient create(Config config) {
+        Objects.requireNonNull(config, "config");
+        return connect(config.toUrl());
+    }
+
+    static String defaultUrl() {
+        String url = System.getenv("POLYLOCK_URL");
+        return url != null && !url.isEmpty() ? url : "sqlite://polylock.db";
+    }
+}

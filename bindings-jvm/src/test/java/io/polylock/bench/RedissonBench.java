@@ -1,0 +1,141 @@
+package io.polylock.bench;
+
+import io.polylock.Polylock;
+import io.polylock.PolylockClient;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.concurrent.locks.Lock;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Function;
+import org.redisson.Redisson;
+import org.redisson.api.RedissonClient;
+
+/**
+ * polylock-java against Redisson on the same redis-server, in one run:
+ *
+ * <ul>
+ *   <li>uncontended: 64 threads, each on a lock of its own, lock()+unlock() pairs per second;
+ *   <li>contended: 8 threads on one lock, each holding it 1 ms and then staying out 1 ms; utilisation is the share of
+ *       wall time the lock was held (1.0 = never idle while someone wanted it).
+ * </ul>
+ *
+ * Usage: RedissonBench [redis-url] [seconds per measurement], or the environment variables POLYLOCK_BENCH_URL
+ * and POLYLOCK_BENCH_SECONDS (bench.sh uses these: Maven's exec.args would also reach the native build step). The two libraries alternate, twice each, and the
+ * better round of each counts, so a noisy neighbour on a shared machine hurts both alike.
+ */
+public final class RedissonBench {
+    private static final int UNCONTENDED_THREADS = 64;
+    private static final int CONTENDED_THREADS = 8;
+    private static final long HOLD_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    private static final long OUTSIDE_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+
+    private RedissonBench() {}
+
+    public static void main(String[] args) throws Exception {
+        String url = args.length > 0 ? args[0] : System.getenv().getOrDefault("POLYLOCK_BENCH_URL", "redis://127.0.0.1:16379");
+        double seconds = Double.parseDouble(args.length > 1 ? args[1] : System.getenv().getOrDefault("POLYLOCK_BENCH_SECONDS", "5"));
+        String run = "bench-" + ProcessHandle.current().pid();
+
+        org.redisson.config.Config config = new org.redisson.config.Config();
+        config.useSingleServer().setAddress(url);
+        RedissonClient redisson = Redisson.create(config);
+        PolylockClient polylock = Polylock.connect(url);
+        try {
+            Function<String, Lock> ours = polylock::getLock;
+            Function<String, Lock> theirs = redisson::getLock;
+            double[] uncontended = {0, 0};
+            double[] contended = {0, 0};
+            for (int round = 0; round < 2; round++) {
+                uncontended[0] = Math.max(uncontended[0], uncontended(ours, run + "-u-p" + round, seconds));
+                uncontended[1] = Math.max(uncontended[1], uncontended(theirs, run + "-u-r" + round, seconds));
+                contended[0] = Math.max(contended[0], contended(ours, run + "-c-p" + round, seconds));
+                contended[1] = Math.max(contended[1], contended(theirs, run + "-c-r" + round, seconds));
+            }
+            System.out.printf(Locale.ROOT, "%-52s %14s %14s %8s%n", "workload (" + url + ")", "polylock-java",
+                    "Redisson", "ratio");
+            System.out.printf(Locale.ROOT, "%-52s %14.0f %14.0f %7.2fx%n",
+                    "uncontended lock+unlock pairs/s, 64 threads", uncontended[0], uncontended[1],
+                    uncontended[0] / uncontended[1]);
+            System.out.printf(Locale.ROOT, "%-52s %14.3f %14.3f %7.2fx%n",
+                    "contended utilisation, 8 threads, 1 ms in/1 ms out", contended[0], contended[1],
+                    contended[0] / contended[1]);
+        } finally {
+            polylock.close();
+            redisson.shutdown();
+        }
+    }
+
+    /** Pairs per second with every thread on its own lock. */
+    private static double uncontended(Function<String, Lock> locks, String name, double seconds) throws Exception {
+        LongAdder pairs = new LongAdder();
+        return ratePerSecond(UNCONTENDED_THREADS, seconds, pairs, (thread, stop) -> {
+            Lock lock = locks.apply(name + "-" + thread);
+            while (!stop.get()) {
+                lock.lock();
+                lock.unlock();
+                pairs.increment();
+            }
+        });
+    }
+
+    /** The share of wall time the one lock was held. */
+    private static double contended(Function<String, Lock> locks, String name, double seconds) throws Exception {
+        LongAdder heldNanos = new LongAdder();
+        double heldNanosPerSecond = ratePerSecond(CONTENDED_THREADS, seconds, heldNanos, (thread, stop) -> {
+            Lock lock = locks.apply(name);
+            while (!stop.get()) {
+                lock.lock();
+                long start = System.nanoTime();
+                LockSupport.parkNanos(HOLD_NANOS);
+                heldNanos.add(System.nanoTime() - start);
+                lock.unlock();
+                LockSupport.parkNanos(OUTSIDE_NANOS);
+            }
+        });
+        return heldNanosPerSecond / 1e9;
+    }
+
+    interface Worker {
+        void run(int thread, AtomicBoolean stop) throws Exception;
+    }
+
+    /** Start the threads, warm up for a second, then return how fast {@code counter} grew over {@code seconds}. */
+    private static double ratePerSecond(int count, double seconds, LongAdder counter, Worker worker) throws Exception {
+        AtomicBoolean stop = new AtomicBoolean();
+        CountDownLatch done = new CountDownLatch(count);
+        List<Throwable> failures = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            int thread = i;
+            Thread t = new Thread(() -> {
+                try {
+                    worker.run(thread, stop);
+                } catch (Throwable e) {
+                    synchronized (failures) {
+                        failures.add(e);
+                    }
+                } finally {
+                    done.countDown();
+                }
+            });
+            t.setDaemon(true);
+            t.start();
+        }
+        Thread.sleep(1000); // warm-up: JIT, connections, subscriptions
+        long before = counter.sum();
+        long start = System.nanoTime();
+        Thread.sleep((long) (seconds * 1000));
+        long after = counter.sum();
+        double elapsed = (System.nanoTime() - start) / 1e9;
+        stop.set(true);
+        done.await(60, TimeUnit.SECONDS);
+        if (!failures.isEmpty()) {
+            throw new IllegalStateException("a benchmark thread failed", failures.get(0));
+        }
+        return (after - before) / elapsed;
+    }
+}
