@@ -144,12 +144,14 @@ async function main() {
   redlock.on('error', (err) => {
     if (!(err instanceof ResourceLockedError)) console.error(err)
   })
-  const versions = {
-    polylock: require('../package.json').version,
-    redlock: require('redlock/package.json').version,
-    ioredis: require('ioredis/package.json').version,
-    sapphire: require('@sapphire/snowflake/package.json').version,
-  }
+  const versions = Object.fromEntries(
+    Object.entries({
+      polylock: '../package.json',
+      redlock: '../node_modules/redlock/package.json',
+      ioredis: '../node_modules/ioredis/package.json',
+      sapphire: '../node_modules/@sapphire/snowflake/package.json',
+    }).map(([side, file]) => [side, require(file).version]),
+  )
   line('settings', `node ${process.version}; url ${client.url}; polylock ${versions.polylock}; redlock ${versions.redlock} ` +
     `(retryCount -1, retryDelay 200 ms ± 100 ms jitter: its defaults otherwise) on ioredis ${versions.ioredis}; ` +
     `@sapphire/snowflake ${versions.sapphire}; ${args.quick ? 'quick' : 'full'} budgets`)

@@ -61,7 +61,9 @@ pub fn id_from_bigint_or_string(value: Either<BigInt, String>) -> napi::Result<u
     match value {
         Either::A(bigint) => u64_from_bigint("id", &bigint),
         Either::B(text) => text.trim().parse::<u64>().map_err(|_| {
-            invalid_argument(format!("id must be a BigInt or a decimal string of an unsigned 64-bit integer, got '{text}'"))
+            invalid_argument(format!(
+                "id must be a BigInt or a decimal string of an unsigned 64-bit integer, got '{text}'"
+            ))
         }),
     }
 }

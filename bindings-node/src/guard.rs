@@ -130,9 +130,9 @@ impl Guard {
             match lock.acquire_with(AcquireOptions::default().wait(Duration::ZERO)).await {
                 Ok(guard) => Ok(Guard::new(guard)),
                 // The hold went away between the check and the store's answer.
-                Err(err) if err.kind() == ErrorKind::Timeout => Err(to_napi(polylock::Error::lost(format!(
-                    "lock '{name}' was lost before it could be re-entered"
-                )))),
+                Err(err) if err.kind() == ErrorKind::Timeout => {
+                    Err(to_napi(polylock::Error::lost(format!("lock '{name}' was lost before it could be re-entered"))))
+                }
                 Err(err) => Err(to_napi(err)),
             }
         })

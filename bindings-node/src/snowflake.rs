@@ -34,7 +34,11 @@ pub struct SnowflakeParts {
 impl From<CoreParts> for SnowflakeParts {
     fn from(parts: CoreParts) -> Self {
         // Each part fits: at most 41 + epoch bits of ms (< 2^53), 10 bits, 12 bits.
-        SnowflakeParts { timestamp_ms: parts.timestamp_ms as f64, worker: parts.worker as u32, sequence: parts.sequence as u32 }
+        SnowflakeParts {
+            timestamp_ms: parts.timestamp_ms as f64,
+            worker: parts.worker as u32,
+            sequence: parts.sequence as u32,
+        }
     }
 }
 
