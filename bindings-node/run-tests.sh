@@ -21,8 +21,11 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${POLYLOCK_CARGO_TARGET:-$HOME/.cac
 step() { printf '\n==> %s\n' "$*"; }
 cd "$here"
 
-step "npm ci (dev dependencies; the addon is built below)"
-npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+step "npm install (dev dependencies, exact versions; the addon is built below)"
+# Not `npm ci`: npm leaves the other platforms' optional packages of @napi-rs/cli's own
+# dependencies out of the lock file, and `npm ci` then refuses the lock as out of sync.
+# `npm install` follows the same lock and leaves it unchanged.
+npm install --ignore-scripts --no-audit --no-fund --loglevel=error
 
 step "build the addon (release) and check index.d.ts"
 "$here/check-dts.sh"
