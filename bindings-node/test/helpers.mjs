@@ -49,7 +49,7 @@ async function unsupportedReason(backend) {
     await client.close()
     return null
   } catch (err) {
-    if (err.code === 'POLYLOCK_INVALID_ARGUMENT' && /unknown URL scheme/.test(err.message)) {
+    if (err.code === 'POLYLOCK_INVALID_ARGUMENT' && /unknown URL scheme|not part of this build/.test(err.message)) {
       return `this build has no ${backend.name} backend yet: ${err.message}`
     }
     return null // connecting again in the test reports the real failure
