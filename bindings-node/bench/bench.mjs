@@ -1,0 +1,238 @@
+// polylock's Node binding side by side with what a Node service uses today, in one run on
+// one redis-server, printed as figures and ratios (polylock / peer). No thresholds: it exits
+// 0 whatever the numbers are, non-zero only when something fails.
+//
+//   node bench/bench.mjs [--url redis://127.0.0.1:16379] [--quick]
+//
+// Sections (every line starts with its section name):
+//   uncontended  64 async loops, each on its own name: lock+unlock pairs/s.
+//                polylock (reentrant kind, 30 s lease; and with the watchdog; and the token
+//                kind) against node-redlock 5 (30 s lease) on one ioredis client.
+//   contended    8 async loops on ONE name: acquire (waiting as long as it takes), hold 1 ms,
+//                release, 1 ms outside. Utilisation = time somebody held the lock / wall time.
+//   ids          snowflake IDs/s in one loop: polylock nextId() (a bigint each), nextIds()
+//                batches, against @sapphire/snowflake generate() (a bigint each).
+// Keys live under polylock-node-bench:<pid>: and are deleted at the end; nothing is flushed.
+import { parseArgs } from 'node:util'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { createRequire } from 'node:module'
+
+import Redis from 'ioredis'
+import Redlock, { ResourceLockedError } from 'redlock'
+import { Snowflake as SapphireSnowflake } from '@sapphire/snowflake'
+
+import polylock from '../index.js'
+
+const require = createRequire(import.meta.url)
+const { values: args } = parseArgs({
+  options: { url: { type: 'string' }, quick: { type: 'boolean', default: false } },
+})
+const url = args.url ?? process.env.POLYLOCK_TEST_REDIS_URL ?? 'redis://127.0.0.1:16379'
+const budget = args.quick
+  ? { uncontendedS: 0.5, contendedS: 1, idsS: 0.3 }
+  : { uncontendedS: 3, contendedS: 5, idsS: 1 }
+const LEASE_MS = 30_000
+const UNCONTENDED_WORKERS = 64
+const CONTENDED_WORKERS = 8
+const HOLD_MS = 1
+const OUTSIDE_MS = 1
+const prefix = `polylock-node-bench:${process.pid}:`
+
+const fmt = (n) => Math.round(n).toLocaleString('en-US')
+const pct = (x) => `${(x * 100).toFixed(1)}%`
+const ratio = (a, b) => `${(a / b).toFixed(2)}x`
+const line = (section, text) => console.log(`${section.padEnd(12)} ${text}`)
+
+/** Runs `workers` loops of `pair(i)` for `seconds`; returns pairs/s over the group's wall time. */
+async function pairsPerSecond(workers, seconds, pair) {
+  const start = performance.now()
+  const deadline = start + seconds * 1000
+  const counts = await Promise.all(
+    Array.from({ length: workers }, async (_, i) => {
+      let n = 0
+      while (performance.now() < deadline) {
+        await pair(i)
+        n++
+      }
+      return n
+    }),
+  )
+  const total = counts.reduce((a, b) => a + b, 0)
+  return total / ((performance.now() - start) / 1000)
+}
+
+/**
+ * 8 loops on one name: acquire, hold 1 ms, release, 1 ms outside. `acquire()` resolves to
+ * a release function. Returns utilisation, holds/s, handoff p50/p99 and per-worker shares,
+ * computed the same way for every side.
+ */
+async function contended(seconds, acquire) {
+  const start = performance.now()
+  const deadline = start + seconds * 1000
+  const holds = []
+  const perWorker = await Promise.all(
+    Array.from({ length: CONTENDED_WORKERS }, async () => {
+      let n = 0
+      while (performance.now() < deadline) {
+        const release = await acquire()
+        const acquired = performance.now()
+        await sleep(HOLD_MS)
+        const released = performance.now()
+        await release()
+        holds.push([acquired, released])
+        n++
+        await sleep(OUTSIDE_MS)
+      }
+      return n
+    }),
+  )
+  const wall = performance.now() - start
+  holds.sort((a, b) => a[0] - b[0])
+  let held = 0
+  let overlaps = 0
+  const handoffs = []
+  for (let i = 0; i < holds.length; i++) {
+    held += holds[i][1] - holds[i][0]
+    if (i > 0) {
+      if (holds[i][0] < holds[i - 1][1]) overlaps++
+      handoffs.push(holds[i][0] - holds[i - 1][1])
+    }
+  }
+  handoffs.sort((a, b) => a - b)
+  const rank = (p) => handoffs[Math.min(handoffs.length - 1, Math.ceil(p * handoffs.length) - 1)] ?? 0
+  const total = holds.length
+  return {
+    utilisation: held / wall,
+    holdsPerSecond: total / (wall / 1000),
+    p50: rank(0.5),
+    p99: rank(0.99),
+    shareMin: Math.min(...perWorker) / total,
+    shareMax: Math.max(...perWorker) / total,
+    overlaps,
+  }
+}
+
+const describeContended = (s) =>
+  `utilisation ${pct(s.utilisation)}, handoff p50 ${s.p50.toFixed(2)} ms / p99 ${s.p99.toFixed(2)} ms, ` +
+  `shares ${pct(s.shareMin)}-${pct(s.shareMax)}, ${fmt(s.holdsPerSecond)} holds/s` +
+  (s.overlaps ? `, ${s.overlaps} OVERLAPPING HOLDS` : '')
+
+/** IDs/s of `next()` in one loop, checking order; returns the rate. */
+function idsPerSecond(seconds, next) {
+  const start = performance.now()
+  const deadline = start + seconds * 1000
+  let count = 0
+  while (performance.now() < deadline) {
+    for (let i = 0; i < 1000; i++) next()
+    count += 1000
+  }
+  return count / ((performance.now() - start) / 1000)
+}
+
+async function main() {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 })
+  try {
+    await redis.connect()
+    await redis.ping()
+  } catch (err) {
+    line('bench', `skipped: no redis answers at ${url} (${err.message})`)
+    redis.disconnect()
+    return
+  }
+  const client = await polylock.connect(url)
+  const redlock = new Redlock([redis], { retryCount: -1 })
+  redlock.on('error', (err) => {
+    if (!(err instanceof ResourceLockedError)) console.error(err)
+  })
+  const versions = Object.fromEntries(
+    Object.entries({
+      polylock: '../package.json',
+      redlock: '../node_modules/redlock/package.json',
+      ioredis: '../node_modules/ioredis/package.json',
+      sapphire: '../node_modules/@sapphire/snowflake/package.json',
+    }).map(([side, file]) => [side, require(file).version]),
+  )
+  line('settings', `node ${process.version}; url ${client.url}; polylock ${versions.polylock}; redlock ${versions.redlock} ` +
+    `(retryCount -1, retryDelay 200 ms ± 100 ms jitter: its defaults otherwise) on ioredis ${versions.ioredis}; ` +
+    `@sapphire/snowflake ${versions.sapphire}; ${args.quick ? 'quick' : 'full'} budgets`)
+
+  try {
+    // Uncontended.
+    const names = (side) => Array.from({ length: UNCONTENDED_WORKERS }, (_, i) => `${prefix}${side}:${i}`)
+    const locks = (kind, side) => names(side).map((name) => client.lock(name, { kind }))
+    const leased = locks('reentrant', 'lease')
+    const watched = locks('reentrant', 'watchdog')
+    const tokens = locks('token', 'token')
+    const redlockNames = names('redlock')
+    const polylockLease = await pairsPerSecond(UNCONTENDED_WORKERS, budget.uncontendedS, async (i) => {
+      const guard = await leased[i].acquire({ leaseMs: LEASE_MS })
+      await guard.release()
+    })
+    const polylockWatchdog = await pairsPerSecond(UNCONTENDED_WORKERS, budget.uncontendedS, async (i) => {
+      const guard = await watched[i].acquire()
+      await guard.release()
+    })
+    const polylockToken = await pairsPerSecond(UNCONTENDED_WORKERS, budget.uncontendedS, async (i) => {
+      const guard = await tokens[i].acquire({ leaseMs: LEASE_MS })
+      await guard.release()
+    })
+    const redlockRate = await pairsPerSecond(UNCONTENDED_WORKERS, budget.uncontendedS, async (i) => {
+      const lock = await redlock.acquire([redlockNames[i]], LEASE_MS)
+      await lock.release()
+    })
+    line('uncontended', `${UNCONTENDED_WORKERS} workers, a name each, lock+unlock pairs/s:`)
+    line('uncontended', `  polylock reentrant, lease 30 s   ${fmt(polylockLease).padStart(9)}  ${ratio(polylockLease, redlockRate)} node-redlock`)
+    line('uncontended', `  polylock reentrant, watchdog     ${fmt(polylockWatchdog).padStart(9)}  ${ratio(polylockWatchdog, redlockRate)} node-redlock`)
+    line('uncontended', `  polylock token, lease 30 s       ${fmt(polylockToken).padStart(9)}  ${ratio(polylockToken, redlockRate)} node-redlock`)
+    line('uncontended', `  node-redlock, lease 30 s         ${fmt(redlockRate).padStart(9)}`)
+
+    // Contended.
+    const contendedLock = client.lock(`${prefix}contended:polylock`)
+    const polylockContended = await contended(budget.contendedS, async () => {
+      const guard = await contendedLock.acquire()
+      return () => guard.release()
+    })
+    const redlockResource = `${prefix}contended:redlock`
+    const redlockContended = await contended(budget.contendedS, async () => {
+      const lock = await redlock.acquire([redlockResource], LEASE_MS)
+      return () => lock.release()
+    })
+    line('contended', `${CONTENDED_WORKERS} workers, one name, hold ${HOLD_MS} ms, ${OUTSIDE_MS} ms outside (fair share 12.5%):`)
+    line('contended', `  polylock       ${describeContended(polylockContended)}`)
+    line('contended', `  node-redlock   ${describeContended(redlockContended)}`)
+    line('contended', `  polylock/node-redlock: utilisation ${ratio(polylockContended.utilisation, redlockContended.utilisation)}, ` +
+      `holds/s ${ratio(polylockContended.holdsPerSecond, redlockContended.holdsPerSecond)}`)
+
+    // IDs.
+    const ids = client.snowflake({ workerId: 1 })
+    const sapphire = new SapphireSnowflake(ids.epochMs)
+    const CEILING = 4_096_000
+    let last = 0n
+    const polylockIds = idsPerSecond(budget.idsS, () => {
+      last = ids.nextId()
+    })
+    const polylockBatches = idsPerSecond(budget.idsS / 1000, () => ids.nextIds(10_000)) * 10_000
+    let lastSapphire = 0n
+    const sapphireIds = idsPerSecond(budget.idsS, () => {
+      lastSapphire = sapphire.generate({ workerId: 1n })
+    })
+    const ahead = (id, parse) => Number(parse(id)) - Date.now()
+    const sapphireAheadMs = ahead(lastSapphire, (id) => SapphireSnowflake.prototype.timestampFrom.call(sapphire, id))
+    line('ids', `one loop, IDs/s (a worker's ceiling is 4096/ms = ${fmt(CEILING)}/s):`)
+    line('ids', `  polylock nextId()             ${fmt(polylockIds).padStart(11)}  (${ratio(polylockIds, CEILING)} ceiling) ${ratio(polylockIds, sapphireIds)} @sapphire/snowflake`)
+    line('ids', `  polylock nextIds(10000)       ${fmt(polylockBatches).padStart(11)}  (${ratio(polylockBatches, CEILING)} ceiling) ${ratio(polylockBatches, sapphireIds)} @sapphire/snowflake`)
+    line('ids', `  @sapphire/snowflake generate  ${fmt(sapphireIds).padStart(11)}  (${ratio(sapphireIds, CEILING)} ceiling)` +
+      (sapphireIds > CEILING * 1.01 ? `, ABOVE THE CEILING: its 12-bit increment wraps within a millisecond, so IDs repeat (newest dated ${sapphireAheadMs} ms from now)` : ''))
+    void last
+  } finally {
+    await client.close()
+    // SCAN, not KEYS: the server is shared with other suites. The fencing counters are
+    // `redisson_lock_token:{<name>}`, hence the leading wildcard.
+    for await (const keys of redis.scanStream({ match: `*${prefix}*`, count: 1000 })) {
+      if (keys.length) await redis.unlink(...keys)
+    }
+    redis.disconnect()
+  }
+}
+
+await main()

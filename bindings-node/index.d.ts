@@ -1,0 +1,178 @@
+/* polylock: TypeScript declarations of the npm package.
+ *
+ * Generated: `npm run build` (scripts/build-native.js) writes this file from dts-header.d.ts (the part
+ * below, for what index.js adds in JavaScript) followed by the declarations napi-rs derives
+ * from the Rust sources in src/. Do not edit index.d.ts by hand; check-dts.sh fails when a
+ * rebuild would change it. */
+
+/// <reference lib="esnext.disposable" />
+
+/** What went wrong, in terms a caller can act on. */
+export type PolylockErrorCode =
+  | 'POLYLOCK_NOT_OWNER'
+  | 'POLYLOCK_TIMEOUT'
+  | 'POLYLOCK_LOST'
+  | 'POLYLOCK_CONNECTION'
+  | 'POLYLOCK_INVALID_ARGUMENT'
+  | 'POLYLOCK_BACKEND'
+
+/** The error every polylock call throws or rejects with (an aborted wait rejects with the signal's reason). */
+export declare class PolylockError extends Error {
+  constructor(code: PolylockErrorCode, message: string, options?: { cause?: unknown })
+  readonly name: 'PolylockError'
+  readonly code: PolylockErrorCode
+}
+
+export interface AcquireOptions {
+  /** Stops the wait: the Promise rejects with `signal.reason` and nothing stays held. */
+  signal?: AbortSignal
+}
+
+export interface Lock {
+  /** Acquire, run `fn(guard)`, and release even if `fn` throws. Resolves to what `fn` returns. */
+  withLock<T>(fn: (guard: Guard) => T | PromiseLike<T>, options?: AcquireOptions): Promise<T>
+}
+
+export interface Guard {
+  /** Resolves, with a `POLYLOCK_LOST` error, when the hold is lost; stays pending if it is released first. Keeps the process alive only while the guard is held. */
+  readonly lost: Promise<PolylockError>
+  /** `await using guard = await lock.acquire()` releases at the end of the scope (no-op if already released). */
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+export interface Client {
+  /** `await using client = await connect(url)` closes the client at the end of the scope. */
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/** @internal How `index.js` passes an AbortSignal to the native side; not part of the API. */
+export declare class AcquireCancel {
+  constructor()
+  cancel(): void
+}
+
+/**
+ * A connection to one backend. Close it when done: closing stops every watchdog and gives
+ * every hold back (their guards then report `isLost`).
+ */
+export declare class Client {
+  /** A handle on the lock `name`. Cheap, and holds nothing until acquired. */
+  lock(name: string, options?: LockOptions | undefined | null): Lock
+  /** A snowflake ID generator (Twitter layout: 41 bits of ms, 10 of worker, 12 of sequence). */
+  snowflake(options: SnowflakeOptions): Snowflake
+  /**
+   * Stop the watchdogs, give every hold back and close the backend. Calls on the client
+   * afterwards fail with `POLYLOCK_CONNECTION`. Closing twice is harmless.
+   */
+  close(): Promise<void>
+  /** The URL connected to, with any password replaced by `***`. */
+  get url(): string
+  get closed(): boolean
+  /** This client's random id: the first half of every owner it acquires as. */
+  get clientId(): string
+}
+
+export declare class Guard {
+  /**
+   * Strictly greater than the token of every earlier hold of this lock name: hand it to
+   * the storage you protect, and have it reject writes with an older token.
+   */
+  get fencingToken(): bigint
+  /** The lock's name. */
+  get name(): string
+  /** True once the backend no longer holds the lock for this guard's owner. */
+  get isLost(): boolean
+  /** Why the hold was lost, or `null` while it is held (or was released normally). */
+  get lostReason(): string | null
+  /** True once `release()` was called on this guard. */
+  get released(): boolean
+  /**
+   * Give this acquisition back. Rejects with `POLYLOCK_LOST` if the hold was lost meanwhile,
+   * and with `POLYLOCK_NOT_OWNER` if this guard was already released.
+   */
+  release(): Promise<void>
+  /**
+   * Acquire the lock again as this guard's owner (reentrancy): resolves at once to a new
+   * guard with the same fencing token. Each guard is released on its own; the lock is free
+   * when all of them are.
+   */
+  reenter(): Promise<Guard>
+}
+
+export declare class Lock {
+  /**
+   * Wait for the lock and hold it. Rejects with `POLYLOCK_TIMEOUT` if `waitMs` runs out,
+   * and with the signal's reason if `signal` aborts the wait.
+   */
+  acquire(options?: AcquireOptions): Promise<Guard>
+  /**
+   * Try to acquire, waiting at most `waitMs` (default 0: try once). Resolves to `null`
+   * when the lock stayed taken.
+   */
+  tryAcquire(options?: AcquireOptions): Promise<Guard | null>
+  get name(): string
+  get kind(): 'reentrant' | 'fair' | 'token' | 'lease'
+}
+
+/**
+ * A snowflake generator for one worker id. IDs never repeat and never go backwards within
+ * it, even if the wall clock does.
+ */
+export declare class Snowflake {
+  nextId(): bigint
+  /** The next ID as a decimal string (for JSON, which has no BigInt). */
+  nextIdString(): string
+  /** `count` IDs in increasing order, in one call. */
+  nextIds(count: number): BigUint64Array
+  /** The parts of an ID of this generator's layout. */
+  parse(id: bigint | string): SnowflakeParts
+  get workerId(): number
+  get epochMs(): number
+}
+
+export interface AcquireOptions {
+  /** How long to wait for the lock, in ms. Absent: as long as it takes; 0: try once. */
+  waitMs?: number
+  /**
+   * Hold for at most this long, in ms, unless released sooner. Absent: the watchdog
+   * renews the lock while the guard is held (30 s lease by default).
+   */
+  leaseMs?: number
+}
+
+/**
+ * Connect to the backend `url` names (`sqlite://path.db`, `redis://host:port`, `etcd://...`,
+ * ...); without one, to `$POLYLOCK_URL`, else `sqlite://polylock.db`.
+ */
+export declare function connect(url?: string | undefined | null): Promise<Client>
+
+/** The URL `connect()` uses when neither the caller nor `$POLYLOCK_URL` names one. */
+export declare const DEFAULT_URL: string
+
+export interface LockOptions {
+  /**
+   * `"reentrant"` (the default), `"fair"`, `"token"` or `"lease"`; which kinds a backend
+   * offers is checked when acquiring.
+   */
+  kind?: 'reentrant' | 'fair' | 'token' | 'lease'
+}
+
+/** The longest lock name the core accepts, in bytes. */
+export declare const MAX_NAME_LEN: number
+
+/** The parts of a Twitter-layout ID (or of the layout with epoch `epochMs`). */
+export declare function parseSnowflake(id: bigint | string, epochMs?: number | undefined | null): SnowflakeParts
+
+export interface SnowflakeOptions {
+  /** This generator's worker id, 0..=1023; no two live generators may share one. */
+  workerId: number | bigint
+  /** The epoch in ms since 1970 (default: Twitter's, 1288834974657). */
+  epochMs?: number
+}
+
+export interface SnowflakeParts {
+  /** Milliseconds since the Unix epoch. */
+  timestampMs: number
+  worker: number
+  sequence: number
+}

@@ -1,0 +1,240 @@
+// polylock for Node: distributed locks and snowflake IDs from polylock's Rust core.
+//
+// The classes are the native ones (polylock.node, built by napi-rs). This file only adds what
+// is idiomatic in JavaScript and translates: native errors become PolylockError with a
+// `code`, an AbortSignal becomes a native cancellation, a guard's loss becomes the `lost`
+// Promise, and guards and clients get Symbol.asyncDispose. No lock logic lives here.
+'use strict'
+
+const native = require('./polylock.node')
+
+const { Client, Lock, Guard, Snowflake, AcquireCancel } = native
+
+/** The error of every polylock call; `code` says what went wrong. */
+class PolylockError extends Error {
+  constructor(code, message, options) {
+    super(message, options)
+    this.name = 'PolylockError'
+    this.code = code
+  }
+}
+
+const CODES = new Set([
+  'POLYLOCK_NOT_OWNER',
+  'POLYLOCK_TIMEOUT',
+  'POLYLOCK_LOST',
+  'POLYLOCK_CONNECTION',
+  'POLYLOCK_INVALID_ARGUMENT',
+  'POLYLOCK_BACKEND',
+])
+const ABORTED = 'POLYLOCK_ABORTED'
+// The native side prefixes each message with its code (src/errors.rs).
+const CODED_MESSAGE = /^(POLYLOCK_[A-Z_]+): ([\s\S]*)$/
+// napi-rs rejects arguments of the wrong JavaScript type before our code sees them; its
+// status names them. They are bad input like any other.
+const NAPI_ARGUMENT_STATUSES = new Set([
+  'InvalidArg',
+  'ObjectExpected',
+  'StringExpected',
+  'NumberExpected',
+  'BooleanExpected',
+  'ArrayExpected',
+  'FunctionExpected',
+  'BigintExpected',
+])
+
+function translate(err, signal) {
+  if (err instanceof PolylockError || !(err instanceof Error)) {
+    return err
+  }
+  const coded = CODED_MESSAGE.exec(err.message)
+  if (coded && coded[1] === ABORTED && signal) {
+    return signal.reason
+  }
+  if (coded && CODES.has(coded[1])) {
+    return new PolylockError(coded[1], coded[2])
+  }
+  if (NAPI_ARGUMENT_STATUSES.has(err.code) || err instanceof TypeError) {
+    return new PolylockError('POLYLOCK_INVALID_ARGUMENT', err.message, { cause: err })
+  }
+  return new PolylockError('POLYLOCK_BACKEND', err.message, { cause: err })
+}
+
+/** Call the synchronous `fn`, translating what it throws. */
+function translated(fn) {
+  try {
+    return fn()
+  } catch (err) {
+    throw translate(err)
+  }
+}
+
+/** Call `fn`, which returns a Promise; what it throws or rejects with becomes a translated rejection. */
+function translatedAsync(fn, signal) {
+  let promise
+  try {
+    promise = fn()
+  } catch (err) {
+    return Promise.reject(translate(err, signal))
+  }
+  return promise.catch((err) => {
+    throw translate(err, signal)
+  })
+}
+
+function defineMethod(prototype, name, value) {
+  Object.defineProperty(prototype, name, { value, writable: true, configurable: true })
+}
+
+// Synchronous methods (at most two arguments) translate what they throw. Written out, not
+// through a closure, because nextId() is called millions of times a second.
+function wrapSync(prototype, names) {
+  for (const name of names) {
+    const call = prototype[name]
+    defineMethod(prototype, name, function (a, b) {
+      try {
+        return call.call(this, a, b)
+      } catch (err) {
+        throw translate(err)
+      }
+    })
+  }
+}
+
+// Promise-returning methods: what they throw or reject with becomes a translated rejection.
+function wrapAsync(prototype, names) {
+  for (const name of names) {
+    const call = prototype[name]
+    defineMethod(prototype, name, function (...args) {
+      return translatedAsync(() => call.apply(this, args))
+    })
+  }
+}
+
+wrapSync(Client.prototype, ['lock', 'snowflake'])
+wrapAsync(Client.prototype, ['close'])
+wrapAsync(Guard.prototype, ['release', 'reenter'])
+wrapSync(Snowflake.prototype, ['nextId', 'nextIdString', 'nextIds', 'parse'])
+
+// acquire and tryAcquire take an AbortSignal: it becomes a native cancellation, and an abort
+// rejects with the signal's reason, as Node's own APIs do.
+for (const name of ['acquire', 'tryAcquire']) {
+  const call = Lock.prototype[name]
+  Object.defineProperty(Lock.prototype, name, {
+    value: function (options) {
+      const signal = options == null ? undefined : options.signal
+      if (signal == null) {
+        return translatedAsync(() => call.call(this, options))
+      }
+      if (typeof signal.aborted !== 'boolean' || typeof signal.addEventListener !== 'function') {
+        return Promise.reject(new PolylockError('POLYLOCK_INVALID_ARGUMENT', 'signal must be an AbortSignal'))
+      }
+      if (signal.aborted) {
+        return Promise.reject(signal.reason)
+      }
+      const cancel = new AcquireCancel()
+      const onAbort = () => cancel.cancel()
+      signal.addEventListener('abort', onAbort, { once: true })
+      return translatedAsync(() => call.call(this, options, cancel), signal).finally(() =>
+        signal.removeEventListener('abort', onAbort),
+      )
+    },
+    writable: true,
+    configurable: true,
+  })
+}
+
+/** Acquire, run `fn(guard)`, and release even when `fn` throws; resolves to what `fn` returns. */
+Object.defineProperty(Lock.prototype, 'withLock', {
+  value: async function withLock(fn, options) {
+    if (typeof fn !== 'function') {
+      throw new PolylockError('POLYLOCK_INVALID_ARGUMENT', 'withLock needs a function to run under the lock')
+    }
+    const guard = await this.acquire(options)
+    let result
+    try {
+      result = await fn(guard)
+    } catch (err) {
+      // The callback's error is the one to report; the release still happens.
+      await guard.release().catch(() => {})
+      throw err
+    }
+    await guard.release()
+    return result
+  },
+  writable: true,
+  configurable: true,
+})
+
+// The guard's loss as a Promise, made on first use. It resolves (never rejects, so nobody
+// has to handle it) with a PolylockError of code POLYLOCK_LOST. It stays pending if the
+// guard is released first; the native side then lets go of it, so it keeps the process
+// alive only while the guard is held.
+const lostPromises = new WeakMap()
+Object.defineProperty(Guard.prototype, 'lost', {
+  get() {
+    let promise = lostPromises.get(this)
+    if (promise === undefined) {
+      promise = new Promise((resolve) => {
+        const settle = (reason) => resolve(new PolylockError('POLYLOCK_LOST', `lock '${this.name}' was lost: ${reason}`))
+        if (this.isLost) {
+          settle(this.lostReason)
+        } else {
+          this.onLost(settle)
+        }
+      })
+      lostPromises.set(this, promise)
+    }
+    return promise
+  },
+  configurable: true,
+})
+
+// Node 20 defines Symbol.asyncDispose; older runtimes use the well-known name TypeScript's
+// helpers look for.
+const asyncDispose = Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose')
+
+// `await using guard = await lock.acquire()` releases at the end of the scope; a guard
+// released by hand already is left alone.
+Object.defineProperty(Guard.prototype, asyncDispose, {
+  value: async function () {
+    if (!this.released) {
+      await this.release()
+    }
+  },
+  writable: true,
+  configurable: true,
+})
+
+Object.defineProperty(Client.prototype, asyncDispose, {
+  value: function () {
+    return this.close()
+  },
+  writable: true,
+  configurable: true,
+})
+
+/** Connect to `url`, else `$POLYLOCK_URL`, else `sqlite://polylock.db`. */
+function connect(url) {
+  return translatedAsync(() => native.connect(url))
+}
+
+function parseSnowflake(id, epochMs) {
+  return translated(() => native.parseSnowflake(id, epochMs))
+}
+
+const { MAX_NAME_LEN, DEFAULT_URL } = native
+
+// Shorthand names only, so that Node's ESM loader sees them as named exports.
+module.exports = {
+  connect,
+  parseSnowflake,
+  PolylockError,
+  Client,
+  Lock,
+  Guard,
+  Snowflake,
+  AcquireCancel,
+  MAX_NAME_LEN,
+  DEFAULT_URL,
+}

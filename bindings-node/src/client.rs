@@ -1,0 +1,78 @@
+//! `connect()` and `Client`: a connection to one backend, picked by URL.
+
+use napi::bindgen_prelude::*;
+use napi_derive::napi;
+use polylock::LockKind;
+
+use crate::errors::IntoNapiResult;
+use crate::lock::Lock;
+use crate::snowflake::{Snowflake, SnowflakeOptions};
+
+/// Connect to the backend `url` names (`sqlite://path.db`, `redis://host:port`, `etcd://...`,
+/// ...); without one, to `$POLYLOCK_URL`, else `sqlite://polylock.db`.
+#[napi]
+pub async fn connect(url: Option<String>) -> Result<Client> {
+    let url = url.unwrap_or_else(polylock::url::default_url);
+    let client = polylock::Client::connect(&url).await.into_napi()?;
+    Ok(Client { client })
+}
+
+#[napi(object, object_to_js = false)]
+pub struct LockOptions {
+    /// `"reentrant"` (the default), `"fair"`, `"token"` or `"lease"`; which kinds a backend
+    /// offers is checked when acquiring.
+    #[napi(ts_type = "'reentrant' | 'fair' | 'token' | 'lease'")]
+    pub kind: Option<String>,
+}
+
+/// A connection to one backend. Close it when done: closing stops every watchdog and gives
+/// every hold back (their guards then report `isLost`).
+#[napi]
+pub struct Client {
+    client: polylock::Client,
+}
+
+#[napi]
+impl Client {
+    /// A handle on the lock `name`. Cheap, and holds nothing until acquired.
+    #[napi]
+    pub fn lock(&self, name: String, options: Option<LockOptions>) -> Result<Lock> {
+        let kind = match options.and_then(|options| options.kind) {
+            Some(kind) => kind.parse::<LockKind>().into_napi()?,
+            None => LockKind::default(),
+        };
+        let lock = self.client.lock(&name).into_napi()?.with_kind(kind);
+        Ok(Lock::new(lock))
+    }
+
+    /// A snowflake ID generator (Twitter layout: 41 bits of ms, 10 of worker, 12 of sequence).
+    #[napi]
+    pub fn snowflake(&self, options: SnowflakeOptions) -> Result<Snowflake> {
+        Snowflake::from_options(options)
+    }
+
+    /// Stop the watchdogs, give every hold back and close the backend. Calls on the client
+    /// afterwards fail with `POLYLOCK_CONNECTION`. Closing twice is harmless.
+    #[napi]
+    pub async fn close(&self) -> Result<()> {
+        self.client.close().await;
+        Ok(())
+    }
+
+    /// The URL connected to, with any password replaced by `***`.
+    #[napi(getter)]
+    pub fn url(&self) -> String {
+        self.client.url().to_string()
+    }
+
+    #[napi(getter)]
+    pub fn closed(&self) -> bool {
+        self.client.is_closed()
+    }
+
+    /// This client's random id: the first half of every owner it acquires as.
+    #[napi(getter)]
+    pub fn client_id(&self) -> String {
+        self.client.id().to_string()
+    }
+}

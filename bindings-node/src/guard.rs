@@ -1,0 +1,162 @@
+//! `Guard`: one acquisition, and its owner. It carries the fencing token, tells whether the
+//! hold was lost, re-enters as the same owner, and gives the hold back on `release()` (or,
+//! if never released, when it is garbage-collected).
+
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use napi::bindgen_prelude::*;
+use napi::threadsafe_function::ThreadsafeFunctionCallMode;
+use napi_derive::napi;
+use polylock::{AcquireOptions, ErrorKind, LostWatch};
+use tokio::task::AbortHandle;
+
+use crate::errors::{to_napi, IntoNapiResult};
+
+#[napi]
+pub struct Guard {
+    /// `None` once released.
+    guard: Mutex<Option<polylock::Guard>>,
+    /// The same lock and owner, to re-enter.
+    lock: polylock::Lock,
+    token: u64,
+    lost: LostWatch,
+    /// The task that reports loss to JavaScript, while anyone listens.
+    watcher: Mutex<Option<AbortHandle>>,
+}
+
+fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Nothing panics while holding these locks; if something ever did, the state is still valid.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl Guard {
+    pub fn new(guard: polylock::Guard) -> Guard {
+        Guard {
+            lock: guard.lock().clone(),
+            token: guard.fencing_token(),
+            lost: guard.lost_watch(),
+            guard: Mutex::new(Some(guard)),
+            watcher: Mutex::new(None),
+        }
+    }
+
+    fn stop_watching(&self) {
+        if let Some(watcher) = locked(&self.watcher).take() {
+            watcher.abort();
+        }
+    }
+
+    fn is_released(&self) -> bool {
+        locked(&self.guard).is_none()
+    }
+
+    fn released_error(&self) -> napi::Error {
+        to_napi(polylock::Error::not_owner(format!(
+            "this guard of lock '{}' was already released; acquire the lock again",
+            self.lock.name()
+        )))
+    }
+
+    fn lost_error(&self) -> Option<napi::Error> {
+        let reason = self.lost.reason()?;
+        Some(to_napi(polylock::Error::lost(format!("lock '{}' was lost: {reason}", self.lock.name()))))
+    }
+}
+
+impl Drop for Guard {
+    fn drop(&mut self) {
+        // The core guard, dropped with this struct, releases in the background.
+        self.stop_watching();
+    }
+}
+
+#[napi]
+impl Guard {
+    /// Strictly greater than the token of every earlier hold of this lock name: hand it to
+    /// the storage you protect, and have it reject writes with an older token.
+    #[napi(getter)]
+    pub fn fencing_token(&self) -> BigInt {
+        BigInt::from(self.token)
+    }
+
+    /// The lock's name.
+    #[napi(getter)]
+    pub fn name(&self) -> String {
+        self.lock.name().to_string()
+    }
+
+    /// True once the backend no longer holds the lock for this guard's owner.
+    #[napi(getter)]
+    pub fn is_lost(&self) -> bool {
+        self.lost.is_lost()
+    }
+
+    /// Why the hold was lost, or `null` while it is held (or was released normally).
+    #[napi(getter)]
+    pub fn lost_reason(&self) -> Option<String> {
+        self.lost.reason().map(|reason| reason.to_string())
+    }
+
+    /// True once `release()` was called on this guard.
+    #[napi(getter)]
+    pub fn released(&self) -> bool {
+        self.is_released()
+    }
+
+    /// Give this acquisition back. Rejects with `POLYLOCK_LOST` if the hold was lost meanwhile,
+    /// and with `POLYLOCK_NOT_OWNER` if this guard was already released.
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn release<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
+        let guard = locked(&self.guard).take().ok_or_else(|| self.released_error())?;
+        self.stop_watching();
+        env.spawn_future(async move { guard.release().await.into_napi() })
+    }
+
+    /// Acquire the lock again as this guard's owner (reentrancy): resolves at once to a new
+    /// guard with the same fencing token. Each guard is released on its own; the lock is free
+    /// when all of them are.
+    #[napi(ts_return_type = "Promise<Guard>")]
+    pub fn reenter<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Guard>> {
+        if self.is_released() {
+            return Err(self.released_error());
+        }
+        if let Some(lost) = self.lost_error() {
+            return Err(lost);
+        }
+        let lock = self.lock.clone();
+        let name = lock.name().to_string();
+        env.spawn_future(async move {
+            match lock.acquire_with(AcquireOptions::default().wait(Duration::ZERO)).await {
+                Ok(guard) => Ok(Guard::new(guard)),
+                // The hold went away between the check and the store's answer.
+                Err(err) if err.kind() == ErrorKind::Timeout => {
+                    Err(to_napi(polylock::Error::lost(format!("lock '{name}' was lost before it could be re-entered"))))
+                }
+                Err(err) => Err(to_napi(err)),
+            }
+        })
+    }
+
+    /// Call `callback(reason)` once, when the hold is lost. `index.js` builds the `lost`
+    /// Promise on it. While the guard is held the callback keeps the process alive (so
+    /// `await guard.lost` works like any other pending I/O); releasing the guard, closing the
+    /// client or garbage-collecting the guard drops it, so a released guard's unsettled
+    /// `lost` never does.
+    #[napi(skip_typescript)]
+    pub fn on_lost(&self, callback: Function<String, ()>) -> Result<()> {
+        if self.is_released() {
+            return Ok(());
+        }
+        let notify = callback.build_threadsafe_function::<String>().build()?;
+        let lost = self.lost.clone();
+        let task = napi::bindgen_prelude::spawn(async move {
+            let reason = lost.wait().await;
+            notify.call(reason.to_string(), ThreadsafeFunctionCallMode::NonBlocking);
+        });
+        if let Some(previous) = locked(&self.watcher).replace(task.abort_handle()) {
+            previous.abort();
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,27 @@
+//! The native half of the npm package `polylock`: napi-rs classes over the core that only
+//! translate types, errors and ownership. `index.js` adds what is idiomatic in JavaScript
+//! (`PolylockError`, `Symbol.asyncDispose`, `withLock`, AbortSignal glue, the `lost`
+//! Promise); no lock logic lives on either side of this line.
+
+mod cancel;
+mod client;
+mod convert;
+mod errors;
+mod guard;
+mod lock;
+mod runtime;
+mod snowflake;
+
+pub use cancel::AcquireCancel;
+pub use client::{connect, Client, LockOptions};
+pub use guard::Guard;
+pub use lock::{AcquireOptions, Lock};
+pub use snowflake::{parse_snowflake, Snowflake, SnowflakeOptions, SnowflakeParts};
+
+/// The longest lock name the core accepts, in bytes.
+#[napi_derive::napi]
+pub const MAX_NAME_LEN: u32 = polylock::MAX_NAME_LEN as u32;
+
+/// The URL `connect()` uses when neither the caller nor `$POLYLOCK_URL` names one.
+#[napi_derive::napi]
+pub const DEFAULT_URL: &str = polylock::url::DEFAULT_URL;
