@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio_util::sync::CancellationToken;
+
 use crate::backend::{self, Backend};
 use crate::error::{Error, Result};
 use crate::lock::handoff::LocalWaiters;
@@ -35,6 +37,8 @@ pub(crate) struct ClientInner {
     pub waiters: Arc<LocalWaiters>,
     pub runtime: tokio::runtime::Handle,
     closed: AtomicBool,
+    /// Cancelled by `close`: acquisitions still waiting stop at once.
+    pub closing: CancellationToken,
 }
 
 impl fmt::Debug for Client {
@@ -79,6 +83,7 @@ impl Client {
                 waiters: Arc::default(),
                 runtime,
                 closed: AtomicBool::new(false),
+                closing: CancellationToken::new(),
             }),
         })
     }
@@ -111,12 +116,13 @@ impl Client {
     }
 
     /// Stop every watchdog, mark every hold lost, give the holds back to the store (best
-    /// effort, bounded) and close the backend. Later calls on this client fail with a
-    /// `Connection` error. Closing twice is harmless.
+    /// effort, bounded) and close the backend. Acquisitions still waiting fail with a
+    /// `Connection` error, as do later calls on this client. Closing twice is harmless.
     pub async fn close(&self) {
         if self.inner.closed.swap(true, Ordering::SeqCst) {
             return;
         }
+        self.inner.closing.cancel();
         for hold in self.inner.holds.drain() {
             surrender(self.inner.backend.as_ref(), hold).await;
         }
@@ -134,10 +140,18 @@ impl Client {
 
 impl ClientInner {
     pub fn ensure_open(&self) -> Result<()> {
-        if self.closed.load(Ordering::SeqCst) {
-            return Err(Error::connection(format!("the client for {} is closed; connect again", self.url)));
+        if self.is_closed() {
+            return Err(self.closed_error());
         }
         Ok(())
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    pub fn closed_error(&self) -> Error {
+        Error::connection(format!("the client for {} is closed; connect again", self.url))
     }
 }
 

@@ -412,6 +412,40 @@ async fn an_abandoned_acquire_never_releases_the_owners_next_hold() {
     }
 }
 
+/// Closing a client ends its waiting acquisitions with a `Connection` error, and none of
+/// them can take the lock that the close is giving back (it would stay held until its lease).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_the_client_stops_its_waiters_and_strands_nothing() {
+    for store in stores("") {
+        for round in 0..5 {
+            let client = connect(&store).await;
+            let holder = store.lock(&client, "closing").acquire().await.unwrap();
+            let waiters: Vec<_> = (0..3)
+                .map(|_| {
+                    let lock = store.lock(&client, "closing");
+                    tokio::spawn(async move { lock.acquire().await })
+                })
+                .collect();
+            sleep(Duration::from_millis(20)).await;
+            client.close().await;
+            for waiter in waiters {
+                let outcome =
+                    timeout(Duration::from_secs(2), waiter).await.expect("a waiter hung after close").unwrap();
+                assert_eq!(outcome.err().map(|e| e.kind()), Some(ErrorKind::Connection), "{} round {round}", store.url);
+            }
+            assert!(holder.is_lost());
+            let probe = connect(&store).await;
+            let got = store
+                .lock(&probe, "closing")
+                .acquire_with(AcquireOptions::default().wait(Duration::from_secs(2)))
+                .await;
+            let got =
+                got.unwrap_or_else(|e| panic!("{} round {round}: the lock stayed held after close: {e}", store.url));
+            got.release().await.unwrap();
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_absurdly_long_wait_means_forever_not_a_panic() {
     let store = &stores("")[0];

@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use tokio::sync::{oneshot, OwnedMutexGuard};
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 pub use guard::Guard;
 pub use lost::{LostNotifier, LostReason, LostWatch};
@@ -236,11 +235,16 @@ impl Lock {
             },
             // A wait too long to represent is a wait forever.
             deadline: options.wait.and_then(|wait| Instant::now().checked_add(wait)),
-            cancel: CancellationToken::new(),
+            // Closing the client stops the wait; so does the caller going away (PendingAcquire).
+            cancel: inner.closing.child_token(),
             lost: lost.clone(),
         };
         let (_turn, answer) = self.run_acquire(request, turn).await;
-        let (acquired, passes) = answer?.ok_or_else(|| {
+        let answer = answer?;
+        if answer.is_none() && inner.is_closed() {
+            return Err(inner.closed_error());
+        }
+        let (acquired, passes) = answer.ok_or_else(|| {
             let waited = options.wait.unwrap_or_default();
             Error::timeout(format!(
                 "lock '{}' is held by someone else; gave up after waiting {}ms",
@@ -256,6 +260,17 @@ impl Lock {
         let backend = inner.backend.clone();
         let hold = Hold::start(backend, held, passes, mode, attempt_started, lost, watch.clone(), &inner.runtime);
         *slot.hold() = Some(hold);
+        if inner.is_closed() {
+            // `close` may have drained the table just before the hold went in. It set the
+            // flag before draining, so one of the two always sees the hold and gives it back.
+            let taken = slot.hold().take();
+            if let Some(hold) = taken {
+                // In its own task, so the store hears of it even if our caller goes away.
+                let backend = inner.backend.clone();
+                let _ = inner.runtime.spawn(async move { hold::surrender(backend.as_ref(), hold).await }).await;
+            }
+            return Err(inner.closed_error());
+        }
         Ok(Guard::new(self.clone(), token, watch))
     }
 
