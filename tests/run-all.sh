@@ -50,10 +50,18 @@ cargo test --workspace --locked --release
 step "Python binding (pytest, every landed backend)"
 bindings-python/run-tests.sh
 
+step "Node binding (node:test, every landed backend, npm pack + install)"
+bindings-node/run-tests.sh
+
 step "C binding (header check, ctest, valgrind)"
 bindings-c/run-tests.sh
 
+step "JVM binding (JUnit via Maven, every landed backend, real Redisson)"
+bindings-jvm/run-tests.sh
+
 step "benchmarks, quick smoke run (figures, not assertions)"
 cargo run --release --locked -q -p polylock-bench -- all --quick
+node bindings-node/bench/bench.mjs --quick
+bindings-jvm/bench/bench.sh --quick
 
 step "done in $(( $(date +%s) - started ))s"
