@@ -79,15 +79,22 @@ pub(super) async fn contend(
     let prefix = format!("{path}/{}", node_prefix(&uuid::Uuid::new_v4()));
     let mut ours =
         Abandon { session: session.clone(), parent: path.to_string(), prefix: prefix.clone(), node: None, kept: false };
-    let (node, czxid) = create_protected(session, acls, path, &prefix, data, give_up).await?;
+    let at = Instant::now();
+    let (node, czxid, listed) = create_protected(session, acls, path, &prefix, data, give_up).await?;
     ours.node = Some(node.clone());
     let name = node.rsplit('/').next().unwrap_or_default().to_string();
+    let mut listed = listed.map(|children| (at, children));
     loop {
-        let at = Instant::now();
-        let children = match retry_on_loss!(session, give_up, |client| client.list_children(path))? {
-            Ok(children) => children,
-            Err(zk::Error::NoNode) => return Err(Stop::Restart),
-            Err(err) => return Err(map_error(err, &format!("listing the contenders of {path}")).into()),
+        let (at, children) = match listed.take() {
+            Some(listed) => listed,
+            None => {
+                let at = Instant::now();
+                match retry_on_loss!(session, give_up, |client| client.list_children(path))? {
+                    Ok(children) => (at, children),
+                    Err(zk::Error::NoNode) => return Err(Stop::Restart),
+                    Err(err) => return Err(map_error(err, &format!("listing the contenders of {path}")).into()),
+                }
+            }
         };
         let contenders = sorted_contenders(children);
         let Some(index) = contenders.iter().position(|(_, n)| *n == name) else {
@@ -114,7 +121,12 @@ pub(super) async fn contend(
     }
 }
 
-/// Step 1, with Curator's protection against creating twice. Returns the node and its czxid.
+/// Step 1, with Curator's protection against creating twice. Returns the node, its czxid
+/// and, when the pipelined listing worked, the children as they were right after the create.
+///
+/// The listing is sent right behind the create, without waiting for its reply: ZooKeeper
+/// answers a session's requests in order, so the listing sees our node, and an uncontended
+/// acquisition costs one round trip instead of Curator's two.
 async fn create_protected(
     session: &Arc<Session>,
     acls: zk::Acls<'static>,
@@ -122,12 +134,16 @@ async fn create_protected(
     prefix: &str,
     data: &[u8],
     give_up: &CancellationToken,
-) -> std::result::Result<(String, u64), Stop> {
+) -> std::result::Result<(String, u64, Option<Vec<String>>), Stop> {
     let mode = zk::CreateMode::EphemeralSequential.with_acls(acls);
     loop {
         let client = session.client()?;
-        match client.create(prefix, data, &mode).await {
-            Ok((stat, sequence)) => return Ok((format!("{prefix}{sequence}"), stat.czxid as u64)),
+        // Both requests are sent when these calls return, in this order.
+        let create = client.create(prefix, data, &mode);
+        let list = client.list_children(parent);
+        let (created, listed) = tokio::join!(create, list);
+        match created {
+            Ok((stat, sequence)) => return Ok((format!("{prefix}{sequence}"), stat.czxid as u64, listed.ok())),
             Err(zk::Error::NoNode) => {
                 let parents = zk::CreateMode::Container.with_acls(acls);
                 match retry_on_loss!(session, give_up, |client| client.mkdir(parent, &parents))? {
@@ -140,8 +156,8 @@ async fn create_protected(
                 if !session.reconnected(give_up).await? {
                     return Err(if give_up.is_cancelled() { Stop::GaveUp } else { Stop::Restart });
                 }
-                if let Some(found) = find_protected(session, parent, prefix, give_up).await? {
-                    return Ok(found);
+                if let Some((node, czxid)) = find_protected(session, parent, prefix, give_up).await? {
+                    return Ok((node, czxid, None));
                 }
             }
             Err(zk::Error::SessionExpired | zk::Error::SessionMoved) => return Err(Stop::Restart),
@@ -206,8 +222,12 @@ impl Drop for Abandon {
         if self.kept {
             return;
         }
-        let (session, parent, prefix, node) =
-            (self.session.clone(), std::mem::take(&mut self.parent), std::mem::take(&mut self.prefix), self.node.take());
+        let (session, parent, prefix, node) = (
+            self.session.clone(),
+            std::mem::take(&mut self.parent),
+            std::mem::take(&mut self.prefix),
+            self.node.take(),
+        );
         let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
         runtime.spawn(async move {
             let node = match node {
