@@ -3,7 +3,7 @@
 //! non-zero only when something fails.
 //!
 //! ```text
-//! polylock-bench [snowflake|sqlite|redis|all] [--quick] [--url redis://...]
+//! polylock-bench [snowflake|sqlite|redis|zookeeper|all] [--quick] [--url redis://...]
 //! ```
 
 mod flock;
@@ -13,17 +13,19 @@ mod polylock_side;
 mod redis;
 mod report;
 mod snowflake;
+mod zookeeper;
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use locks::LockBudget;
 use redis::{RedisBudget, RedisTarget};
+use zookeeper::ZkBudget;
 
 /// Every error ends the run with a message and a non-zero exit.
 pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
-const USAGE: &str = "usage: polylock-bench [snowflake|sqlite|redis|all] [--quick] [--url redis://...]
+const USAGE: &str = "usage: polylock-bench [snowflake|sqlite|redis|zookeeper|all] [--quick] [--url redis://...]
 
   snowflake  IDs/s of polylock's Snowflake beside rs-snowflake, against the 4096/ms ceiling
   sqlite     lock+unlock pairs/s of polylock on sqlite:// beside flock(2), in one process
@@ -31,6 +33,9 @@ const USAGE: &str = "usage: polylock-bench [snowflake|sqlite|redis|all] [--quick
   redis      polylock on Redis beside redis-py's Lock and node-redlock, with redis-benchmark's
              ceiling: pairs/s with 64 workers on a name each, and 8 workers contending for
              one name (utilisation, hand-over latency, shares); skipped if no redis answers
+  zookeeper  polylock on ZooKeeper beside the same server's raw create+delete round trip
+             (p50/p99, pairs/s), and 8 sessions contending (1 ms in, 1 ms out) for one name;
+             server: $POLYLOCK_TEST_ZOOKEEPER_URL, else zk://127.0.0.1:12181; skipped if none
   all        every section (the default)
   --quick    a smoke run for CI: about 1 s per section, about 10 s for redis
   --url URL  the redis section's server (default: $POLYLOCK_TEST_REDIS_URL, else
@@ -43,6 +48,7 @@ enum Sections {
     Snowflake,
     Sqlite,
     Redis,
+    Zookeeper,
     All,
 }
 
@@ -54,6 +60,7 @@ struct Budget {
     per_id_figure: Duration,
     locks: LockBudget,
     redis: RedisBudget,
+    zookeeper: ZkBudget,
 }
 
 /// About 40 s for snowflake and sqlite, as much again for redis.
@@ -70,6 +77,7 @@ const FULL: Budget = Budget {
         uncontended: Duration::from_secs(3),
         contended: Duration::from_secs(5),
     },
+    zookeeper: ZkBudget { uncontended: Duration::from_secs(3), contended: Duration::from_secs(5) },
 };
 
 /// About 1 s per section, about 10 s for redis (its peers start interpreters).
@@ -86,6 +94,7 @@ const QUICK: Budget = Budget {
         uncontended: Duration::from_millis(500),
         contended: Duration::from_secs(1),
     },
+    zookeeper: ZkBudget { uncontended: Duration::from_millis(300), contended: Duration::from_millis(500) },
 };
 
 enum Invocation {
@@ -112,12 +121,13 @@ fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
             "--quick" => budget = QUICK,
             "-h" | "--help" => return Ok(Invocation::Help),
             "--url" => url = Some(args.next().ok_or("--url needs a value: redis://host:port")?),
-            "snowflake" | "sqlite" | "redis" | "all" if sections.is_some() => {
+            "snowflake" | "sqlite" | "redis" | "zookeeper" | "all" if sections.is_some() => {
                 return Err(format!("name one section, not several (got '{arg}' too)"));
             }
             "snowflake" => sections = Some(Sections::Snowflake),
             "sqlite" => sections = Some(Sections::Sqlite),
             "redis" => sections = Some(Sections::Redis),
+            "zookeeper" => sections = Some(Sections::Zookeeper),
             "all" => sections = Some(Sections::All),
             other => match other.strip_prefix("--url=") {
                 Some(value) => url = Some(value.to_string()),
@@ -128,7 +138,7 @@ fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
     let sections = sections.unwrap_or(Sections::All);
     let redis = match sections {
         Sections::Redis | Sections::All => Some(Box::new(RedisTarget::parse(&url.unwrap_or_else(redis::default_url))?)),
-        Sections::Snowflake | Sections::Sqlite => None,
+        Sections::Snowflake | Sections::Sqlite | Sections::Zookeeper => None,
     };
     Ok(Invocation::Bench { sections, budget, redis })
 }
@@ -150,6 +160,9 @@ fn run(sections: Sections, budget: Budget, redis: Option<&RedisTarget>) -> Resul
     }
     if let Some(target) = redis {
         redis::run(budget.redis, target)?;
+    }
+    if matches!(sections, Sections::Zookeeper | Sections::All) {
+        zookeeper::run(budget.zookeeper, &zookeeper::default_url())?;
     }
     println!("# done in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())

@@ -27,6 +27,10 @@ fn redis_url() -> String {
     std::env::var("POLYLOCK_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:16379".to_string())
 }
 
+fn zookeeper_url() -> String {
+    std::env::var("POLYLOCK_TEST_ZOOKEEPER_URL").unwrap_or_else(|_| "zk://127.0.0.1:12181".to_string())
+}
+
 fn stores(options: &str) -> Vec<Store> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -52,6 +56,8 @@ fn stores(options: &str) -> Vec<Store> {
         let url = with(format!("{}?namespace=contract-{pid}-{n}-{kind}", redis_url()));
         stores.push(Store { url, kind, _dir: None });
     }
+    let url = with(format!("{}?namespace=contract-{pid}-{n}", zookeeper_url()));
+    stores.push(Store { url, kind: LockKind::Reentrant, _dir: None });
     stores
 }
 
@@ -465,6 +471,18 @@ async fn queries_see_any_holder_and_force_unlock_frees_the_lock() {
         let b = connect(&store).await;
         let holder = store.lock(&a, "queried");
         let observer = store.lock(&b, "queried");
+        // The store queries are written for mem, SQLite and Redis so far; the consensus and
+        // SQL backends answer with a typed "not supported" error until they have them.
+        if let Err(err) = observer.is_locked().await {
+            let pending = ["zk:", "etcd:", "etcds:", "etcd+tls:", "postgres:", "mysql:"];
+            assert!(
+                err.kind() == ErrorKind::Backend && pending.iter().any(|scheme| store.url.starts_with(scheme)),
+                "{}: {err}",
+                store.url
+            );
+            eprintln!("{}: store queries not offered yet ({err}); skipped", store.url);
+            continue;
+        }
         assert!(!observer.is_locked().await.unwrap(), "{}", store.url);
         assert_eq!(observer.remaining_lease().await.unwrap(), None, "{}", store.url);
 

@@ -7,8 +7,8 @@
 #   services.sh url    SERVICE        print the service's URL
 #   services.sh env                   `export POLYLOCK_TEST_<SERVICE>_URL=...` for running services
 #
-# SERVICE: redis redis-cluster redis-sentinel redis-tls etcd zookeeper postgres mariadb
-#          (default: all). See README.md beside this file.
+# SERVICE: redis redis-cluster redis-sentinel redis-tls etcd zookeeper zookeeper-ensemble
+#          postgres mariadb (default: all). See README.md beside this file.
 #
 # Adding a service NAME means adding one block of functions below:
 #   svc_NAME_packages   print the Debian packages to install (nothing when already installed)
@@ -30,7 +30,7 @@ readonly PROG="${0##*/}"
 
 # Every service, in start order. Services added later that should not start by default
 # can go in KNOWN_SERVICES only.
-SERVICES=(redis redis-cluster redis-sentinel redis-tls etcd zookeeper postgres mariadb)
+SERVICES=(redis redis-cluster redis-sentinel redis-tls etcd zookeeper zookeeper-ensemble postgres mariadb)
 KNOWN_SERVICES=("${SERVICES[@]}")
 
 # TCP ports each service listens on (checked to be free before a start).
@@ -42,6 +42,7 @@ declare -A SVC_PORTS=(
   [redis-tls]="16390"
   [etcd]="12379 12380"
   [zookeeper]="12181"
+  [zookeeper-ensemble]="12281 12282 12283 12381 12382 12383 12481 12482 12483"
   [postgres]="15432"
   [mariadb]="13306"
 )
@@ -56,6 +57,7 @@ declare -A SVC_COMM=(
   [redis-tls]=redis-server
   [etcd]=etcd
   [zookeeper]=java
+  [zookeeper-ensemble]=java
   [postgres]=postgres
   [mariadb]=mariadbd
 )
@@ -541,6 +543,71 @@ svc_zookeeper_ready() {
 }
 
 svc_zookeeper_url() { printf 'zk://%s:12181\n' "$HOST"; }
+
+# ---------------------------------------------------------------------------------------
+# zookeeper-ensemble: 3 servers; clients 12281-12283, quorum 12381-12383, election 12481-12483
+
+readonly ZK_ENSEMBLE_JAVA_OPTS="-Xms32m -Xmx128m -XX:+UseSerialGC -Djava.awt.headless=true \
+-Dzookeeper.admin.enableServer=false -Dzookeeper.jmx.log4j.disable=true"
+
+svc_zookeeper_ensemble_packages() { svc_zookeeper_packages; }
+
+svc_zookeeper_ensemble_launch() {
+  local dir node i
+  dir=$(svc_dir zookeeper-ensemble)
+  for i in 1 2 3; do
+    node="$dir/node$i"
+    mkdir -p "$node/data"
+    printf '%s\n' "$i" >"$node/data/myid"
+    # As the standalone server, plus the ensemble. Short ticks, so a lost leader is replaced
+    # within a few seconds; sessions of 4 s to 20 s (2 to 20 ticks).
+    cat >"$node/zoo.cfg" <<EOF
+tickTime=1000
+initLimit=10
+syncLimit=2
+dataDir=$node/data
+clientPort=$((12280 + i))
+clientPortAddress=$HOST
+maxClientCnxns=0
+admin.enableServer=false
+4lw.commands.whitelist=*
+server.1=$HOST:12381:12481
+server.2=$HOST:12382:12482
+server.3=$HOST:12383:12483
+EOF
+    cat >"$node/log4j.properties" <<'EOF'
+log4j.rootLogger=INFO, CONSOLE
+log4j.appender.CONSOLE=org.apache.log4j.ConsoleAppender
+log4j.appender.CONSOLE.layout=org.apache.log4j.PatternLayout
+log4j.appender.CONSOLE.layout.ConversionPattern=%d{ISO8601} %-5p [%t:%C{1}@%L] - %m%n
+EOF
+    # node<i>/start.sh starts that one server again after a test killed it; it keeps its
+    # data, so it rejoins the ensemble as a follower.
+    cat >"$node/start.sh" <<EOF
+#!/usr/bin/env bash
+# Start server $i of the ensemble again (detached), recording its pid as services.sh does.
+setsid java $ZK_ENSEMBLE_JAVA_OPTS -Dlog4j.configuration=file:$node/log4j.properties \\
+  -cp $ZK_JAR org.apache.zookeeper.server.quorum.QuorumPeerMain $node/zoo.cfg \\
+  </dev/null >>$dir/node$i.log 2>&1 &
+printf '%s\n' "\$!" >$dir/node$i.pid
+EOF
+    # shellcheck disable=SC2086 # the options are words
+    spawn "$dir/node$i.pid" "$dir/node$i.log" \
+      java $ZK_ENSEMBLE_JAVA_OPTS -Dlog4j.configuration="file:$node/log4j.properties" \
+      -cp "$ZK_JAR" org.apache.zookeeper.server.quorum.QuorumPeerMain "$node/zoo.cfg"
+  done
+}
+
+svc_zookeeper_ensemble_ready() {
+  local port modes=""
+  # Every server serving, and exactly one of them the leader.
+  for port in 12281 12282 12283; do
+    modes+=$(zk_4lw "$port" srvr | grep '^Mode: ') || return 1
+  done
+  [[ $(grep -o leader <<<"$modes" | wc -l) == 1 ]]
+}
+
+svc_zookeeper_ensemble_url() { printf 'zk://%s:12281,%s:12282,%s:12283\n' "$HOST" "$HOST" "$HOST"; }
 
 # ---------------------------------------------------------------------------------------
 # postgres: PostgreSQL 15, user/db polylock, passwords required over TCP

@@ -6,6 +6,7 @@ mod mem;
 pub(crate) mod poll;
 mod redis;
 mod sqlite;
+mod zk;
 
 use std::any::Any;
 use std::sync::Arc;
@@ -154,7 +155,8 @@ pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Arc<dyn Backend>> {
         "mem" => Ok(Arc::new(mem::MemBackend::open(url)?)),
         "sqlite" => Ok(Arc::new(sqlite::SqliteBackend::open(url).await?)),
         "redis" | "rediss" | "redis+cluster" | "redis+sentinel" => Ok(Arc::new(redis::RedisBackend::open(url).await?)),
-        "etcd" | "zk" | "postgres" | "postgresql" | "mysql" | "mariadb" => Err(Error::invalid_argument(format!(
+        "zk" => Ok(Arc::new(zk::ZkBackend::open(url).await?)),
+        "etcd" | "postgres" | "postgresql" | "mysql" | "mariadb" => Err(Error::invalid_argument(format!(
             "the '{}' backend is not part of this build of polylock yet; use sqlite://, mem:// or redis://",
             url.scheme()
         ))),

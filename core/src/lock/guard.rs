@@ -47,6 +47,16 @@ impl Guard {
         self.lost.is_lost()
     }
 
+    /// True while the backend has lost its connection and cannot tell whether the lock is
+    /// still held: Curator's SUSPENDED. The lock may well still be held, but it is not safe to
+    /// rely on: stop work that needs it until this clears (the connection came back with the
+    /// session intact, Curator's RECONNECTED) or [`Guard::is_lost`] turns true (the session
+    /// ended, Curator's LOST). Only session backends (ZooKeeper) raise it; it is false on the
+    /// others, and false once the hold is lost.
+    pub fn is_suspended(&self) -> bool {
+        self.lost.is_suspended()
+    }
+
     /// Resolves when the lock is lost (never, if it is released first).
     pub async fn lost(&self) -> LostReason {
         self.lost.wait().await

@@ -1,7 +1,9 @@
 //! How a hold learns it is gone: a one-way latch set by the watchdog, the lease timer, the
-//! backend's session events or client close, and read by guards and bindings.
+//! backend's session events or client close, and read by guards and bindings. Beside it, a
+//! "suspended" flag that session-based backends raise while their connection is down.
 
 use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::watch;
@@ -36,15 +38,16 @@ impl fmt::Display for LostReason {
 
 /// The setting side of the latch. The first reason wins; later ones are ignored.
 #[derive(Debug, Clone)]
-pub struct LostNotifier(Arc<watch::Sender<Option<LostReason>>>);
+pub struct LostNotifier(Arc<watch::Sender<Option<LostReason>>>, Arc<AtomicBool>);
 
 /// The reading side: cheap to clone and to query, and awaitable.
 #[derive(Debug, Clone)]
-pub struct LostWatch(watch::Receiver<Option<LostReason>>);
+pub struct LostWatch(watch::Receiver<Option<LostReason>>, Arc<AtomicBool>);
 
 pub(crate) fn lost_latch() -> (LostNotifier, LostWatch) {
     let (tx, rx) = watch::channel(None);
-    (LostNotifier(Arc::new(tx)), LostWatch(rx))
+    let suspended = Arc::new(AtomicBool::new(false));
+    (LostNotifier(Arc::new(tx), suspended.clone()), LostWatch(rx, suspended))
 }
 
 impl LostNotifier {
@@ -66,6 +69,13 @@ impl LostNotifier {
     pub fn reason(&self) -> Option<LostReason> {
         self.0.borrow().clone()
     }
+
+    /// Raised by a backend while its session's connection is down and it cannot tell whether
+    /// the hold is still there (Curator's SUSPENDED); lowered when the connection is back with
+    /// the session intact (Curator's RECONNECTED). A session that ends marks the hold lost.
+    pub fn set_suspended(&self, suspended: bool) {
+        self.1.store(suspended, Ordering::SeqCst);
+    }
 }
 
 impl LostWatch {
@@ -75,6 +85,11 @@ impl LostWatch {
 
     pub fn reason(&self) -> Option<LostReason> {
         self.0.borrow().clone()
+    }
+
+    /// See [`LostNotifier::set_suspended`]; false once the hold is lost.
+    pub fn is_suspended(&self) -> bool {
+        self.1.load(Ordering::SeqCst) && !self.is_lost()
     }
 
     /// Resolves when the hold is lost. Never resolves for a hold that is released normally,

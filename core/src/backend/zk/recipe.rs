@@ -1,0 +1,248 @@
+//! Curator's InterProcessMutex algorithm (`LockInternals.attemptLock`), step by step:
+//!
+//! 1. Create `/<name>/_c_<uuid>-lock-` as EPHEMERAL_SEQUENTIAL, creating `/<name>` (as a
+//!    container) if missing. If the connection drops during the create, the reply is lost
+//!    but the node may exist: after reconnecting, look for a child with our uuid before
+//!    creating another (Curator's `withProtection`).
+//! 2. List the children and sort them by sequence. Lowest holds the lock.
+//! 3. Otherwise watch the next-lower node only (getData with a watch, as Curator does) and go
+//!    back to 2 when it changes. No polling: the watch is the only wake-up.
+//! 4. A contender that gives up (deadline, cancellation) deletes its node, retrying until the
+//!    delete succeeds or the session is gone (Curator's guaranteed delete).
+
+use std::sync::Arc;
+
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use zookeeper_client as zk;
+
+use super::path::{node_prefix, sorted_contenders};
+use super::session::{map_error, Session};
+use crate::error::{Error, Result};
+
+/// Why a contention stopped without the lock.
+pub(super) enum Stop {
+    /// The deadline passed or the caller cancelled.
+    GaveUp,
+    /// The session ended (or our node disappeared): start again in a live session.
+    Restart,
+    Failed(Error),
+}
+
+impl From<Error> for Stop {
+    fn from(err: Error) -> Self {
+        Stop::Failed(err)
+    }
+}
+
+pub(super) struct Held {
+    /// Full path of our node (relative to the chroot).
+    pub node: String,
+    /// czxid of our node: every later holder's node was created later, so has a larger one.
+    pub token: u64,
+    /// When the listing that showed us first was sent: the lease runs from no earlier.
+    pub at: Instant,
+}
+
+/// Run one ZooKeeper operation, riding out connection losses while the session lives.
+/// Evaluates to the operation's result for any error other than a lost connection or an
+/// ended session, so callers can match on `NoNode` and the like.
+macro_rules! retry_on_loss {
+    ($session:expr, $give_up:expr, |$client:ident| $op:expr) => {{
+        loop {
+            let $client = $session.client()?;
+            match $op.await {
+                Err(zk::Error::ConnectionLoss) => {
+                    if !$session.reconnected($give_up).await? {
+                        break Err(if $give_up.is_cancelled() { Stop::GaveUp } else { Stop::Restart });
+                    }
+                }
+                Err(zk::Error::SessionExpired | zk::Error::SessionMoved) => break Err(Stop::Restart),
+                Err(zk::Error::ClientClosed) => {
+                    break Err(Stop::Failed(Error::connection("the ZooKeeper client was closed")));
+                }
+                other => break Ok(other),
+            }
+        }
+    }};
+}
+
+/// Contend for the lock at `path` in `session` until we hold it or `give_up` fires. A
+/// `give_up` that has already fired means "try once": create, look, and leave if not first.
+pub(super) async fn contend(
+    session: &Arc<Session>,
+    acls: zk::Acls<'static>,
+    path: &str,
+    data: &[u8],
+    give_up: &CancellationToken,
+) -> std::result::Result<Held, Stop> {
+    let prefix = format!("{path}/{}", node_prefix(&uuid::Uuid::new_v4()));
+    let mut ours =
+        Abandon { session: session.clone(), parent: path.to_string(), prefix: prefix.clone(), node: None, kept: false };
+    let at = Instant::now();
+    let (node, czxid, listed) = create_protected(session, acls, path, &prefix, data, give_up).await?;
+    ours.node = Some(node.clone());
+    let name = node.rsplit('/').next().unwrap_or_default().to_string();
+    let mut listed = listed.map(|children| (at, children));
+    loop {
+        let (at, children) = match listed.take() {
+            Some(listed) => listed,
+            None => {
+                let at = Instant::now();
+                match retry_on_loss!(session, give_up, |client| client.list_children(path))? {
+                    Ok(children) => (at, children),
+                    Err(zk::Error::NoNode) => return Err(Stop::Restart),
+                    Err(err) => return Err(map_error(err, &format!("listing the contenders of {path}")).into()),
+                }
+            }
+        };
+        let contenders = sorted_contenders(children);
+        let Some(index) = contenders.iter().position(|(_, n)| *n == name) else {
+            // Our node is gone (its session ended, or someone deleted it): start again.
+            return Err(Stop::Restart);
+        };
+        if index == 0 {
+            ours.kept = true;
+            return Ok(Held { node, token: czxid, at });
+        }
+        if give_up.is_cancelled() {
+            return Err(Stop::GaveUp);
+        }
+        let predecessor = format!("{path}/{}", contenders[index - 1].1);
+        let watcher = match retry_on_loss!(session, give_up, |client| client.get_and_watch_data(&predecessor))? {
+            Ok((_, _, watcher)) => watcher,
+            Err(zk::Error::NoNode) => continue,
+            Err(err) => return Err(map_error(err, &format!("watching {predecessor}")).into()),
+        };
+        tokio::select! {
+            _ = watcher.changed() => {}
+            _ = give_up.cancelled() => return Err(Stop::GaveUp),
+        }
+    }
+}
+
+/// Step 1, with Curator's protection against creating twice. Returns the node, its czxid
+/// and, when the pipelined listing worked, the children as they were right after the create.
+///
+/// The listing is sent right behind the create, without waiting for its reply: ZooKeeper
+/// answers a session's requests in order, so the listing sees our node, and an uncontended
+/// acquisition costs one round trip instead of Curator's two.
+async fn create_protected(
+    session: &Arc<Session>,
+    acls: zk::Acls<'static>,
+    parent: &str,
+    prefix: &str,
+    data: &[u8],
+    give_up: &CancellationToken,
+) -> std::result::Result<(String, u64, Option<Vec<String>>), Stop> {
+    let mode = zk::CreateMode::EphemeralSequential.with_acls(acls);
+    loop {
+        let client = session.client()?;
+        // Both requests are sent when these calls return, in this order.
+        let create = client.create(prefix, data, &mode);
+        let list = client.list_children(parent);
+        let (created, listed) = tokio::join!(create, list);
+        match created {
+            Ok((stat, sequence)) => return Ok((format!("{prefix}{sequence}"), stat.czxid as u64, listed.ok())),
+            Err(zk::Error::NoNode) => {
+                let parents = zk::CreateMode::Container.with_acls(acls);
+                match retry_on_loss!(session, give_up, |client| client.mkdir(parent, &parents))? {
+                    Ok(()) => {}
+                    Err(err) => return Err(map_error(err, &format!("creating the lock path {parent}")).into()),
+                }
+            }
+            Err(zk::Error::ConnectionLoss) => {
+                // The create may have happened: find it by our uuid once the connection is back.
+                if !session.reconnected(give_up).await? {
+                    return Err(if give_up.is_cancelled() { Stop::GaveUp } else { Stop::Restart });
+                }
+                if let Some((node, czxid)) = find_protected(session, parent, prefix, give_up).await? {
+                    return Ok((node, czxid, None));
+                }
+            }
+            Err(zk::Error::SessionExpired | zk::Error::SessionMoved) => return Err(Stop::Restart),
+            Err(err) => return Err(map_error(err, &format!("creating a contender node under {parent}")).into()),
+        }
+    }
+}
+
+/// The node this contender created under `parent`, found by its protected prefix.
+async fn find_protected(
+    session: &Arc<Session>,
+    parent: &str,
+    prefix: &str,
+    give_up: &CancellationToken,
+) -> std::result::Result<Option<(String, u64)>, Stop> {
+    let name_prefix = prefix.rsplit('/').next().unwrap_or_default();
+    let children = match retry_on_loss!(session, give_up, |client| client.list_children(parent))? {
+        Ok(children) => children,
+        Err(zk::Error::NoNode) => return Ok(None),
+        Err(err) => return Err(map_error(err, &format!("listing {parent}")).into()),
+    };
+    let Some(name) = children.into_iter().find(|c| c.starts_with(name_prefix)) else {
+        return Ok(None);
+    };
+    let node = format!("{parent}/{name}");
+    match retry_on_loss!(session, give_up, |client| client.check_stat(&node))? {
+        Ok(Some(stat)) => Ok(Some((node, stat.czxid as u64))),
+        Ok(None) => Ok(None),
+        Err(err) => Err(map_error(err, &format!("reading {node}")).into()),
+    }
+}
+
+/// Delete a node, retrying through connection losses until it is gone: `Ok(true)` if this
+/// call deleted it, `Ok(false)` if it was already gone or its session ended (taking it along).
+pub(super) async fn delete_node(session: &Session, node: &str) -> Result<bool> {
+    let never = CancellationToken::new();
+    let outcome: std::result::Result<std::result::Result<(), zk::Error>, Stop> =
+        async { retry_on_loss!(session, &never, |client| client.delete(node, None)) }.await;
+    match outcome {
+        Ok(Ok(())) => Ok(true),
+        Ok(Err(zk::Error::NoNode)) | Err(Stop::Restart | Stop::GaveUp) => Ok(false),
+        Ok(Err(err)) => Err(map_error(err, &format!("deleting {node}"))),
+        Err(Stop::Failed(err)) => Err(err),
+    }
+}
+
+/// A contender's node that must not outlive its contention: dropped while still armed, it
+/// deletes the node (or, if the create's reply was lost, whatever node carries our uuid) in
+/// the background until that succeeds.
+struct Abandon {
+    session: Arc<Session>,
+    parent: String,
+    prefix: String,
+    /// The create's outcome, once known.
+    node: Option<String>,
+    /// Set when the node became the lock holder's: nothing to clean up.
+    kept: bool,
+}
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        if self.kept {
+            return;
+        }
+        let (session, parent, prefix, node) = (
+            self.session.clone(),
+            std::mem::take(&mut self.parent),
+            std::mem::take(&mut self.prefix),
+            self.node.take(),
+        );
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else { return };
+        runtime.spawn(async move {
+            let node = match node {
+                Some(node) => Some(node),
+                None => {
+                    let never = CancellationToken::new();
+                    match find_protected(&session, &parent, &prefix, &never).await {
+                        Ok(found) => found.map(|(node, _)| node),
+                        Err(_) => None,
+                    }
+                }
+            };
+            if let Some(node) = node {
+                let _ = delete_node(&session, &node).await;
+            }
+        });
+    }
+}

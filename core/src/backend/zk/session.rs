@@ -1,0 +1,253 @@
+//! One ZooKeeper session and what its state means for the holds made in it.
+//!
+//! The client library reconnects by itself while the session lives, and re-registers watches.
+//! What polylock adds, as Curator's ConnectionStateListener does for its recipes:
+//! - Disconnected: every hold of the session is *suspended* (Curator SUSPENDED). The
+//!   ephemeral node may still be there, but nobody can tell until the connection is back.
+//! - Connected again with the same session: suspension lifts (Curator RECONNECTED).
+//! - Expired (by the server, or by the client after a whole session timeout without a
+//!   server), auth failure or close: every hold is *lost* (Curator LOST); ZooKeeper has
+//!   deleted, or is about to delete, the session's ephemeral nodes. The backend opens a new
+//!   session for later acquisitions.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::task::AbortHandle;
+use tokio::time::{sleep, Instant};
+use tokio_util::sync::CancellationToken;
+use zookeeper_client as zk;
+
+use super::config::ZkConfig;
+use crate::error::{Error, Result};
+use crate::lock::{LostNotifier, LostReason};
+
+/// A pause before retrying an operation that failed on a lost connection, so a client that
+/// is reconnecting is not flooded with requests that fail at once.
+const RECONNECT_PAUSE: Duration = Duration::from_millis(20);
+
+pub(super) struct Session {
+    /// `None` once the backend is closed: dropping the last clone closes the session.
+    client: Mutex<Option<zk::Client>>,
+    pub id: zk::SessionId,
+    registry: Arc<Registry>,
+    monitor: AbortHandle,
+}
+
+/// The notifiers of the holds made in one session, and how the session stands.
+#[derive(Default)]
+struct Registry {
+    inner: Mutex<RegistryInner>,
+}
+
+#[derive(Default)]
+struct RegistryInner {
+    holds: HashMap<u64, LostNotifier>,
+    suspended: bool,
+    /// Why the session ended, once it has.
+    ended: Option<String>,
+}
+
+impl Registry {
+    fn inner(&self) -> std::sync::MutexGuard<'_, RegistryInner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn apply(&self, id: zk::SessionId, state: zk::SessionState) {
+        let mut inner = self.inner();
+        if inner.ended.is_some() {
+            return;
+        }
+        match state {
+            zk::SessionState::Disconnected => {
+                inner.suspended = true;
+                inner.holds.values().for_each(|n| n.set_suspended(true));
+            }
+            zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
+                inner.suspended = false;
+                inner.holds.values().for_each(|n| n.set_suspended(false));
+            }
+            zk::SessionState::Expired | zk::SessionState::AuthFailed | zk::SessionState::Closed => {
+                let why = match state {
+                    zk::SessionState::Expired => format!("ZooKeeper session {id} expired"),
+                    zk::SessionState::AuthFailed => format!("ZooKeeper session {id} failed authentication"),
+                    _ => format!("ZooKeeper session {id} was closed"),
+                };
+                for notifier in std::mem::take(&mut inner.holds).into_values() {
+                    notifier.set_suspended(false);
+                    notifier.mark(LostReason::SessionEnded(why.clone()));
+                }
+                inner.ended = Some(why);
+            }
+        }
+    }
+}
+
+static NEXT_HOLD_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Session {
+    pub async fn connect(config: &ZkConfig) -> Result<Arc<Session>> {
+        // Not `with_fail_eagerly`: it would also stop the library cycling through the hosts
+        // when it reconnects; the connect timeout below bounds an unreachable URL instead.
+        let mut connector = zk::Client::connector().with_session_timeout(config.session_timeout);
+        if let Some(digest) = &config.digest {
+            connector = connector.with_auth("digest", digest.as_bytes());
+        }
+        let unreachable = |err: zk::Error| {
+            Error::connection(format!(
+                "cannot open a ZooKeeper session at {}; check that the servers are up and reachable",
+                config.redacted
+            ))
+            .with_source(err)
+        };
+        // The chroot may not exist yet: connect at the root, create it, then move into it.
+        let client = tokio::time::timeout(config.connect_timeout, connector.connect(&config.hosts))
+            .await
+            .map_err(|_| {
+                Error::connection(format!(
+                    "no ZooKeeper server at {} answered within {}ms",
+                    config.redacted,
+                    config.connect_timeout.as_millis()
+                ))
+            })?
+            .map_err(unreachable)?;
+        let client = if config.chroot.is_empty() {
+            client
+        } else {
+            match client.mkdir(&config.chroot, &zk::CreateMode::Persistent.with_acls(acls(config))).await {
+                Ok(()) => {}
+                Err(err) => return Err(map_error(err, &format!("creating the chroot {}", config.chroot))),
+            }
+            client.chroot(config.chroot.clone()).map_err(|_| {
+                Error::invalid_argument(format!("the chroot in {} is not a valid path", config.redacted))
+            })?
+        };
+        let id = client.session_id();
+        let registry = Arc::new(Registry::default());
+        let mut states = client.state_watcher();
+        let monitor = tokio::spawn({
+            let registry = registry.clone();
+            async move {
+                loop {
+                    let state = states.changed().await;
+                    registry.apply(id, state);
+                    if state.is_terminated() {
+                        return;
+                    }
+                }
+            }
+        });
+        Ok(Arc::new(Session { client: Mutex::new(Some(client)), id, registry, monitor: monitor.abort_handle() }))
+    }
+
+    /// A handle for one operation; a `Connection` error once the backend is closed.
+    pub fn client(&self) -> Result<zk::Client> {
+        self.client
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or_else(|| Error::connection("the ZooKeeper client is closed"))
+    }
+
+    pub fn is_ended(&self) -> bool {
+        match self.client.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            Some(client) => client.state().is_terminated(),
+            None => true,
+        }
+    }
+
+    /// Tie a hold's lost latch to this session; returns the id to [`Session::forget`] it by.
+    pub fn register(&self, notifier: LostNotifier) -> u64 {
+        let id = NEXT_HOLD_ID.fetch_add(1, Ordering::Relaxed);
+        let mut inner = self.registry.inner();
+        match &inner.ended {
+            Some(why) => notifier.mark(LostReason::SessionEnded(why.clone())),
+            None => {
+                notifier.set_suspended(inner.suspended);
+                inner.holds.insert(id, notifier);
+            }
+        }
+        id
+    }
+
+    pub fn forget(&self, hold_id: u64) {
+        self.registry.inner().holds.remove(&hold_id);
+    }
+
+    /// After an operation failed on a lost connection: wait until the session is connected
+    /// again (`Ok(true)`), has ended (`Ok(false)`), or `give_up` fires (`Ok(false)`).
+    pub async fn reconnected(&self, give_up: &CancellationToken) -> Result<bool> {
+        let mut states = self.client()?.state_watcher();
+        sleep(RECONNECT_PAUSE).await;
+        loop {
+            let state = states.state();
+            if state.is_terminated() {
+                return Ok(false);
+            }
+            if matches!(state, zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly) {
+                return Ok(true);
+            }
+            tokio::select! {
+                _ = states.changed() => {}
+                _ = give_up.cancelled() => return Ok(false),
+            }
+        }
+    }
+
+    /// Close the session: ZooKeeper deletes its ephemeral nodes at once.
+    pub fn close(&self) {
+        self.client.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.monitor.abort();
+    }
+}
+
+/// The ACL of the nodes polylock creates: open, as Curator's default, unless the URL gives a
+/// digest identity, in which case only that identity may touch them.
+pub(super) fn acls(config: &ZkConfig) -> zk::Acls<'static> {
+    if config.digest.is_some() {
+        zk::Acls::creator_all()
+    } else {
+        zk::Acls::anyone_all()
+    }
+}
+
+/// A token that fires at `deadline` (if any) or when `cancel` fires.
+pub(super) fn give_up_token(deadline: Option<Instant>, cancel: &CancellationToken) -> (CancellationToken, AbortHandle) {
+    let token = cancel.child_token();
+    let timer = tokio::spawn({
+        let token = token.clone();
+        async move {
+            match deadline {
+                Some(deadline) => tokio::time::sleep_until(deadline).await,
+                None => std::future::pending().await,
+            }
+            token.cancel();
+        }
+    });
+    (token, timer.abort_handle())
+}
+
+/// Map a ZooKeeper error to polylock's kinds; `doing` says what was being done.
+pub(super) fn map_error(err: zk::Error, doing: &str) -> Error {
+    let message = format!("ZooKeeper failed while {doing}");
+    match err {
+        zk::Error::NoAuth | zk::Error::AuthFailed => Error::connection(format!(
+            "ZooKeeper refused access while {doing}; check the user and password in the zk:// URL"
+        ))
+        .with_source(err),
+        zk::Error::ConnectionLoss
+        | zk::Error::SessionExpired
+        | zk::Error::SessionMoved
+        | zk::Error::ClientClosed
+        | zk::Error::NoHosts
+        | zk::Error::Timeout => Error::connection(message).with_source(err),
+        _ => Error::backend(message).with_source(err),
+    }
+}
