@@ -27,6 +27,10 @@ fn redis_url() -> String {
     std::env::var("POLYLOCK_TEST_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:16379".to_string())
 }
 
+fn etcd_url() -> String {
+    std::env::var("POLYLOCK_TEST_ETCD_URL").unwrap_or_else(|_| "etcd://127.0.0.1:12379".to_string())
+}
+
 fn stores(options: &str) -> Vec<Store> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -52,6 +56,8 @@ fn stores(options: &str) -> Vec<Store> {
         let url = with(format!("{}?namespace=contract-{pid}-{n}-{kind}", redis_url()));
         stores.push(Store { url, kind, _dir: None });
     }
+    let url = with(format!("{}?namespace=contract-{pid}-{n}", etcd_url()));
+    stores.push(Store { url, kind: LockKind::Reentrant, _dir: None });
     stores
 }
 
