@@ -91,7 +91,7 @@ impl Endpoint {
             if host.is_empty() {
                 return Err(bad("an empty host in the member list".into()));
             }
-            let (name, port) = split_host_port(host).map_err(|why| bad(why))?;
+            let (name, port) = split_host_port(host).map_err(&bad)?;
             members.push(format!("{scheme}://{name}:{port}"));
         }
         let session_ttl_secs = i64::try_from(ttl.as_secs() + u64::from(ttl.subsec_nanos() > 0))

@@ -42,7 +42,10 @@ pub(crate) struct EtcdBackend {
 
 /// How one pass of the Mutex protocol ended.
 enum Pass {
-    Acquired { revision: i64, started: Instant },
+    Acquired {
+        revision: i64,
+        started: Instant,
+    },
     /// The deadline passed or the caller went away; our key is deleted.
     GaveUp,
     /// The session ended or our key vanished while we waited: start over.
@@ -50,8 +53,10 @@ enum Pass {
 }
 
 /// Pauses between passes that failed on a connection error (a member died, a leader changed).
-const RETRY_MIN: Duration = Duration::from_millis(50);
-const RETRY_MAX: Duration = Duration::from_secs(1);
+/// Short: the client's balancer keeps offering a dead member's connection for a while, and a
+/// call refused there costs nothing, so the next try on a live member should come soon.
+const RETRY_MIN: Duration = Duration::from_millis(20);
+const RETRY_MAX: Duration = Duration::from_millis(250);
 
 impl EtcdBackend {
     pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Self> {
@@ -66,7 +71,8 @@ impl EtcdBackend {
             .map_err(|e| unreachable(map_error("connecting", e)))?;
         // The session starts now, so that a wrong address or password fails here, not at the
         // first lock.
-        let session = Session::start(&client, endpoint.session_ttl_secs, endpoint.timeout).await.map_err(unreachable)?;
+        let session =
+            Session::start(&client, endpoint.session_ttl_secs, endpoint.timeout).await.map_err(unreachable)?;
         Ok(EtcdBackend {
             client,
             endpoint,
@@ -151,7 +157,7 @@ impl EtcdBackend {
                 if mutex::delete_if_revision(&client, &key, revision).await.is_ok() {
                     return;
                 }
-                sleep(RETRY_MAX).await;
+                sleep(RETRY_MAX).await; // short: the next holder waits on this delete
             }
         });
     }

@@ -8,6 +8,9 @@
 //! - A waiter watches only the key just below its own create revision (`waitDeletes`); when it
 //!   is gone, it looks again, and once nothing older is left it checks its own key still exists.
 
+use std::future::Future;
+use std::time::Duration;
+
 use etcd_client::{
     Client, Compare, CompareOp, EventType, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse,
     WatchOptions,
@@ -15,6 +18,37 @@ use etcd_client::{
 
 use super::map_error;
 use crate::error::{Error, Result};
+
+/// Run one etcd call, trying again at once (up to three more times) when it fails as
+/// unavailable: etcd-client's balancer keeps handing out a dead member's connection for a
+/// while, and a leader election answers "leader changed". Every call here is safe to repeat:
+/// the transactions compare before they write, and a write whose answer was lost shows up
+/// as our own existing key.
+async fn call<T, F, Fut>(doing: &str, mut op: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,
+{
+    let mut retries = 0u64;
+    loop {
+        match op().await {
+            Ok(answer) => return Ok(answer),
+            Err(err) if retries < 3 && is_unavailable(&err) => {
+                retries += 1;
+                tokio::time::sleep(Duration::from_millis(5 * retries)).await;
+            }
+            Err(err) => return Err(map_error(doing, err)),
+        }
+    }
+}
+
+fn is_unavailable(err: &etcd_client::Error) -> bool {
+    match err {
+        etcd_client::Error::TransportError(_) => true,
+        etcd_client::Error::GRpcStatus(status) => status.code() == tonic::Code::Unavailable,
+        _ => false,
+    }
+}
 
 /// What the create-if-absent transaction found.
 pub(super) struct Contention {
@@ -37,7 +71,11 @@ pub(super) async fn contend(client: &Client, prefix: &str, key: &str, lease_id: 
             TxnOp::get(prefix, Some(oldest.clone())),
         ])
         .or_else([TxnOp::get(key, None), TxnOp::get(prefix, Some(oldest))]);
-    let answer = client.kv_client().txn(txn).await.map_err(|e| map_error("writing the lock key", e))?;
+    let answer = call("writing the lock key", || {
+        let (mut kv, txn) = (client.kv_client(), txn.clone());
+        async move { kv.txn(txn).await }
+    })
+    .await?;
     let existed = !answer.succeeded();
     let responses = answer.op_responses();
     let range = |i: usize| match responses.get(i) {
@@ -58,17 +96,22 @@ pub(super) async fn delete_if_revision(client: &Client, key: &str, revision: i64
     let txn = Txn::new()
         .when([Compare::create_revision(key, CompareOp::Equal, revision)])
         .and_then([TxnOp::delete(key, None)]);
-    let answer = client.kv_client().txn(txn).await.map_err(|e| map_error("deleting the lock key", e))?;
+    let answer = call("deleting the lock key", || {
+        let (mut kv, txn) = (client.kv_client(), txn.clone());
+        async move { kv.txn(txn).await }
+    })
+    .await?;
     Ok(answer.succeeded())
 }
 
 /// The create revision of `key`, if it exists.
 pub(super) async fn key_revision(client: &Client, key: &str) -> Result<Option<i64>> {
-    let answer = client
-        .kv_client()
-        .get(key, Some(GetOptions::new().with_keys_only()))
-        .await
-        .map_err(|e| map_error("reading the lock key", e))?;
+    let options = GetOptions::new().with_keys_only();
+    let answer = call("reading the lock key", || {
+        let (mut kv, options) = (client.kv_client(), options.clone());
+        async move { kv.get(key, Some(options)).await }
+    })
+    .await?;
     Ok(answer.kvs().first().map(|kv| kv.create_revision()))
 }
 
@@ -81,11 +124,11 @@ pub(super) async fn wait_for_older_keys(client: &Client, prefix: &str, max_revis
         .with_limit(1)
         .with_max_create_revision(max_revision);
     loop {
-        let answer = client
-            .kv_client()
-            .get(prefix, Some(newest_older.clone()))
-            .await
-            .map_err(|e| map_error("reading the lock's waiters", e))?;
+        let answer = call("reading the lock's waiters", || {
+            let (mut kv, options) = (client.kv_client(), newest_older.clone());
+            async move { kv.get(prefix, Some(options)).await }
+        })
+        .await?;
         let Some(kv) = answer.kvs().first() else { return Ok(()) };
         let at = answer.header().map(|h| h.revision()).unwrap_or(0);
         wait_for_delete(client, kv.key().to_vec(), at).await?;
@@ -95,8 +138,11 @@ pub(super) async fn wait_for_older_keys(client: &Client, prefix: &str, max_revis
 /// `waitDelete`: watch one key from the revision it was seen at until it is deleted.
 async fn wait_for_delete(client: &Client, key: Vec<u8>, seen_at: i64) -> Result<()> {
     let options = WatchOptions::new().with_start_revision(seen_at);
-    let mut stream =
-        client.watch_client().watch(key, Some(options)).await.map_err(|e| map_error("watching the lock key", e))?;
+    let mut stream = call("watching the lock key", || {
+        let (mut watch, key, options) = (client.watch_client(), key.clone(), options.clone());
+        async move { watch.watch(key, Some(options)).await }
+    })
+    .await?;
     loop {
         let Some(answer) = stream.message().await.map_err(|e| map_error("watching the lock key", e))? else {
             return Err(Error::connection("etcd closed the watch on the lock key"));
@@ -105,7 +151,10 @@ async fn wait_for_delete(client: &Client, key: Vec<u8>, seen_at: i64) -> Result<
             return Ok(());
         }
         if answer.canceled() {
-            return Err(Error::connection(format!("etcd cancelled the watch on the lock key: {}", answer.cancel_reason())));
+            return Err(Error::connection(format!(
+                "etcd cancelled the watch on the lock key: {}",
+                answer.cancel_reason()
+            )));
         }
     }
 }
