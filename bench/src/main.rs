@@ -3,9 +3,10 @@
 //! non-zero only when something fails.
 //!
 //! ```text
-//! polylock-bench [snowflake|sqlite|redis|all] [--quick] [--url redis://...]
+//! polylock-bench [snowflake|sqlite|redis|etcd|all] [--quick] [--url redis://...] [--etcd-url etcd://...]
 //! ```
 
+mod etcd;
 mod flock;
 mod locks;
 mod measure;
@@ -23,7 +24,8 @@ use redis::{RedisBudget, RedisTarget};
 /// Every error ends the run with a message and a non-zero exit.
 pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
-const USAGE: &str = "usage: polylock-bench [snowflake|sqlite|redis|all] [--quick] [--url redis://...]
+const USAGE: &str =
+    "usage: polylock-bench [snowflake|sqlite|redis|etcd|all] [--quick] [--url redis://...] [--etcd-url etcd://...]
 
   snowflake  IDs/s of polylock's Snowflake beside rs-snowflake, against the 4096/ms ceiling
   sqlite     lock+unlock pairs/s of polylock on sqlite:// beside flock(2), in one process
@@ -31,10 +33,14 @@ const USAGE: &str = "usage: polylock-bench [snowflake|sqlite|redis|all] [--quick
   redis      polylock on Redis beside redis-py's Lock and node-redlock, with redis-benchmark's
              ceiling: pairs/s with 64 workers on a name each, and 8 workers contending for
              one name (utilisation, hand-over latency, shares); skipped if no redis answers
+  etcd       polylock on etcd: lock+unlock p50/p99 and pairs/s beside the same server's raw
+             put+delete floor, and 8 clients contending for one name; skipped if no etcd answers
   all        every section (the default)
   --quick    a smoke run for CI: about 1 s per section, about 10 s for redis
   --url URL  the redis section's server (default: $POLYLOCK_TEST_REDIS_URL, else
              redis://127.0.0.1:16379, which tests/services/services.sh start redis runs)
+  --etcd-url URL  the etcd section's server (default: $POLYLOCK_TEST_ETCD_URL, else
+             etcd://127.0.0.1:12379, which tests/services/services.sh start etcd runs)
 
 Figures and ratios (polylock / peer) from one run; nothing passes or fails.";
 
@@ -43,6 +49,7 @@ enum Sections {
     Snowflake,
     Sqlite,
     Redis,
+    Etcd,
     All,
 }
 
@@ -54,6 +61,7 @@ struct Budget {
     per_id_figure: Duration,
     locks: LockBudget,
     redis: RedisBudget,
+    etcd: etcd::EtcdBudget,
 }
 
 /// About 40 s for snowflake and sqlite, as much again for redis.
@@ -70,6 +78,7 @@ const FULL: Budget = Budget {
         uncontended: Duration::from_secs(3),
         contended: Duration::from_secs(5),
     },
+    etcd: etcd::EtcdBudget { latency: Duration::from_secs(3), contended: Duration::from_secs(5) },
 };
 
 /// About 1 s per section, about 10 s for redis (its peers start interpreters).
@@ -86,6 +95,7 @@ const QUICK: Budget = Budget {
         uncontended: Duration::from_millis(500),
         contended: Duration::from_secs(1),
     },
+    etcd: etcd::EtcdBudget { latency: Duration::from_millis(500), contended: Duration::from_secs(1) },
 };
 
 enum Invocation {
@@ -94,6 +104,8 @@ enum Invocation {
         sections: Sections,
         budget: Budget,
         redis: Option<Box<RedisTarget>>,
+        /// The etcd section's server, when that section runs.
+        etcd: Option<String>,
     },
     Worker(Vec<String>),
     Help,
@@ -106,18 +118,21 @@ fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
     let mut sections = None;
     let mut budget = FULL;
     let mut url = None;
+    let mut etcd_url = None;
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => budget = QUICK,
             "-h" | "--help" => return Ok(Invocation::Help),
             "--url" => url = Some(args.next().ok_or("--url needs a value: redis://host:port")?),
-            "snowflake" | "sqlite" | "redis" | "all" if sections.is_some() => {
+            "--etcd-url" => etcd_url = Some(args.next().ok_or("--etcd-url needs a value: etcd://host:port")?),
+            "snowflake" | "sqlite" | "redis" | "etcd" | "all" if sections.is_some() => {
                 return Err(format!("name one section, not several (got '{arg}' too)"));
             }
             "snowflake" => sections = Some(Sections::Snowflake),
             "sqlite" => sections = Some(Sections::Sqlite),
             "redis" => sections = Some(Sections::Redis),
+            "etcd" => sections = Some(Sections::Etcd),
             "all" => sections = Some(Sections::All),
             other => match other.strip_prefix("--url=") {
                 Some(value) => url = Some(value.to_string()),
@@ -128,12 +143,13 @@ fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
     let sections = sections.unwrap_or(Sections::All);
     let redis = match sections {
         Sections::Redis | Sections::All => Some(Box::new(RedisTarget::parse(&url.unwrap_or_else(redis::default_url))?)),
-        Sections::Snowflake | Sections::Sqlite => None,
+        Sections::Snowflake | Sections::Sqlite | Sections::Etcd => None,
     };
-    Ok(Invocation::Bench { sections, budget, redis })
+    let etcd = matches!(sections, Sections::Etcd | Sections::All).then(|| etcd_url.unwrap_or_else(etcd::default_url));
+    Ok(Invocation::Bench { sections, budget, redis, etcd })
 }
 
-fn run(sections: Sections, budget: Budget, redis: Option<&RedisTarget>) -> Result<()> {
+fn run(sections: Sections, budget: Budget, redis: Option<&RedisTarget>, etcd: Option<&str>) -> Result<()> {
     let cores = std::thread::available_parallelism().map(|n| n.get().to_string()).unwrap_or_else(|_| "unknown".into());
     println!(
         "polylock-bench {}: {} run on {cores} cores (available_parallelism); one-run figures, not averaged; \
@@ -150,6 +166,9 @@ fn run(sections: Sections, budget: Budget, redis: Option<&RedisTarget>) -> Resul
     }
     if let Some(target) = redis {
         redis::run(budget.redis, target)?;
+    }
+    if let Some(url) = etcd {
+        etcd::run(budget.etcd, url)?;
     }
     println!("# done in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
@@ -169,7 +188,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Invocation::Worker(args) => locks::worker_main(&args),
-        Invocation::Bench { sections, budget, redis } => run(sections, budget, redis.as_deref()),
+        Invocation::Bench { sections, budget, redis, etcd } => run(sections, budget, redis.as_deref(), etcd.as_deref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
