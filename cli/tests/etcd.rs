@@ -25,11 +25,15 @@ fn a_sigkilled_holder_frees_the_lock_when_its_session_lease_runs_out() {
     // Nothing renews a dead process's session: its keys go with the lease, after the TTL.
     let url = etcd_url("&ttl=2s");
     let is_held = || {
-        let out = polylock().args(["--url", &url, "run", "--lock", "job", "--wait", "0", "--", "true"]).output().unwrap();
+        let out =
+            polylock().args(["--url", &url, "run", "--lock", "job", "--wait", "0", "--", "true"]).output().unwrap();
         out.status.code() == Some(75)
     };
-    let mut holder =
-        polylock().args(["--url", &url, "run", "--lock", "job", "--", "sleep", "30"]).stdin(Stdio::null()).spawn().unwrap();
+    let mut holder = polylock()
+        .args(["--url", &url, "run", "--lock", "job", "--", "sleep", "30"])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
     let started = Instant::now();
     while !is_held() {
         assert!(started.elapsed() < Duration::from_secs(10), "the holder never got the lock");
