@@ -3,9 +3,10 @@
 //! non-zero only when something fails.
 //!
 //! ```text
-//! polylock-bench [snowflake|sqlite|redis|zookeeper|all] [--quick] [--url redis://...]
+//! polylock-bench [snowflake|sqlite|redis|etcd|zookeeper|all] [--quick] [--url redis://...] [--etcd-url etcd://...]
 //! ```
 
+mod etcd;
 mod flock;
 mod locks;
 mod measure;
@@ -25,7 +26,8 @@ use zookeeper::ZkBudget;
 /// Every error ends the run with a message and a non-zero exit.
 pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
-const USAGE: &str = "usage: polylock-bench [snowflake|sqlite|redis|zookeeper|all] [--quick] [--url redis://...]
+const USAGE: &str =
+    "usage: polylock-bench [snowflake|sqlite|redis|etcd|zookeeper|all] [--quick] [--url redis://...] [--etcd-url etcd://...]
 
   snowflake  IDs/s of polylock's Snowflake beside rs-snowflake, against the 4096/ms ceiling
   sqlite     lock+unlock pairs/s of polylock on sqlite:// beside flock(2), in one process
@@ -33,6 +35,8 @@ const USAGE: &str = "usage: polylock-bench [snowflake|sqlite|redis|zookeeper|all
   redis      polylock on Redis beside redis-py's Lock and node-redlock, with redis-benchmark's
              ceiling: pairs/s with 64 workers on a name each, and 8 workers contending for
              one name (utilisation, hand-over latency, shares); skipped if no redis answers
+  etcd       polylock on etcd: lock+unlock p50/p99 and pairs/s beside the same server's raw
+             put+delete floor, and 8 clients contending for one name; skipped if no etcd answers
   zookeeper  polylock on ZooKeeper beside the same server's raw create+delete round trip
              (p50/p99, pairs/s), and 8 sessions contending (1 ms in, 1 ms out) for one name;
              server: $POLYLOCK_TEST_ZOOKEEPER_URL, else zk://127.0.0.1:12181; skipped if none
@@ -40,6 +44,8 @@ const USAGE: &str = "usage: polylock-bench [snowflake|sqlite|redis|zookeeper|all
   --quick    a smoke run for CI: about 1 s per section, about 10 s for redis
   --url URL  the redis section's server (default: $POLYLOCK_TEST_REDIS_URL, else
              redis://127.0.0.1:16379, which tests/services/services.sh start redis runs)
+  --etcd-url URL  the etcd section's server (default: $POLYLOCK_TEST_ETCD_URL, else
+             etcd://127.0.0.1:12379, which tests/services/services.sh start etcd runs)
 
 Figures and ratios (polylock / peer) from one run; nothing passes or fails.";
 
@@ -48,6 +54,7 @@ enum Sections {
     Snowflake,
     Sqlite,
     Redis,
+    Etcd,
     Zookeeper,
     All,
 }
@@ -60,6 +67,7 @@ struct Budget {
     per_id_figure: Duration,
     locks: LockBudget,
     redis: RedisBudget,
+    etcd: etcd::EtcdBudget,
     zookeeper: ZkBudget,
 }
 
@@ -77,6 +85,7 @@ const FULL: Budget = Budget {
         uncontended: Duration::from_secs(3),
         contended: Duration::from_secs(5),
     },
+    etcd: etcd::EtcdBudget { latency: Duration::from_secs(3), contended: Duration::from_secs(5) },
     zookeeper: ZkBudget { uncontended: Duration::from_secs(3), contended: Duration::from_secs(5) },
 };
 
@@ -94,6 +103,7 @@ const QUICK: Budget = Budget {
         uncontended: Duration::from_millis(500),
         contended: Duration::from_secs(1),
     },
+    etcd: etcd::EtcdBudget { latency: Duration::from_millis(500), contended: Duration::from_secs(1) },
     zookeeper: ZkBudget { uncontended: Duration::from_millis(300), contended: Duration::from_millis(500) },
 };
 
@@ -103,6 +113,8 @@ enum Invocation {
         sections: Sections,
         budget: Budget,
         redis: Option<Box<RedisTarget>>,
+        /// The etcd section's server, when that section runs.
+        etcd: Option<String>,
     },
     Worker(Vec<String>),
     Help,
@@ -115,18 +127,21 @@ fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
     let mut sections = None;
     let mut budget = FULL;
     let mut url = None;
+    let mut etcd_url = None;
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--quick" => budget = QUICK,
             "-h" | "--help" => return Ok(Invocation::Help),
             "--url" => url = Some(args.next().ok_or("--url needs a value: redis://host:port")?),
-            "snowflake" | "sqlite" | "redis" | "zookeeper" | "all" if sections.is_some() => {
+            "--etcd-url" => etcd_url = Some(args.next().ok_or("--etcd-url needs a value: etcd://host:port")?),
+            "snowflake" | "sqlite" | "redis" | "etcd" | "zookeeper" | "all" if sections.is_some() => {
                 return Err(format!("name one section, not several (got '{arg}' too)"));
             }
             "snowflake" => sections = Some(Sections::Snowflake),
             "sqlite" => sections = Some(Sections::Sqlite),
             "redis" => sections = Some(Sections::Redis),
+            "etcd" => sections = Some(Sections::Etcd),
             "zookeeper" => sections = Some(Sections::Zookeeper),
             "all" => sections = Some(Sections::All),
             other => match other.strip_prefix("--url=") {
@@ -138,12 +153,13 @@ fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
     let sections = sections.unwrap_or(Sections::All);
     let redis = match sections {
         Sections::Redis | Sections::All => Some(Box::new(RedisTarget::parse(&url.unwrap_or_else(redis::default_url))?)),
-        Sections::Snowflake | Sections::Sqlite | Sections::Zookeeper => None,
+        Sections::Snowflake | Sections::Sqlite | Sections::Etcd | Sections::Zookeeper => None,
     };
-    Ok(Invocation::Bench { sections, budget, redis })
+    let etcd = matches!(sections, Sections::Etcd | Sections::All).then(|| etcd_url.unwrap_or_else(etcd::default_url));
+    Ok(Invocation::Bench { sections, budget, redis, etcd })
 }
 
-fn run(sections: Sections, budget: Budget, redis: Option<&RedisTarget>) -> Result<()> {
+fn run(sections: Sections, budget: Budget, redis: Option<&RedisTarget>, etcd: Option<&str>) -> Result<()> {
     let cores = std::thread::available_parallelism().map(|n| n.get().to_string()).unwrap_or_else(|_| "unknown".into());
     println!(
         "polylock-bench {}: {} run on {cores} cores (available_parallelism); one-run figures, not averaged; \
@@ -160,6 +176,9 @@ fn run(sections: Sections, budget: Budget, redis: Option<&RedisTarget>) -> Resul
     }
     if let Some(target) = redis {
         redis::run(budget.redis, target)?;
+    }
+    if let Some(url) = etcd {
+        etcd::run(budget.etcd, url)?;
     }
     if matches!(sections, Sections::Zookeeper | Sections::All) {
         zookeeper::run(budget.zookeeper, &zookeeper::default_url())?;
@@ -182,7 +201,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Invocation::Worker(args) => locks::worker_main(&args),
-        Invocation::Bench { sections, budget, redis } => run(sections, budget, redis.as_deref()),
+        Invocation::Bench { sections, budget, redis, etcd } => run(sections, budget, redis.as_deref(), etcd.as_deref()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -31,6 +31,10 @@ fn zookeeper_url() -> String {
     std::env::var("POLYLOCK_TEST_ZOOKEEPER_URL").unwrap_or_else(|_| "zk://127.0.0.1:12181".to_string())
 }
 
+fn etcd_url() -> String {
+    std::env::var("POLYLOCK_TEST_ETCD_URL").unwrap_or_else(|_| "etcd://127.0.0.1:12379".to_string())
+}
+
 fn stores(options: &str) -> Vec<Store> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
@@ -56,8 +60,10 @@ fn stores(options: &str) -> Vec<Store> {
         let url = with(format!("{}?namespace=contract-{pid}-{n}-{kind}", redis_url()));
         stores.push(Store { url, kind, _dir: None });
     }
-    let url = with(format!("{}?namespace=contract-{pid}-{n}", zookeeper_url()));
-    stores.push(Store { url, kind: LockKind::Reentrant, _dir: None });
+    for base in [zookeeper_url(), etcd_url()] {
+        let url = with(format!("{base}?namespace=contract-{pid}-{n}"));
+        stores.push(Store { url, kind: LockKind::Reentrant, _dir: None });
+    }
     stores
 }
 

@@ -7,8 +7,8 @@
 #   services.sh url    SERVICE        print the service's URL
 #   services.sh env                   `export POLYLOCK_TEST_<SERVICE>_URL=...` for running services
 #
-# SERVICE: redis redis-cluster redis-sentinel redis-tls etcd zookeeper zookeeper-ensemble
-#          postgres mariadb (default: all). See README.md beside this file.
+# SERVICE: redis redis-cluster redis-sentinel redis-tls etcd etcd-cluster zookeeper
+#          zookeeper-ensemble postgres mariadb (default: all). See README.md beside this file.
 #
 # Adding a service NAME means adding one block of functions below:
 #   svc_NAME_packages   print the Debian packages to install (nothing when already installed)
@@ -30,7 +30,7 @@ readonly PROG="${0##*/}"
 
 # Every service, in start order. Services added later that should not start by default
 # can go in KNOWN_SERVICES only.
-SERVICES=(redis redis-cluster redis-sentinel redis-tls etcd zookeeper zookeeper-ensemble postgres mariadb)
+SERVICES=(redis redis-cluster redis-sentinel redis-tls etcd etcd-cluster zookeeper zookeeper-ensemble postgres mariadb)
 KNOWN_SERVICES=("${SERVICES[@]}")
 
 # TCP ports each service listens on (checked to be free before a start).
@@ -41,6 +41,7 @@ declare -A SVC_PORTS=(
   [redis-sentinel]="16380 16381 26380"
   [redis-tls]="16390"
   [etcd]="12379 12380"
+  [etcd-cluster]="12479 12480 12579 12580 12679 12680"
   [zookeeper]="12181"
   [zookeeper-ensemble]="12281 12282 12283 12381 12382 12383 12481 12482 12483"
   [postgres]="15432"
@@ -56,6 +57,7 @@ declare -A SVC_COMM=(
   [redis-sentinel]=redis-server
   [redis-tls]=redis-server
   [etcd]=etcd
+  [etcd-cluster]=etcd
   [zookeeper]=java
   [zookeeper-ensemble]=java
   [postgres]=postgres
@@ -481,6 +483,48 @@ svc_etcd_ready() {
 }
 
 svc_etcd_url() { printf 'etcd://%s:12379\n' "$HOST"; }
+
+# ---------------------------------------------------------------------------------------
+# etcd-cluster: 3 members member1..member3, client ports 12479/12579/12679, peer ports
+# 12480/12580/12680. Member N's client port is 12379 + 100*N, its peer port one more.
+
+readonly ETCD_CLUSTER_MEMBERS=(1 2 3)
+
+etcd_cluster_client() { printf 'http://%s:%s\n' "$HOST" "$((12379 + 100 * $1))"; }
+etcd_cluster_peer() { printf 'http://%s:%s\n' "$HOST" "$((12380 + 100 * $1))"; }
+
+svc_etcd_cluster_packages() { svc_etcd_packages; }
+
+svc_etcd_cluster_launch() {
+  local dir n initial=()
+  dir=$(svc_dir etcd-cluster)
+  for n in "${ETCD_CLUSTER_MEMBERS[@]}"; do initial+=("member$n=$(etcd_cluster_peer "$n")"); done
+  initial=$(IFS=,; printf '%s' "${initial[*]}")
+  # The data directories survive a member being killed, so a test can restart the member
+  # with the same command line (read from /proc/PID/cmdline) and it rejoins.
+  for n in "${ETCD_CLUSTER_MEMBERS[@]}"; do
+    spawn "$dir/member$n.pid" "$dir/member$n.log" \
+      etcd --name "member$n" --data-dir "$dir/member$n" \
+      --listen-client-urls "$(etcd_cluster_client "$n")" --advertise-client-urls "$(etcd_cluster_client "$n")" \
+      --listen-peer-urls "$(etcd_cluster_peer "$n")" --initial-advertise-peer-urls "$(etcd_cluster_peer "$n")" \
+      --initial-cluster "$initial" --initial-cluster-state new \
+      --initial-cluster-token polylock-test-cluster --logger zap --log-outputs stderr
+  done
+}
+
+etcd_cluster_endpoints() {
+  local n eps=()
+  for n in "${ETCD_CLUSTER_MEMBERS[@]}"; do eps+=("$(etcd_cluster_client "$n")"); done
+  (IFS=,; printf '%s\n' "${eps[*]}")
+}
+
+svc_etcd_cluster_ready() {
+  # Every member healthy (a linearizable read through raft on each), so a leader exists.
+  ETCDCTL_API=3 etcdctl --endpoints "$(etcd_cluster_endpoints)" \
+    --dial-timeout 2s --command-timeout 3s endpoint health
+}
+
+svc_etcd_cluster_url() { printf 'etcd://%s:12479,%s:12579,%s:12679\n' "$HOST" "$HOST" "$HOST"; }
 
 # ---------------------------------------------------------------------------------------
 # zookeeper: standalone server from Debian's jars

@@ -2,6 +2,7 @@
 //! take, renew and give back one hold on its store; everything else (reentrancy, watchdog,
 //! lost detection, cancellation, fencing checks) lives once in `lock/`.
 
+mod etcd;
 mod mem;
 pub(crate) mod poll;
 mod redis;
@@ -156,7 +157,8 @@ pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Arc<dyn Backend>> {
         "sqlite" => Ok(Arc::new(sqlite::SqliteBackend::open(url).await?)),
         "redis" | "rediss" | "redis+cluster" | "redis+sentinel" => Ok(Arc::new(redis::RedisBackend::open(url).await?)),
         "zk" => Ok(Arc::new(zk::ZkBackend::open(url).await?)),
-        "etcd" | "postgres" | "postgresql" | "mysql" | "mariadb" => Err(Error::invalid_argument(format!(
+        "etcd" | "etcds" | "etcd+tls" => Ok(Arc::new(etcd::EtcdBackend::open(url).await?)),
+        "postgres" | "postgresql" | "mysql" | "mariadb" => Err(Error::invalid_argument(format!(
             "the '{}' backend is not part of this build of polylock yet; use sqlite://, mem:// or redis://",
             url.scheme()
         ))),

@@ -47,11 +47,21 @@ pub(super) struct Held {
 /// Run one ZooKeeper operation, riding out connection losses while the session lives.
 /// Evaluates to the operation's result for any error other than a lost connection or an
 /// ended session, so callers can match on `NoNode` and the like.
+/// A dropped server connection surfaces as `ConnectionLoss`, or (when the socket fails under
+/// a request, as when the server is killed) as a `Custom` error carrying the I/O error; both
+/// are ridden out the same way, the latter a bounded number of times in a row.
 macro_rules! retry_on_loss {
     ($session:expr, $give_up:expr, |$client:ident| $op:expr) => {{
+        let mut io_failures = 0;
         loop {
             let $client = $session.client()?;
             match $op.await {
+                Err(zk::Error::Custom(_)) if io_failures < MAX_IO_RETRIES => {
+                    io_failures += 1;
+                    if !$session.reconnected($give_up).await? {
+                        break Err(if $give_up.is_cancelled() { Stop::GaveUp } else { Stop::Restart });
+                    }
+                }
                 Err(zk::Error::ConnectionLoss) => {
                     if !$session.reconnected($give_up).await? {
                         break Err(if $give_up.is_cancelled() { Stop::GaveUp } else { Stop::Restart });
@@ -66,6 +76,9 @@ macro_rules! retry_on_loss {
         }
     }};
 }
+
+/// How many `Custom` (I/O) failures in a row one operation rides out before it fails.
+const MAX_IO_RETRIES: u32 = 5;
 
 /// Contend for the lock at `path` in `session` until we hold it or `give_up` fires. A
 /// `give_up` that has already fired means "try once": create, look, and leave if not first.

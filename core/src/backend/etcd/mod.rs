@@ -1,0 +1,306 @@
+//! `etcd://` and `etcds://`: etcd's own concurrency.Mutex, shared with `etcdctl lock` and Go
+//! services that lock the same name.
+//!
+//! - One session lease per client, kept alive in the background and revoked on close; every
+//!   lock key of the client lives under it ([`session`]). When it ends, every hold is lost.
+//! - The key layout and the wait are concurrency.Mutex's ([`mutex`]): `<name>/<lease hex>`,
+//!   lowest create revision holds, each waiter watches only the key just older than its own.
+//! - The fencing token is the holder key's create revision.
+//! - Owners of one client take turns before writing their (shared) session key ([`gate`]).
+//! - polylock's per-hold lease is kept by the client ([`hold`]): the key is deleted when the
+//!   hold's lease runs out unrenewed; the session TTL bounds what a crashed client leaves.
+
+mod endpoint;
+mod gate;
+mod hold;
+mod mutex;
+mod session;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use etcd_client::Client;
+use tokio::time::{sleep, sleep_until, timeout, Instant};
+
+use super::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
+use crate::error::{Error, ErrorKind, Result};
+use crate::url::ConnectUrl;
+use endpoint::Endpoint;
+use gate::Gates;
+use hold::EtcdHold;
+use session::Session;
+
+pub(crate) struct EtcdBackend {
+    client: Client,
+    endpoint: Endpoint,
+    session: tokio::sync::Mutex<Option<Arc<Session>>>,
+    gates: Arc<Gates>,
+    closed: AtomicBool,
+}
+
+/// How one pass of the Mutex protocol ended.
+enum Pass {
+    Acquired {
+        revision: i64,
+        started: Instant,
+    },
+    /// The deadline passed or the caller went away; our key is deleted.
+    GaveUp,
+    /// The session ended or our key vanished while we waited: start over.
+    Again,
+}
+
+/// Pauses between passes that failed on a connection error (a member died, a leader changed).
+/// Short: the client's balancer keeps offering a dead member's connection for a while, and a
+/// call refused there costs nothing, so the next try on a live member should come soon.
+const RETRY_MIN: Duration = Duration::from_millis(20);
+const RETRY_MAX: Duration = Duration::from_millis(250);
+
+impl EtcdBackend {
+    pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Self> {
+        let endpoint = Endpoint::parse(url)?;
+        let options = endpoint.connect_options()?;
+        let unreachable = |e: Error| {
+            Error::new(e.kind(), format!("cannot connect to etcd at {}: {}", endpoint.redacted, e.message()))
+        };
+        let client = timeout(endpoint.timeout, Client::connect(&endpoint.members, Some(options)))
+            .await
+            .map_err(|_| Error::connection(format!("etcd at {} did not answer in time", endpoint.redacted)))?
+            .map_err(|e| unreachable(map_error("connecting", e)))?;
+        // The session starts now, so that a wrong address or password fails here, not at the
+        // first lock.
+        let session =
+            Session::start(&client, endpoint.session_ttl_secs, endpoint.timeout).await.map_err(unreachable)?;
+        Ok(EtcdBackend {
+            client,
+            endpoint,
+            session: tokio::sync::Mutex::new(Some(session)),
+            gates: Arc::default(),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    /// The live session, or a new one if the last has ended.
+    async fn session(&self) -> Result<Arc<Session>> {
+        let mut current = self.session.lock().await;
+        if let Some(session) = current.as_ref().filter(|s| !s.is_ended()) {
+            return Ok(session.clone());
+        }
+        if self.closed.load(Ordering::SeqCst) {
+            return Err(Error::connection("the etcd client is closed"));
+        }
+        let session = Session::start(&self.client, self.endpoint.session_ttl_secs, self.endpoint.timeout).await?;
+        *current = Some(session.clone());
+        Ok(session)
+    }
+
+    /// One pass: write our key, and if an older key holds the lock, wait for the older ones
+    /// to go, then check our key is still there.
+    async fn pass(&self, request: &AcquireRequest, session: &Session, prefix: &str, key: &str) -> Result<Pass> {
+        let started = Instant::now();
+        let contention = mutex::contend(&self.client, prefix, key, session.lease_id).await?;
+        if contention.existed {
+            // Left by an earlier hold of this session whose delete did not get through (the
+            // turns keep other owners of this client out). Reusing it would repeat an old
+            // fencing token, so replace it.
+            mutex::delete_if_revision(&self.client, key, contention.revision).await?;
+            return Ok(Pass::Again);
+        }
+        let revision = contention.revision;
+        if contention.holds {
+            return Ok(Pass::Acquired { revision, started });
+        }
+        let deadline = request.deadline;
+        if deadline.is_some_and(|d| d <= Instant::now()) {
+            self.give_up(session, key, revision).await;
+            return Ok(Pass::GaveUp);
+        }
+        let waited = tokio::select! {
+            biased;
+            _ = request.cancel.cancelled() => None,
+            _ = sleep_until_some(deadline) => None,
+            _ = session.ended.cancelled() => return Ok(Pass::Again),
+            _ = self.wait_for_older_keys(prefix, revision - 1) => Some(()),
+        };
+        if waited.is_none() {
+            self.give_up(session, key, revision).await;
+            return Ok(Pass::GaveUp);
+        }
+        let started = Instant::now();
+        match mutex::key_revision(&self.client, key).await? {
+            Some(found) if found == revision && !session.is_ended() => Ok(Pass::Acquired { revision, started }),
+            _ => Ok(Pass::Again),
+        }
+    }
+
+    /// Wait until no key older than ours is left, riding out connection errors (the caller
+    /// bounds the wait by its deadline, cancellation and the session's end).
+    async fn wait_for_older_keys(&self, prefix: &str, max_revision: i64) {
+        let mut pause = RETRY_MIN;
+        while mutex::wait_for_older_keys(&self.client, prefix, max_revision).await.is_err() {
+            sleep(pause).await;
+            pause = (pause * 2).min(RETRY_MAX);
+        }
+    }
+
+    /// Delete our key after giving up; if etcd cannot be reached now, keep trying in the
+    /// background until it can, or until the session (and the key with it) is gone.
+    async fn give_up(&self, session: &Session, key: &str, revision: i64) {
+        if mutex::delete_if_revision(&self.client, key, revision).await.is_ok() {
+            return;
+        }
+        let (client, key, ended) = (self.client.clone(), key.to_string(), session.ended.clone());
+        tokio::spawn(async move {
+            while !ended.is_cancelled() {
+                if mutex::delete_if_revision(&client, &key, revision).await.is_ok() {
+                    return;
+                }
+                sleep(RETRY_MAX).await; // short: the next holder waits on this delete
+            }
+        });
+    }
+}
+
+#[async_trait]
+impl Backend for EtcdBackend {
+    async fn acquire(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
+        let prefix = format!("{}/", request.key);
+        // Our turn among this client's owners first: they share the session key.
+        let turn = tokio::select! {
+            biased;
+            turn = self.gates.turn(&request.key) => turn,
+            _ = request.cancel.cancelled() => return Ok(None),
+            _ = sleep_until_some(request.deadline) => return Ok(None),
+        };
+        let mut pause = RETRY_MIN;
+        loop {
+            let session = self.session().await?;
+            let key = format!("{prefix}{:x}", session.lease_id);
+            match self.pass(request, &session, &prefix, &key).await {
+                Ok(Pass::Acquired { revision, started }) => {
+                    let expires_at = started + request.lease;
+                    let lost = request.lost.clone();
+                    let hold = EtcdHold::start(&self.client, key, revision, lost, session, Some(turn), expires_at);
+                    let token = u64::try_from(revision).map_err(|_| Error::backend("etcd sent a negative revision"))?;
+                    return Ok(Some(Acquired { token, attempt_started: started, state: Some(hold) }));
+                }
+                Ok(Pass::GaveUp) => return Ok(None),
+                Ok(Pass::Again) => continue,
+                Err(err) if err.kind() != ErrorKind::Connection => return Err(err),
+                Err(err) => {
+                    // A member died or a leader is being elected: try again until the deadline
+                    // (a try-once acquisition reports the error). A lasting outage ends the
+                    // session, and starting a new one then fails with the error.
+                    let retry_at = Instant::now() + pause;
+                    if request.deadline.is_some_and(|d| d <= retry_at) {
+                        return Err(err);
+                    }
+                    tokio::select! {
+                        _ = request.cancel.cancelled() => return Ok(None),
+                        _ = sleep_until(retry_at) => {}
+                    }
+                    pause = (pause * 2).min(RETRY_MAX);
+                }
+            }
+        }
+    }
+
+    async fn renew(&self, held: &HeldLock, lease: Duration) -> Result<Renewal> {
+        let Some(hold) = etcd_hold(held) else { return Ok(Renewal::Gone) };
+        if hold.session.is_ended() {
+            return Ok(Renewal::Gone);
+        }
+        // The session's keep-alives keep the key; renewing the hold confirms it is still ours
+        // and pushes back the moment the client deletes it.
+        match mutex::key_revision(&self.client, &hold.key).await? {
+            Some(revision) if revision == hold.revision => {
+                hold.extend(lease);
+                Ok(Renewal::Renewed)
+            }
+            _ => Ok(Renewal::Gone),
+        }
+    }
+
+    async fn release(&self, held: &HeldLock, holds_left: u32) -> Result<Release> {
+        if holds_left > 0 {
+            return Ok(Release::Released);
+        }
+        let Some(hold) = etcd_hold(held) else { return Ok(Release::Gone) };
+        // However this ends (even if the caller stops waiting), the hold is over.
+        let _finish = FinishOnDrop(hold.clone());
+        match mutex::delete_if_revision(&self.client, &hold.key, hold.revision).await {
+            Ok(true) => Ok(Release::Released),
+            Ok(false) => Ok(Release::Gone),
+            Err(err) => {
+                self.give_up(&hold.session, &hold.key, hold.revision).await;
+                Err(err)
+            }
+        }
+    }
+
+    async fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+        if let Some(session) = self.session.lock().await.take() {
+            session.close(&self.client, self.endpoint.timeout).await;
+        }
+    }
+}
+
+impl Drop for EtcdBackend {
+    /// Dropped without close: stop the keep-alives; the lease then runs out on its own.
+    fn drop(&mut self) {
+        if let Some(session) = self.session.get_mut().take() {
+            session.end("the client was dropped".into());
+        }
+    }
+}
+
+struct FinishOnDrop(Arc<EtcdHold>);
+
+impl Drop for FinishOnDrop {
+    fn drop(&mut self) {
+        self.0.finish();
+    }
+}
+
+fn etcd_hold(held: &HeldLock) -> Option<Arc<EtcdHold>> {
+    held.state.clone()?.downcast::<EtcdHold>().ok()
+}
+
+async fn sleep_until_some(deadline: Option<Instant>) {
+    match deadline {
+        Some(deadline) => sleep_until(deadline).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// etcd-client's errors in polylock's terms: unreachable members and refused credentials are
+/// `Connection` errors, anything else etcd says is a `Backend` error.
+pub(super) fn map_error(doing: &str, err: etcd_client::Error) -> Error {
+    use etcd_client::Error as E;
+    use tonic::Code;
+    let kind = match &err {
+        E::TransportError(_) | E::IoError(_) | E::LeaseKeepAliveError(_) | E::WatchError(_) => ErrorKind::Connection,
+        E::GRpcStatus(status) => match status.code() {
+            Code::Unavailable
+            | Code::DeadlineExceeded
+            | Code::Cancelled
+            | Code::Unknown
+            | Code::Aborted
+            | Code::Unauthenticated
+            | Code::PermissionDenied => ErrorKind::Connection,
+            Code::InvalidArgument if status.message().contains("authentication failed") => ErrorKind::Connection,
+            _ => ErrorKind::Backend,
+        },
+        _ => ErrorKind::Backend,
+    };
+    let text = err.to_string();
+    let hint = if text.contains("authentication failed") || text.contains("permission denied") {
+        " (check the user name and password in the URL)"
+    } else {
+        ""
+    };
+    Error::new(kind, format!("etcd failed while {doing}{hint}: {text}"))
+}

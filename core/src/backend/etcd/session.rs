@@ -1,0 +1,173 @@
+//! The client's session: one etcd lease, kept alive in the background every third of its TTL
+//! (as etcd's concurrency.Session does), revoked on close. Every lock key of the client is
+//! attached to it, so a crashed client's locks go when the lease runs out. When the lease
+//! ends (revoked, expired, or keep-alives failing for a whole TTL) every hold taken under it
+//! is marked lost, and the next acquisition starts a new session.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use etcd_client::Client;
+use tokio::task::AbortHandle;
+use tokio::time::{sleep, timeout, Instant};
+use tokio_util::sync::CancellationToken;
+
+use super::hold::EtcdHold;
+use super::map_error;
+use crate::error::Result;
+use crate::lock::LostReason;
+
+pub(super) struct Session {
+    pub lease_id: i64,
+    ttl: Duration,
+    /// Cancelled once the lease is gone; waiters under this session stop on it.
+    pub ended: CancellationToken,
+    reason: Mutex<Option<String>>,
+    holds: Mutex<HashMap<u64, Arc<EtcdHold>>>,
+    keeper: Mutex<Option<AbortHandle>>,
+}
+
+static NEXT_HOLD_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Session {
+    /// Grant the lease and start keeping it alive.
+    pub async fn start(client: &Client, ttl_secs: i64, call_timeout: Duration) -> Result<Arc<Session>> {
+        let mut lease = client.lease_client();
+        let granted = timeout(call_timeout, lease.grant(ttl_secs, None))
+            .await
+            .map_err(|_| crate::Error::connection("etcd did not answer the session lease grant in time"))?
+            .map_err(|e| map_error("granting the session lease", e))?;
+        let session = Arc::new(Session {
+            lease_id: granted.id(),
+            // The server may grant a longer TTL than asked (its minimum); keep to what it says.
+            ttl: Duration::from_secs(granted.ttl().max(1) as u64),
+            ended: CancellationToken::new(),
+            reason: Mutex::new(None),
+            holds: Mutex::new(HashMap::new()),
+            keeper: Mutex::new(None),
+        });
+        let keeper = tokio::spawn(keep_alive(client.clone(), Arc::downgrade(&session), Instant::now()));
+        *lock(&session.keeper) = Some(keeper.abort_handle());
+        Ok(session)
+    }
+
+    pub fn is_ended(&self) -> bool {
+        self.ended.is_cancelled()
+    }
+
+    pub fn end_reason(&self) -> String {
+        lock(&self.reason).clone().unwrap_or_else(|| "the session lease ended".into())
+    }
+
+    /// Record a hold taken under this session, so that the session's end marks it lost.
+    /// Returns its id for `forget`. A session that has already ended marks it at once.
+    pub fn remember(&self, hold: Arc<EtcdHold>) -> u64 {
+        let id = NEXT_HOLD_ID.fetch_add(1, Ordering::Relaxed);
+        lock(&self.holds).insert(id, hold.clone());
+        if self.is_ended() {
+            self.end_holds();
+        }
+        id
+    }
+
+    pub fn forget(&self, id: u64) {
+        lock(&self.holds).remove(&id);
+    }
+
+    /// The lease is gone: mark every hold lost and free the turns they kept.
+    pub fn end(&self, why: String) {
+        {
+            let mut reason = lock(&self.reason);
+            if reason.is_none() {
+                *reason = Some(why);
+            }
+        }
+        self.ended.cancel();
+        if let Some(keeper) = lock(&self.keeper).take() {
+            keeper.abort();
+        }
+        self.end_holds();
+    }
+
+    fn end_holds(&self) {
+        let why = self.end_reason();
+        let holds: Vec<_> = lock(&self.holds).drain().map(|(_, hold)| hold).collect();
+        for hold in holds {
+            hold.lost.mark(LostReason::SessionEnded(why.clone()));
+            hold.finish();
+        }
+    }
+
+    /// Close: stop the keep-alives and revoke the lease, which deletes every key under it.
+    pub async fn close(&self, client: &Client, call_timeout: Duration) {
+        self.end("the client was closed".into());
+        let mut lease = client.lease_client();
+        let _ = timeout(call_timeout, lease.revoke(self.lease_id)).await;
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(keeper) = lock(&self.keeper).take() {
+            keeper.abort();
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Refresh the lease every third of its TTL over a keep-alive stream, reopening the stream
+/// when it breaks (a member died, a leader changed). The lease is known alive until the TTL
+/// counted from the last keep-alive that was answered; past that, or when etcd answers that
+/// the lease is gone, the session ends.
+async fn keep_alive(client: Client, session: std::sync::Weak<Session>, granted_at: Instant) {
+    let Some((lease_id, ttl)) = session.upgrade().map(|s| (s.lease_id, s.ttl)) else { return };
+    let interval = ttl / 3;
+    let retry = (interval / 4).clamp(Duration::from_millis(100), Duration::from_secs(1));
+    let mut alive_until = granted_at + ttl;
+    let end = |why: String| {
+        if let Some(session) = session.upgrade() {
+            session.end(why);
+        }
+    };
+    loop {
+        let sent = Instant::now();
+        let opened = timeout(interval.max(Duration::from_secs(1)), client.lease_client().keep_alive(lease_id)).await;
+        match opened {
+            Ok(Ok((mut keeper, mut stream))) => {
+                // Opening the stream sent one keep-alive and read its answer.
+                alive_until = sent + ttl;
+                loop {
+                    sleep(interval).await;
+                    if session.strong_count() == 0 {
+                        return;
+                    }
+                    let sent = Instant::now();
+                    if keeper.keep_alive().await.is_err() {
+                        break;
+                    }
+                    match timeout(interval.max(Duration::from_secs(1)), stream.message()).await {
+                        Ok(Ok(Some(answer))) if answer.ttl() > 0 => alive_until = sent + ttl,
+                        Ok(Ok(Some(_))) => return end("etcd says the session lease expired or was revoked".into()),
+                        _ => break,
+                    }
+                }
+            }
+            Ok(Err(etcd_client::Error::LeaseKeepAliveError(why))) if why.contains("not found") => {
+                return end("etcd says the session lease expired or was revoked".into());
+            }
+            Ok(Err(_)) | Err(_) => {}
+        }
+        if Instant::now() + retry >= alive_until {
+            return end(format!("etcd could not be reached to keep the session lease alive for {}s", ttl.as_secs()));
+        }
+        if session.strong_count() == 0 {
+            return;
+        }
+        sleep(retry).await;
+    }
+}

@@ -1,0 +1,357 @@
+//! etcd-specific behaviour against real servers from tests/services: etcd's Mutex layout,
+//! `etcdctl lock` both ways, a waiter whose predecessor vanishes, a revoked session lease,
+//! and a 3-member cluster whose leader is killed while 8 workers contend.
+
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use etcd_client::GetOptions;
+use polylock::{AcquireOptions, Client, ErrorKind, LostReason};
+use tokio::time::{sleep, timeout, Instant};
+
+fn etcd_url() -> String {
+    std::env::var("POLYLOCK_TEST_ETCD_URL").unwrap_or_else(|_| "etcd://127.0.0.1:12379".to_string())
+}
+
+fn cluster_url() -> String {
+    std::env::var("POLYLOCK_TEST_ETCD_CLUSTER_URL")
+        .unwrap_or_else(|_| "etcd://127.0.0.1:12479,127.0.0.1:12579,127.0.0.1:12679".to_string())
+}
+
+/// A lock name no other test (or earlier run) uses.
+fn unique(name: &str) -> String {
+    format!("{name}-{}-{}", std::process::id(), fastrand::u64(..))
+}
+
+/// `http://h:p,http://h:p` for etcdctl and etcd-client, from a polylock URL.
+fn endpoints(url: &str) -> Vec<String> {
+    let hosts = url.trim_start_matches("etcd://").split('?').next().unwrap();
+    hosts.split(',').map(|h| format!("http://{h}")).collect()
+}
+
+fn etcdctl(url: &str) -> Command {
+    let mut command = Command::new("etcdctl");
+    command.env("ETCDCTL_API", "3").arg("--endpoints").arg(endpoints(url).join(","));
+    command
+}
+
+async fn connect(url: &str) -> Client {
+    Client::connect(url)
+        .await
+        .unwrap_or_else(|e| panic!("connect {url}: {e} (start the servers with tests/services/services.sh start)"))
+}
+
+async fn raw(url: &str) -> etcd_client::Client {
+    etcd_client::Client::connect(endpoints(url), None).await.unwrap()
+}
+
+/// The keys under `<name>/`, oldest first: (key, create revision, lease).
+async fn contenders(raw: &mut etcd_client::Client, name: &str) -> Vec<(String, i64, i64)> {
+    let options =
+        GetOptions::new().with_prefix().with_sort(etcd_client::SortTarget::Create, etcd_client::SortOrder::Ascend);
+    let answer = raw.get(format!("{name}/"), Some(options)).await.unwrap();
+    answer.kvs().iter().map(|kv| (kv.key_str().unwrap().to_string(), kv.create_revision(), kv.lease())).collect()
+}
+
+async fn wait_for_contenders(raw: &mut etcd_client::Client, name: &str, count: usize) -> Vec<(String, i64, i64)> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let found = contenders(raw, name).await;
+        if found.len() >= count {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "{name}: {count} contenders never showed up: {found:?}");
+        sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Wait for a child process with a limit, killing it if it overstays.
+async fn wait_child(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            panic!("child process still running after {limit:?}");
+        }
+        sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_follow_etcds_mutex_layout_under_one_session_lease() {
+    let client = connect(&etcd_url()).await;
+    let mut raw = raw(&etcd_url()).await;
+    let (first, second) = (unique("layout-a"), unique("layout-b"));
+    let a = client.lock(&first).unwrap().acquire().await.unwrap();
+    let b = client.lock(&second).unwrap().acquire().await.unwrap();
+    let a_keys = contenders(&mut raw, &first).await;
+    let b_keys = contenders(&mut raw, &second).await;
+    assert_eq!(a_keys.len(), 1, "{a_keys:?}");
+    let (key, revision, lease) = a_keys[0].clone();
+    assert_eq!(key, format!("{first}/{lease:x}"), "key is <name>/<lease id in lowercase hex>");
+    assert_eq!(a.fencing_token(), revision as u64, "the token is the key's create revision");
+    assert_eq!(b_keys[0].2, lease, "one session lease for every lock of the client");
+    a.release().await.unwrap();
+    b.release().await.unwrap();
+    assert!(contenders(&mut raw, &first).await.is_empty(), "release deletes the key");
+
+    let namespaced = connect(&format!("{}?namespace=orders", etcd_url())).await;
+    let guard = namespaced.lock(&first).unwrap().acquire().await.unwrap();
+    let keys = contenders(&mut raw, &format!("orders:{first}")).await;
+    assert_eq!(keys.len(), 1, "the namespace prefixes the name as in every backend: {keys:?}");
+    guard.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcdctl_holds_and_polylock_waits() {
+    let name = unique("ctl-holds");
+    let mut raw = raw(&etcd_url()).await;
+    let mut ctl = etcdctl(&etcd_url()).args(["lock", &name, "--", "sleep", "3"]).stdout(Stdio::null()).spawn().unwrap();
+    let held = wait_for_contenders(&mut raw, &name, 1).await;
+    let client = connect(&etcd_url()).await;
+    let started = Instant::now();
+    let guard = client
+        .lock(&name)
+        .unwrap()
+        .acquire_with(AcquireOptions::default().wait(Duration::from_secs(15)))
+        .await
+        .unwrap();
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_secs(1), "polylock took the lock while etcdctl held it ({waited:?})");
+    let status = wait_child(&mut ctl, Duration::from_secs(5)).await;
+    assert!(status.success(), "etcdctl lock failed: {status}");
+    assert!(guard.fencing_token() > held[0].1 as u64, "tokens grow across etcdctl and polylock");
+    guard.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polylock_holds_and_etcdctl_waits() {
+    let name = unique("poly-holds");
+    let client = connect(&etcd_url()).await;
+    let mut raw = raw(&etcd_url()).await;
+    let guard = client.lock(&name).unwrap().acquire().await.unwrap();
+    let mut ctl = etcdctl(&etcd_url())
+        .args(["lock", &name, "--", "echo", "etcdctl-acquired"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let queued = wait_for_contenders(&mut raw, &name, 2).await;
+    assert_eq!(queued[0].1 as u64, guard.fencing_token(), "polylock's key is the oldest: it holds");
+    sleep(Duration::from_millis(1000)).await;
+    assert!(ctl.try_wait().unwrap().is_none(), "etcdctl got the lock while polylock held it");
+    guard.release().await.unwrap();
+    let status = wait_child(&mut ctl, Duration::from_secs(5)).await;
+    assert!(status.success(), "etcdctl lock failed: {status}");
+    let mut out = String::new();
+    std::io::Read::read_to_string(ctl.stdout.as_mut().unwrap(), &mut out).unwrap();
+    assert!(out.contains("etcdctl-acquired"), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_whose_predecessor_vanishes_keeps_waiting_for_the_holder() {
+    let name = unique("vanishing-predecessor");
+    let (holder, middle, last) = (connect(&etcd_url()).await, connect(&etcd_url()).await, connect(&etcd_url()).await);
+    let mut raw = raw(&etcd_url()).await;
+    let guard = holder.lock(&name).unwrap().acquire().await.unwrap();
+    let holder_token = guard.fencing_token();
+    let waiter = |client: Client| {
+        let lock = client.lock(&name).unwrap();
+        tokio::spawn(async move { lock.acquire_with(AcquireOptions::default().wait(Duration::from_secs(20))).await })
+    };
+    let middle_waiter = waiter(middle.clone());
+    wait_for_contenders(&mut raw, &name, 2).await;
+    let last_waiter = waiter(last.clone());
+    let keys = wait_for_contenders(&mut raw, &name, 3).await;
+    // The last waiter watches only the middle key; deleting it must not let the last waiter
+    // past the holder.
+    raw.delete(keys[1].0.clone(), None).await.unwrap();
+    sleep(Duration::from_millis(500)).await;
+    assert!(!last_waiter.is_finished(), "the last waiter took the lock from under the holder");
+    assert!(!middle_waiter.is_finished());
+    guard.release().await.unwrap();
+    // The last waiter is now the oldest; the middle one, its key gone, queued again behind it.
+    let last_guard = timeout(Duration::from_secs(5), last_waiter).await.expect("last waiter hangs").unwrap().unwrap();
+    let last_token = last_guard.fencing_token();
+    assert!(last_token > holder_token);
+    assert!(!middle_waiter.is_finished(), "the middle waiter re-queued behind the last one");
+    last_guard.release().await.unwrap();
+    let middle_guard =
+        timeout(Duration::from_secs(5), middle_waiter).await.expect("middle waiter hangs").unwrap().unwrap();
+    assert!(middle_guard.fencing_token() > last_token);
+    middle_guard.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoked_session_lease_loses_the_hold_and_the_next_waiter_gets_it() {
+    let name = unique("revoked");
+    // A short session TTL: keep-alives every second notice the revocation.
+    let url = format!("{}?ttl=3s", etcd_url());
+    let holder = connect(&url).await;
+    let other = connect(&url).await;
+    let mut raw = raw(&etcd_url()).await;
+    let guard = holder.lock(&name).unwrap().acquire().await.unwrap();
+    let waiting = {
+        let lock = other.lock(&name).unwrap();
+        tokio::spawn(async move { lock.acquire_with(AcquireOptions::default().wait(Duration::from_secs(20))).await })
+    };
+    let keys = wait_for_contenders(&mut raw, &name, 2).await;
+    let lease = format!("{:x}", keys[0].2);
+    let status = etcdctl(&etcd_url()).args(["lease", "revoke", &lease]).stdout(Stdio::null()).status().unwrap();
+    assert!(status.success());
+    let next = timeout(Duration::from_secs(5), waiting).await.expect("the waiter hangs").unwrap().unwrap();
+    assert!(next.fencing_token() > guard.fencing_token());
+    let reason = timeout(Duration::from_secs(5), guard.lost()).await.expect("the loss went unnoticed");
+    assert!(matches!(reason, LostReason::SessionEnded(_)), "{reason:?}");
+    assert!(!guard.lock().is_held());
+    assert_eq!(guard.release().await.unwrap_err().kind(), ErrorKind::Lost);
+    let next_token = next.fencing_token();
+    next.release().await.unwrap();
+    // The holder's client starts a new session and locks again.
+    let again =
+        holder.lock(&name).unwrap().acquire_with(AcquireOptions::default().wait(Duration::from_secs(5))).await.unwrap();
+    assert!(again.fencing_token() > next_token);
+    again.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_servers_and_bad_urls_get_typed_errors() {
+    let err = Client::connect("etcd://127.0.0.1:1?timeout=1s").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(err.to_string().contains("127.0.0.1:1"), "{err}");
+    let err = Client::connect("etcd://user:hunter2@127.0.0.1:1?timeout=1s").await.unwrap_err();
+    assert!(!err.to_string().contains("hunter2"), "{err}");
+    let misspelt = format!("{}?tll=3s", etcd_url());
+    for (url, needle) in [("etcd://h?ttl=0s", "at least 1s"), (misspelt.as_str(), "unknown option 'tll'")] {
+        let err = Client::connect(url).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{url}: {err}");
+        assert!(err.to_string().contains(needle), "{url}: {err}");
+    }
+}
+
+/// Each cluster member's client port, and whether it is the leader.
+fn cluster_status() -> Vec<(u16, bool)> {
+    let out = etcdctl(&cluster_url()).args(["endpoint", "status", "-w", "simple"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    // "http://127.0.0.1:12479, 66f1f0dad697d232, 3.4.23, 20 kB, true, false, 2, 8, 8, "
+    text.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(", ").collect();
+            let port = fields.first()?.rsplit(':').next()?.parse().ok()?;
+            Some((port, *fields.get(4)? == "true"))
+        })
+        .collect()
+}
+
+fn services_dir() -> std::path::PathBuf {
+    std::env::var("POLYLOCK_SERVICES_DIR").unwrap_or_else(|_| "/tmp/polylock-services".into()).into()
+}
+
+/// Kill the leader with SIGKILL; return what it takes to restart it (its command line and
+/// pid file).
+fn kill_leader() -> (Vec<String>, std::path::PathBuf) {
+    let leader_port = cluster_status().into_iter().find(|(_, leads)| *leads).expect("the cluster has a leader").0;
+    let member = (leader_port - 12379) / 100;
+    let pid_file = services_dir().join("etcd-cluster").join(format!("member{member}.pid"));
+    let pid = std::fs::read_to_string(&pid_file).unwrap().trim().to_string();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+    let argv =
+        cmdline.split(|b| *b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into()).collect();
+    assert!(Command::new("kill").args(["-KILL", &pid]).status().unwrap().success());
+    (argv, pid_file)
+}
+
+/// Start a killed member again the way services.sh does: its own session, its log appended.
+/// The member must outlive the test (services.sh stops it), so it is never waited for.
+#[allow(clippy::zombie_processes)]
+fn restart_member(argv: &[String], pid_file: &std::path::Path) {
+    let log = pid_file.with_extension("log");
+    let log = std::fs::OpenOptions::new().append(true).create(true).open(log).unwrap();
+    let child = Command::new("setsid")
+        .args(argv)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    std::fs::write(pid_file, format!("{}\n", child.id())).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killing_the_cluster_leader_while_eight_workers_contend() {
+    let url = cluster_url();
+    let name = unique("leader-kill");
+    let clients = [connect(&url).await, connect(&url).await, connect(&url).await, connect(&url).await];
+    let inside = Arc::new(AtomicU64::new(0));
+    let overlaps = Arc::new(AtomicU64::new(0));
+    // The token of every hold, in the order the holds began.
+    let ledger = Arc::new(Mutex::new(Vec::<u64>::new()));
+    let times = Arc::new(Mutex::new(Vec::<(Instant, usize)>::new()));
+    let stop_at = Instant::now() + Duration::from_secs(12);
+    let mut workers = Vec::new();
+    for w in 0..8 {
+        let lock = clients[w % clients.len()].lock(&name).unwrap();
+        let (inside, overlaps, ledger, times) = (inside.clone(), overlaps.clone(), ledger.clone(), times.clone());
+        workers.push(tokio::spawn(async move {
+            let mut holds = 0u32;
+            while Instant::now() < stop_at {
+                // Every wait is bounded: a waiter that hangs across the failover fails the test.
+                let guard = lock.acquire_with(AcquireOptions::default().wait(Duration::from_secs(15))).await;
+                let guard = guard.unwrap_or_else(|e| panic!("worker {w}: {e}"));
+                if inside.fetch_add(1, Ordering::SeqCst) != 0 {
+                    overlaps.fetch_add(1, Ordering::SeqCst);
+                }
+                ledger.lock().unwrap().push(guard.fencing_token());
+                times.lock().unwrap().push((Instant::now(), w));
+                sleep(Duration::from_millis(5)).await;
+                inside.fetch_sub(1, Ordering::SeqCst);
+                // A release may fail during the election; the hold's key then goes with a
+                // retried delete or the session, which the next holders' waits ride out.
+                let _ = guard.release().await;
+                holds += 1;
+            }
+            holds
+        }));
+    }
+    sleep(Duration::from_secs(3)).await;
+    let before_kill = ledger.lock().unwrap().len();
+    let (argv, pid_file) = kill_leader();
+    let killed_at = Instant::now();
+    let mut totals = Vec::new();
+    for worker in workers {
+        let holds = timeout(Duration::from_secs(60), worker).await.expect("a worker hangs").unwrap();
+        totals.push(holds);
+    }
+    restart_member(&argv, &pid_file);
+    for pair in times.lock().unwrap().windows(2) {
+        let gap = pair[1].0 - pair[0].0;
+        if gap > Duration::from_millis(300) {
+            eprintln!(
+                "gap {gap:?} at {:?} after the kill, next worker {}",
+                pair[0].0.checked_duration_since(killed_at),
+                pair[1].1
+            );
+        }
+    }
+    let tokens = ledger.lock().unwrap().clone();
+    assert_eq!(overlaps.load(Ordering::SeqCst), 0, "two holders at once");
+    assert!(tokens.windows(2).all(|w| w[0] < w[1]), "fencing tokens out of order in time");
+    assert!(before_kill > 0, "no progress before the kill");
+    assert!(tokens.len() > before_kill + 8, "locks stopped working after the leader was killed ({totals:?})");
+    assert!(totals.iter().all(|&n| n > 0), "a worker never got the lock: {totals:?}");
+    eprintln!(
+        "{} holds, {before_kill} before the kill {:?} ago; per worker {totals:?}",
+        tokens.len(),
+        killed_at.elapsed()
+    );
+    // The restarted member rejoins: every member answers again.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !etcdctl(&url).args(["endpoint", "health"]).stderr(Stdio::null()).status().unwrap().success() {
+        assert!(Instant::now() < deadline, "the restarted member did not rejoin");
+        sleep(Duration::from_millis(200)).await;
+    }
+}
