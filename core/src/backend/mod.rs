@@ -5,6 +5,7 @@
 mod mem;
 pub(crate) mod poll;
 mod redis;
+pub mod sql;
 mod sqlite;
 
 use std::any::Any;
@@ -116,8 +117,10 @@ pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Arc<dyn Backend>> {
         "mem" => Ok(Arc::new(mem::MemBackend::open(url)?)),
         "sqlite" => Ok(Arc::new(sqlite::SqliteBackend::open(url).await?)),
         "redis" | "rediss" | "redis+cluster" | "redis+sentinel" => Ok(Arc::new(redis::RedisBackend::open(url).await?)),
-        "etcd" | "zk" | "postgres" | "postgresql" | "mysql" | "mariadb" => Err(Error::invalid_argument(format!(
-            "the '{}' backend is not part of this build of polylock yet; use sqlite://, mem:// or redis://",
+        "postgres" | "postgresql" => Ok(Arc::new(sql::PgBackend::open(url).await?)),
+        "mysql" | "mariadb" => Ok(Arc::new(sql::MySqlBackend::open(url).await?)),
+        "etcd" | "zk" => Err(Error::invalid_argument(format!(
+            "the '{}' backend is not part of this build of polylock yet; use sqlite://, mem://, redis://, postgres:// or mysql://",
             url.scheme()
         ))),
         other => Err(Error::invalid_argument(format!(
