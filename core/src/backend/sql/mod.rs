@@ -138,19 +138,29 @@ where
     }
 }
 
-/// Wait for `work` until the request's deadline or cancellation: `None` if either came first.
-pub(crate) async fn until_deadline<T>(request: &AcquireRequest, work: impl std::future::Future<Output = T>) -> Option<T> {
+/// A connection for a session lock. An idle one is taken at once; opening a new one is not
+/// part of the wait (a try-once must not fail because the pool was cold), so only
+/// cancellation and `connect_timeout` bound it; waiting for a full pool (`max_sessions`
+/// connections held or waiting) is, and ends at the request's deadline.
+pub(crate) async fn session_connection<DB: sqlx::Database>(
+    pool: &sqlx::Pool<DB>,
+    request: &AcquireRequest,
+    max_sessions: u32,
+) -> std::result::Result<Option<sqlx::pool::PoolConnection<DB>>, sqlx::Error> {
+    if let Some(conn) = pool.try_acquire() {
+        return Ok(Some(conn));
+    }
     let deadline = async {
         match request.deadline {
-            Some(deadline) => tokio::time::sleep_until(deadline).await,
-            None => std::future::pending().await,
+            Some(deadline) if pool.size() >= max_sessions => tokio::time::sleep_until(deadline).await,
+            _ => std::future::pending().await,
         }
     };
     tokio::select! {
         biased;
-        out = work => Some(out),
-        _ = request.cancel.cancelled() => None,
-        _ = deadline => None,
+        conn = pool.acquire() => conn.map(Some),
+        _ = request.cancel.cancelled() => Ok(None),
+        _ = deadline => Ok(None),
     }
 }
 

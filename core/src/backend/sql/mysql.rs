@@ -15,7 +15,7 @@ use tokio::time::{timeout, Instant};
 use super::errors::{map_error, mysql_number};
 use super::names::{lease_name, mysql_lock_name};
 use super::session::{Session, SessionConn};
-use super::{locked_by, try_once, until_deadline, wait_left, SqlConfig};
+use super::{locked_by, session_connection, try_once, wait_left, SqlConfig};
 use crate::backend::poll::{acquire_by_attempts, Attempt, Backoff};
 use crate::backend::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::{Error, Result};
@@ -31,6 +31,8 @@ const SQLX_OPTIONS: &[&str] = &[
 const LEASE_BACKOFF: Backoff = Backoff { min: Duration::from_millis(2), max: Duration::from_millis(100) };
 
 const ER_DUP_ENTRY: u16 = 1062;
+
+const FOREVER_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
 
 pub(crate) struct MySqlBackend {
     shared: MySqlPool,
@@ -99,8 +101,12 @@ impl MySqlBackend {
 
     async fn acquire_session(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
         let name = mysql_lock_name(&request.key);
-        let Some(conn) = until_deadline(request, self.sessions.acquire()).await else { return Ok(None) };
-        let mut conn = conn.map_err(|e| self.err(e))?;
+        let Some(mut conn) = session_connection(&self.sessions, request, self.config.max_sessions)
+            .await
+            .map_err(|e| self.err(e))?
+        else {
+            return Ok(None);
+        };
         let attempt_started = Instant::now();
         let row = sqlx::query("SELECT GET_LOCK(?, 0), CONNECTION_ID()")
             .bind(&name)
@@ -148,7 +154,9 @@ impl MySqlBackend {
         name: &str,
         connection_id: u64,
     ) -> Result<bool> {
-        let seconds = wait_left(request).map_or(-1.0, |left| left.as_secs_f64());
+        // MariaDB answers NULL to a negative ("forever") timeout: a year it is, asked again if
+        // it ever runs out.
+        let seconds = wait_left(request).map_or(FOREVER_SECONDS, |left| left.as_secs_f64());
         let (outcome, cancelled) = {
             let wait = sqlx::query_scalar::<_, Option<i64>>("SELECT GET_LOCK(?, ?)")
                 .bind(name)
@@ -174,6 +182,7 @@ impl MySqlBackend {
             return Ok(false);
         }
         match outcome {
+            Ok(Some(0)) if request.deadline.is_none() => Box::pin(self.wait_for_lock(request, conn, name, connection_id)).await,
             Ok(got) => Ok(got == Some(1)),
             // 1317: query execution was interrupted.
             Err(err) if mysql_number(&err) == Some(1317) => Ok(false),

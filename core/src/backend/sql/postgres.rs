@@ -15,7 +15,7 @@ use tokio::time::{timeout, Instant};
 use super::errors::{db_code, map_error};
 use super::names::{lease_name, postgres_advisory_key};
 use super::session::{Session, SessionConn};
-use super::{locked_by, millis, try_once, until_deadline, wait_left, SqlConfig};
+use super::{locked_by, millis, session_connection, try_once, wait_left, SqlConfig};
 use crate::backend::poll::{acquire_by_attempts, Attempt, Backoff};
 use crate::backend::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::{Error, Result};
@@ -107,8 +107,12 @@ impl PgBackend {
 
     async fn acquire_session(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
         let key = postgres_advisory_key(&request.key);
-        let Some(conn) = until_deadline(request, self.sessions.acquire()).await else { return Ok(None) };
-        let mut conn = conn.map_err(|e| self.err(e))?;
+        let Some(mut conn) = session_connection(&self.sessions, request, self.config.max_sessions)
+            .await
+            .map_err(|e| self.err(e))?
+        else {
+            return Ok(None);
+        };
         let attempt_started = Instant::now();
         let row = sqlx::query("SELECT pg_try_advisory_lock($1), pg_backend_pid()")
             .bind(key)
