@@ -68,7 +68,8 @@ fn postgres_url() -> String {
 }
 
 fn mariadb_url() -> String {
-    std::env::var("POLYLOCK_TEST_MARIADB_URL").unwrap_or_else(|_| "mysql://polylock:polylock@127.0.0.1:13306/polylock".to_string())
+    std::env::var("POLYLOCK_TEST_MARIADB_URL")
+        .unwrap_or_else(|_| "mysql://polylock:polylock@127.0.0.1:13306/polylock".to_string())
 }
 
 async fn connect(store: &Store) -> Client {

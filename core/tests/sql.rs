@@ -14,7 +14,8 @@ fn postgres_url() -> String {
 }
 
 fn mariadb_url() -> String {
-    std::env::var("POLYLOCK_TEST_MARIADB_URL").unwrap_or_else(|_| "mysql://polylock:polylock@127.0.0.1:13306/polylock".to_string())
+    std::env::var("POLYLOCK_TEST_MARIADB_URL")
+        .unwrap_or_else(|_| "mysql://polylock:polylock@127.0.0.1:13306/polylock".to_string())
 }
 
 fn unique(name: &str) -> String {
@@ -86,10 +87,12 @@ async fn mysql_lock_names_follow_the_documented_rule() {
         .unwrap();
         assert_eq!(sql_names::mysql_lock_name(&name), by_sql, "{name}");
         let guard = client.lock(&name).unwrap().acquire().await.unwrap();
-        let used: Option<i64> = sqlx::query_scalar("SELECT IS_USED_LOCK(?)").bind(&by_sql).fetch_one(&admin).await.unwrap();
+        let used: Option<i64> =
+            sqlx::query_scalar("SELECT IS_USED_LOCK(?)").bind(&by_sql).fetch_one(&admin).await.unwrap();
         assert!(used.is_some(), "{name}: GET_LOCK name {by_sql} is not held");
         guard.release().await.unwrap();
-        let used: Option<i64> = sqlx::query_scalar("SELECT IS_USED_LOCK(?)").bind(&by_sql).fetch_one(&admin).await.unwrap();
+        let used: Option<i64> =
+            sqlx::query_scalar("SELECT IS_USED_LOCK(?)").bind(&by_sql).fetch_one(&admin).await.unwrap();
         assert!(used.is_none(), "{name}: still held after release");
     }
     assert_eq!(sql_names::lease_name("Orders:42"), "Orders:42");

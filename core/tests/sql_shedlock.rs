@@ -17,7 +17,8 @@ fn postgres_url() -> String {
 }
 
 fn mariadb_url() -> String {
-    std::env::var("POLYLOCK_TEST_MARIADB_URL").unwrap_or_else(|_| "mysql://polylock:polylock@127.0.0.1:13306/polylock".to_string())
+    std::env::var("POLYLOCK_TEST_MARIADB_URL")
+        .unwrap_or_else(|_| "mysql://polylock:polylock@127.0.0.1:13306/polylock".to_string())
 }
 
 /// `scheme://user:password@host:port/db` as (JDBC URL, user, password).
@@ -38,7 +39,14 @@ fn built() -> &'static str {
     static CLASSPATH: OnceLock<String> = OnceLock::new();
     CLASSPATH.get_or_init(|| {
         let status = Command::new("mvn")
-            .args(["-q", "-B", "-Dstyle.color=never", "compile", "dependency:copy-dependencies", "-DincludeScope=runtime"])
+            .args([
+                "-q",
+                "-B",
+                "-Dstyle.color=never",
+                "compile",
+                "dependency:copy-dependencies",
+                "-DincludeScope=runtime",
+            ])
             .current_dir(project())
             .status()
             .expect("mvn must be installed for the ShedLock interop test");

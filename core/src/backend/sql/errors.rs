@@ -5,8 +5,12 @@ use crate::error::Error;
 /// Map an error met while talking to `shown_url` (already redacted).
 pub(crate) fn map_error(shown_url: &str, err: sqlx::Error) -> Error {
     let message = match &err {
-        sqlx::Error::Io(_) => format!("cannot reach the database at {shown_url}; check the host, port and that the server runs"),
-        sqlx::Error::Tls(_) => format!("the TLS handshake with {shown_url} failed; check sslmode and the CA certificate"),
+        sqlx::Error::Io(_) => {
+            format!("cannot reach the database at {shown_url}; check the host, port and that the server runs")
+        }
+        sqlx::Error::Tls(_) => {
+            format!("the TLS handshake with {shown_url} failed; check sslmode and the CA certificate")
+        }
         sqlx::Error::PoolTimedOut => {
             format!("no connection to {shown_url} became available in time; the server may be down or overloaded")
         }
@@ -26,7 +30,9 @@ pub(crate) fn map_error(shown_url: &str, err: sqlx::Error) -> Error {
                     format!("the database named in {shown_url} does not exist (or the user may not use it)")
                 }
                 // Session killed by an administrator or the server shutting down.
-                "57P01" | "57P02" | "57P03" | "1927" | "70100" => format!("the database session at {shown_url} was ended"),
+                "57P01" | "57P02" | "57P03" | "1927" | "70100" => {
+                    format!("the database session at {shown_url} was ended")
+                }
                 _ => return Error::backend(format!("the database at {shown_url} failed a statement")).with_source(err),
             }
         }

@@ -24,8 +24,19 @@ use crate::url::ConnectUrl;
 
 /// sqlx's own MySQL URL options that polylock passes through.
 const SQLX_OPTIONS: &[&str] = &[
-    "ssl-mode", "sslmode", "ssl-ca", "sslca", "ssl-cert", "sslcert", "ssl-key", "sslkey", "charset", "collation",
-    "socket", "timezone", "statement-cache-capacity",
+    "ssl-mode",
+    "sslmode",
+    "ssl-ca",
+    "sslca",
+    "ssl-cert",
+    "sslcert",
+    "ssl-key",
+    "sslkey",
+    "charset",
+    "collation",
+    "socket",
+    "timezone",
+    "statement-cache-capacity",
 ];
 
 const LEASE_BACKOFF: Backoff = Backoff { min: Duration::from_millis(2), max: Duration::from_millis(100) };
@@ -101,9 +112,8 @@ impl MySqlBackend {
 
     async fn acquire_session(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
         let name = mysql_lock_name(&request.key);
-        let Some(mut conn) = session_connection(&self.sessions, request, self.config.max_sessions)
-            .await
-            .map_err(|e| self.err(e))?
+        let Some(mut conn) =
+            session_connection(&self.sessions, request, self.config.max_sessions).await.map_err(|e| self.err(e))?
         else {
             return Ok(None);
         };
@@ -182,7 +192,9 @@ impl MySqlBackend {
             return Ok(false);
         }
         match outcome {
-            Ok(Some(0)) if request.deadline.is_none() => Box::pin(self.wait_for_lock(request, conn, name, connection_id)).await,
+            Ok(Some(0)) if request.deadline.is_none() => {
+                Box::pin(self.wait_for_lock(request, conn, name, connection_id)).await
+            }
             Ok(got) => Ok(got == Some(1)),
             // 1317: query execution was interrupted.
             Err(err) if mysql_number(&err) == Some(1317) => Ok(false),

@@ -64,8 +64,14 @@ impl PgBackend {
             .acquire_timeout(config.connect_timeout)
             .connect_lazy_with(options);
         let table = config.table.clone();
-        let backend =
-            PgBackend { shared, sessions, config, table, released: Arc::new(watch::channel(0).0), listener: OnceCell::new() };
+        let backend = PgBackend {
+            shared,
+            sessions,
+            config,
+            table,
+            released: Arc::new(watch::channel(0).0),
+            listener: OnceCell::new(),
+        };
         backend.create_schema().await?;
         Ok(backend)
     }
@@ -107,9 +113,8 @@ impl PgBackend {
 
     async fn acquire_session(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
         let key = postgres_advisory_key(&request.key);
-        let Some(mut conn) = session_connection(&self.sessions, request, self.config.max_sessions)
-            .await
-            .map_err(|e| self.err(e))?
+        let Some(mut conn) =
+            session_connection(&self.sessions, request, self.config.max_sessions).await.map_err(|e| self.err(e))?
         else {
             return Ok(None);
         };
@@ -223,7 +228,9 @@ impl PgBackend {
         let (token, left): (Option<i64>, Option<i64>) = (row.get(0), row.get(1));
         Ok(match token {
             Some(token) => Attempt::Acquired { token: token as u64, state: None },
-            None => Attempt::Busy { holder_lease_left: left.filter(|ms| *ms > 0).map(|ms| Duration::from_millis(ms as u64)) },
+            None => Attempt::Busy {
+                holder_lease_left: left.filter(|ms| *ms > 0).map(|ms| Duration::from_millis(ms as u64)),
+            },
         })
     }
 
@@ -231,7 +238,8 @@ impl PgBackend {
     async fn listen(&self) {
         self.listener
             .get_or_init(|| async {
-                let pool = self.shared.clone();
+                // From the session pool, so the shared pool keeps all its connections for work.
+                let pool = self.sessions.clone();
                 let released = self.released.clone();
                 tokio::spawn(async move {
                     loop {
@@ -256,6 +264,15 @@ impl PgBackend {
                 .abort_handle()
             })
             .await;
+    }
+}
+
+impl Drop for PgBackend {
+    /// A client dropped without `close()` must not leave its LISTEN task running.
+    fn drop(&mut self) {
+        if let Some(listener) = self.listener.get() {
+            listener.abort();
+        }
     }
 }
 
