@@ -3,7 +3,7 @@
 //! non-zero only when something fails.
 //!
 //! ```text
-//! polylock-bench [snowflake|sqlite|redis|all] [--quick] [--url redis://...]
+//! polylock-bench [snowflake|sqlite|redis|postgres|mysql|all] [--quick] [--url redis://...]
 //! ```
 
 mod flock;
@@ -13,17 +13,19 @@ mod polylock_side;
 mod redis;
 mod report;
 mod snowflake;
+mod sql;
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use locks::LockBudget;
 use redis::{RedisBudget, RedisTarget};
+use sql::{Database, SqlBudget};
 
 /// Every error ends the run with a message and a non-zero exit.
 pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
-const USAGE: &str = "usage: polylock-bench [snowflake|sqlite|redis|all] [--quick] [--url redis://...]
+const USAGE: &str = "usage: polylock-bench [snowflake|sqlite|redis|postgres|mysql|all] [--quick] [--url redis://...]
 
   snowflake  IDs/s of polylock's Snowflake beside rs-snowflake, against the 4096/ms ceiling
   sqlite     lock+unlock pairs/s of polylock on sqlite:// beside flock(2), in one process
@@ -31,6 +33,10 @@ const USAGE: &str = "usage: polylock-bench [snowflake|sqlite|redis|all] [--quick
   redis      polylock on Redis beside redis-py's Lock and node-redlock, with redis-benchmark's
              ceiling: pairs/s with 64 workers on a name each, and 8 workers contending for
              one name (utilisation, hand-over latency, shares); skipped if no redis answers
+  postgres   polylock's session and lease locks on PostgreSQL beside SELECT 1 and the advisory
+             lock written by hand with sqlx: p50/p99 and pairs/s; 8 workers contending for one
+             name ($POLYLOCK_TEST_POSTGRES_URL, else services.sh's); skipped if none answers
+  mysql      the same on MySQL/MariaDB with GET_LOCK ($POLYLOCK_TEST_MARIADB_URL)
   all        every section (the default)
   --quick    a smoke run for CI: about 1 s per section, about 10 s for redis
   --url URL  the redis section's server (default: $POLYLOCK_TEST_REDIS_URL, else
@@ -43,6 +49,8 @@ enum Sections {
     Snowflake,
     Sqlite,
     Redis,
+    Postgres,
+    MySql,
     All,
 }
 
@@ -54,6 +62,7 @@ struct Budget {
     per_id_figure: Duration,
     locks: LockBudget,
     redis: RedisBudget,
+    sql: SqlBudget,
 }
 
 /// About 40 s for snowflake and sqlite, as much again for redis.
@@ -70,6 +79,7 @@ const FULL: Budget = Budget {
         uncontended: Duration::from_secs(3),
         contended: Duration::from_secs(5),
     },
+    sql: SqlBudget { series: Duration::from_secs(2), contended: Duration::from_secs(3) },
 };
 
 /// About 1 s per section, about 10 s for redis (its peers start interpreters).
@@ -86,6 +96,7 @@ const QUICK: Budget = Budget {
         uncontended: Duration::from_millis(500),
         contended: Duration::from_secs(1),
     },
+    sql: SqlBudget { series: Duration::from_millis(150), contended: Duration::from_millis(300) },
 };
 
 enum Invocation {
@@ -112,12 +123,14 @@ fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
             "--quick" => budget = QUICK,
             "-h" | "--help" => return Ok(Invocation::Help),
             "--url" => url = Some(args.next().ok_or("--url needs a value: redis://host:port")?),
-            "snowflake" | "sqlite" | "redis" | "all" if sections.is_some() => {
+            "snowflake" | "sqlite" | "redis" | "postgres" | "mysql" | "all" if sections.is_some() => {
                 return Err(format!("name one section, not several (got '{arg}' too)"));
             }
             "snowflake" => sections = Some(Sections::Snowflake),
             "sqlite" => sections = Some(Sections::Sqlite),
             "redis" => sections = Some(Sections::Redis),
+            "postgres" => sections = Some(Sections::Postgres),
+            "mysql" => sections = Some(Sections::MySql),
             "all" => sections = Some(Sections::All),
             other => match other.strip_prefix("--url=") {
                 Some(value) => url = Some(value.to_string()),
@@ -128,7 +141,7 @@ fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
     let sections = sections.unwrap_or(Sections::All);
     let redis = match sections {
         Sections::Redis | Sections::All => Some(Box::new(RedisTarget::parse(&url.unwrap_or_else(redis::default_url))?)),
-        Sections::Snowflake | Sections::Sqlite => None,
+        Sections::Snowflake | Sections::Sqlite | Sections::Postgres | Sections::MySql => None,
     };
     Ok(Invocation::Bench { sections, budget, redis })
 }
@@ -150,6 +163,11 @@ fn run(sections: Sections, budget: Budget, redis: Option<&RedisTarget>) -> Resul
     }
     if let Some(target) = redis {
         redis::run(budget.redis, target)?;
+    }
+    for (section, db) in [(Sections::Postgres, Database::Postgres), (Sections::MySql, Database::MySql)] {
+        if matches!(sections, Sections::All) || sections == section {
+            sql::run(db, budget.sql, &db.default_url())?;
+        }
     }
     println!("# done in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())

@@ -20,7 +20,8 @@
 //! cancels, and a session pool (up to `max_sessions`, default 64) from which each held *or
 //! waiting* session lock takes one connection. N held session locks therefore cost N
 //! connections plus the shared pool, and waiters never take connections from other work.
-//! Released session connections go back to the session pool for the next lock.
+//! Released session connections go back to the session pool for the next lock. On PostgreSQL,
+//! the first lease lock also takes one session-pool connection for `LISTEN polylock_release`.
 //!
 //! URL options (besides `namespace` and `lease`): `pool_size`, `max_sessions`,
 //! `session_check`, `connect_timeout` (default 10s), `table` (ShedLock table, default
