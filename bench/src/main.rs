@@ -3,7 +3,8 @@
 //! non-zero only when something fails.
 //!
 //! ```text
-//! polylock-bench [snowflake|sqlite|redis|etcd|zookeeper|all] [--quick] [--url redis://...] [--etcd-url etcd://...]
+//! polylock-bench [snowflake|sqlite|redis|etcd|zookeeper|postgres|mysql|all] [--quick] [--url redis://...]
+//!                [--etcd-url etcd://...]
 //! ```
 
 mod etcd;
@@ -14,6 +15,7 @@ mod polylock_side;
 mod redis;
 mod report;
 mod snowflake;
+mod sql;
 mod zookeeper;
 
 use std::process::ExitCode;
@@ -21,13 +23,15 @@ use std::time::{Duration, Instant};
 
 use locks::LockBudget;
 use redis::{RedisBudget, RedisTarget};
+use sql::{Database, SqlBudget};
 use zookeeper::ZkBudget;
 
 /// Every error ends the run with a message and a non-zero exit.
 pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 const USAGE: &str =
-    "usage: polylock-bench [snowflake|sqlite|redis|etcd|zookeeper|all] [--quick] [--url redis://...] [--etcd-url etcd://...]
+    "usage: polylock-bench [snowflake|sqlite|redis|etcd|zookeeper|postgres|mysql|all] [--quick] [--url redis://...]
+                      [--etcd-url etcd://...]
 
   snowflake  IDs/s of polylock's Snowflake beside rs-snowflake, against the 4096/ms ceiling
   sqlite     lock+unlock pairs/s of polylock on sqlite:// beside flock(2), in one process
@@ -40,6 +44,10 @@ const USAGE: &str =
   zookeeper  polylock on ZooKeeper beside the same server's raw create+delete round trip
              (p50/p99, pairs/s), and 8 sessions contending (1 ms in, 1 ms out) for one name;
              server: $POLYLOCK_TEST_ZOOKEEPER_URL, else zk://127.0.0.1:12181; skipped if none
+  postgres   polylock's session and lease locks on PostgreSQL beside SELECT 1 and the advisory
+             lock written by hand with sqlx: p50/p99 and pairs/s; 8 workers contending for one
+             name ($POLYLOCK_TEST_POSTGRES_URL, else services.sh's); skipped if none answers
+  mysql      the same on MySQL/MariaDB with GET_LOCK ($POLYLOCK_TEST_MARIADB_URL)
   all        every section (the default)
   --quick    a smoke run for CI: about 1 s per section, about 10 s for redis
   --url URL  the redis section's server (default: $POLYLOCK_TEST_REDIS_URL, else
@@ -56,6 +64,8 @@ enum Sections {
     Redis,
     Etcd,
     Zookeeper,
+    Postgres,
+    MySql,
     All,
 }
 
@@ -69,6 +79,7 @@ struct Budget {
     redis: RedisBudget,
     etcd: etcd::EtcdBudget,
     zookeeper: ZkBudget,
+    sql: SqlBudget,
 }
 
 /// About 40 s for snowflake and sqlite, as much again for redis.
@@ -87,6 +98,7 @@ const FULL: Budget = Budget {
     },
     etcd: etcd::EtcdBudget { latency: Duration::from_secs(3), contended: Duration::from_secs(5) },
     zookeeper: ZkBudget { uncontended: Duration::from_secs(3), contended: Duration::from_secs(5) },
+    sql: SqlBudget { series: Duration::from_secs(2), contended: Duration::from_secs(3) },
 };
 
 /// About 1 s per section, about 10 s for redis (its peers start interpreters).
@@ -105,8 +117,11 @@ const QUICK: Budget = Budget {
     },
     etcd: etcd::EtcdBudget { latency: Duration::from_millis(500), contended: Duration::from_secs(1) },
     zookeeper: ZkBudget { uncontended: Duration::from_millis(300), contended: Duration::from_millis(500) },
+    sql: SqlBudget { series: Duration::from_millis(150), contended: Duration::from_millis(300) },
 };
 
+// Made once per run, so the size of the Bench variant costs nothing.
+#[allow(clippy::large_enum_variant)]
 enum Invocation {
     /// `redis` is the redis section's server, when that section runs.
     Bench {
@@ -135,7 +150,9 @@ fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
             "-h" | "--help" => return Ok(Invocation::Help),
             "--url" => url = Some(args.next().ok_or("--url needs a value: redis://host:port")?),
             "--etcd-url" => etcd_url = Some(args.next().ok_or("--etcd-url needs a value: etcd://host:port")?),
-            "snowflake" | "sqlite" | "redis" | "etcd" | "zookeeper" | "all" if sections.is_some() => {
+            "snowflake" | "sqlite" | "redis" | "etcd" | "zookeeper" | "postgres" | "mysql" | "all"
+                if sections.is_some() =>
+            {
                 return Err(format!("name one section, not several (got '{arg}' too)"));
             }
             "snowflake" => sections = Some(Sections::Snowflake),
@@ -143,6 +160,8 @@ fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
             "redis" => sections = Some(Sections::Redis),
             "etcd" => sections = Some(Sections::Etcd),
             "zookeeper" => sections = Some(Sections::Zookeeper),
+            "postgres" => sections = Some(Sections::Postgres),
+            "mysql" => sections = Some(Sections::MySql),
             "all" => sections = Some(Sections::All),
             other => match other.strip_prefix("--url=") {
                 Some(value) => url = Some(value.to_string()),
@@ -153,7 +172,12 @@ fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
     let sections = sections.unwrap_or(Sections::All);
     let redis = match sections {
         Sections::Redis | Sections::All => Some(Box::new(RedisTarget::parse(&url.unwrap_or_else(redis::default_url))?)),
-        Sections::Snowflake | Sections::Sqlite | Sections::Etcd | Sections::Zookeeper => None,
+        Sections::Snowflake
+        | Sections::Sqlite
+        | Sections::Etcd
+        | Sections::Zookeeper
+        | Sections::Postgres
+        | Sections::MySql => None,
     };
     let etcd = matches!(sections, Sections::Etcd | Sections::All).then(|| etcd_url.unwrap_or_else(etcd::default_url));
     Ok(Invocation::Bench { sections, budget, redis, etcd })
@@ -182,6 +206,11 @@ fn run(sections: Sections, budget: Budget, redis: Option<&RedisTarget>, etcd: Op
     }
     if matches!(sections, Sections::Zookeeper | Sections::All) {
         zookeeper::run(budget.zookeeper, &zookeeper::default_url())?;
+    }
+    for (section, db) in [(Sections::Postgres, Database::Postgres), (Sections::MySql, Database::MySql)] {
+        if matches!(sections, Sections::All) || sections == section {
+            sql::run(db, budget.sql, &db.default_url())?;
+        }
     }
     println!("# done in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use crate::backend::{self, Backend};
 use crate::error::{Error, Result};
@@ -39,6 +40,9 @@ pub(crate) struct ClientInner {
     closed: AtomicBool,
     /// Cancelled by `close`: acquisitions still waiting stop at once.
     pub closing: CancellationToken,
+    /// Acquisitions under way, from the store call until their hold is recorded or given
+    /// back: `close` waits for them before it drains the holds and closes the backend.
+    pub acquisitions: TaskTracker,
 }
 
 impl fmt::Debug for Client {
@@ -84,6 +88,7 @@ impl Client {
                 runtime,
                 closed: AtomicBool::new(false),
                 closing: CancellationToken::new(),
+                acquisitions: TaskTracker::new(),
             }),
         })
     }
@@ -123,6 +128,10 @@ impl Client {
             return;
         }
         self.inner.closing.cancel();
+        // An acquisition that was already talking to the store may still take the lock; let
+        // each one record its hold (drained below) or give it back, while the backend is open.
+        self.inner.acquisitions.close();
+        let _ = tokio::time::timeout(CLOSE_WAIT, self.inner.acquisitions.wait()).await;
         for hold in self.inner.holds.drain() {
             surrender(self.inner.backend.as_ref(), hold).await;
         }
@@ -137,6 +146,9 @@ impl Client {
         &self.inner
     }
 }
+
+/// How long `close` waits for acquisitions under way to settle.
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
 impl ClientInner {
     pub fn ensure_open(&self) -> Result<()> {

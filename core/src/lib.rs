@@ -21,6 +21,8 @@ mod lock;
 mod owner;
 pub mod url;
 
+/// How lock names map to PostgreSQL advisory keys, MySQL lock names and ShedLock rows.
+pub use backend::sql::names as sql_names;
 pub use client::{Client, DEFAULT_WATCHDOG_LEASE};
 pub use error::{Error, ErrorKind, Result};
 pub use lock::{AcquireOptions, Guard, Lock, LockKind, LostReason, LostWatch, MAX_NAME_LEN};

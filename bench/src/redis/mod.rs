@@ -10,7 +10,7 @@
 //! Keys live under `polylock-bench:<pid>:` and are deleted at the end.
 
 mod ceiling;
-mod contended;
+pub(crate) mod contended;
 mod peers;
 mod server;
 

@@ -6,6 +6,7 @@ mod etcd;
 mod mem;
 pub(crate) mod poll;
 mod redis;
+pub mod sql;
 mod sqlite;
 mod zk;
 
@@ -158,13 +159,11 @@ pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Arc<dyn Backend>> {
         "redis" | "rediss" | "redis+cluster" | "redis+sentinel" => Ok(Arc::new(redis::RedisBackend::open(url).await?)),
         "zk" => Ok(Arc::new(zk::ZkBackend::open(url).await?)),
         "etcd" | "etcds" | "etcd+tls" => Ok(Arc::new(etcd::EtcdBackend::open(url).await?)),
-        "postgres" | "postgresql" | "mysql" | "mariadb" => Err(Error::invalid_argument(format!(
-            "the '{}' backend is not part of this build of polylock yet; use sqlite://, mem:// or redis://",
-            url.scheme()
-        ))),
+        "postgres" | "postgresql" => Ok(Arc::new(sql::PgBackend::open(url).await?)),
+        "mysql" | "mariadb" => Ok(Arc::new(sql::MySqlBackend::open(url).await?)),
         other => Err(Error::invalid_argument(format!(
             "unknown URL scheme '{other}' in {}; use one of mem, sqlite, redis, rediss, redis+cluster, \
-             redis+sentinel, etcd, zk, postgres, mysql",
+             redis+sentinel, etcd, etcds, zk, postgres, mysql, mariadb",
             url.redacted()
         ))),
     }

@@ -221,6 +221,9 @@ impl Lock {
         turn: OwnedMutexGuard<()>,
     ) -> Result<Guard> {
         let inner = self.client.inner();
+        // Counted from here until the hold is recorded or given back (see Client::close).
+        let _in_flight = inner.acquisitions.token();
+        inner.ensure_open()?;
         let mode = match options.lease {
             Some(lease) => LeaseMode::Fixed { lease },
             None => LeaseMode::Watchdog { lease: inner.watchdog_lease },
@@ -292,7 +295,9 @@ impl Lock {
         let (reply, answer) = oneshot::channel();
         let hold = (request.key.clone(), request.owner, request.kind);
         let cancel = request.cancel.clone();
+        let task_in_flight = inner.acquisitions.token();
         let task = inner.runtime.spawn(async move {
+            let _in_flight = task_in_flight;
             let result = handoff::acquire_or_take_over(&backend, &request, waiters.as_ref()).await;
             if let Err(Ok(Some((acquired, _)))) = reply.send(result) {
                 let held = HeldLock::new(request.key, request.owner, request.kind, acquired);
@@ -303,13 +308,13 @@ impl Lock {
             answer,
             hold,
             client: self.client.clone(),
-            abandoned: Some((turn, task)),
+            abandoned: Some((turn, task, inner.acquisitions.token())),
             _cancel_on_drop: cancel.drop_guard(),
         };
         let answer = (&mut pending.answer).await;
         // Answered: the task is done with the store. The caller keeps the turn until it has
         // recorded the hold.
-        let (turn, _task) = pending.abandoned.take().expect("taken only here or in drop");
+        let (turn, _task, _in_flight) = pending.abandoned.take().expect("taken only here or in drop");
         let answer = answer.unwrap_or_else(|_| Err(Error::backend("the acquire task stopped before it answered")));
         (turn, answer)
     }
@@ -449,14 +454,15 @@ struct PendingAcquire {
     hold: (String, Owner, LockKind),
     client: Client,
     /// Until answered: the owner's turn and the task, for the cleanup if the caller leaves.
-    abandoned: Option<(OwnedMutexGuard<()>, tokio::task::JoinHandle<()>)>,
+    abandoned:
+        Option<(OwnedMutexGuard<()>, tokio::task::JoinHandle<()>, tokio_util::task::task_tracker::TaskTrackerToken)>,
     /// Tells the task to stop waiting when the caller goes away.
     _cancel_on_drop: tokio_util::sync::DropGuard,
 }
 
 impl Drop for PendingAcquire {
     fn drop(&mut self) {
-        let Some((turn, task)) = self.abandoned.take() else { return };
+        let Some((turn, task, in_flight)) = self.abandoned.take() else { return };
         // The task may have sent a hold just before the caller went away: close the channel
         // (so later sends fail and the task releases) and give back anything already in it.
         self.answer.close();
@@ -476,6 +482,7 @@ impl Drop for PendingAcquire {
             // The task releases what it gets from now on; wait until it has.
             let _ = task.await;
             drop(turn);
+            drop(in_flight);
             inner.holds.tidy_key(&key, owner);
         });
     }

@@ -1,0 +1,58 @@
+//! sqlx errors in polylock's terms: what went wrong and what to check, never a password.
+
+use crate::error::Error;
+
+/// Map an error met while talking to `shown_url` (already redacted).
+pub(crate) fn map_error(shown_url: &str, err: sqlx::Error) -> Error {
+    let message = match &err {
+        sqlx::Error::Io(_) => {
+            format!("cannot reach the database at {shown_url}; check the host, port and that the server runs")
+        }
+        sqlx::Error::Tls(_) => {
+            format!("the TLS handshake with {shown_url} failed; check sslmode and the CA certificate")
+        }
+        sqlx::Error::PoolTimedOut => {
+            format!("no connection to {shown_url} became available in time; the server may be down or overloaded")
+        }
+        sqlx::Error::PoolClosed => return Error::connection(format!("the client for {shown_url} is closed")),
+        sqlx::Error::Configuration(_) => {
+            return Error::invalid_argument(format!("bad database URL {shown_url}")).with_source(err)
+        }
+        sqlx::Error::Database(db) => {
+            let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
+            match code.as_str() {
+                // PostgreSQL: invalid_password, invalid_authorization_specification; MySQL: access denied.
+                "28P01" | "28000" | "1045" | "28000:1045" => {
+                    format!("the database at {shown_url} refused the user name or password")
+                }
+                // PostgreSQL: invalid_catalog_name; MySQL: unknown database / no access to it.
+                "3D000" | "1049" | "42000" if db.message().contains("database") => {
+                    format!("the database named in {shown_url} does not exist (or the user may not use it)")
+                }
+                // Session killed by an administrator or the server shutting down.
+                "57P01" | "57P02" | "57P03" | "1927" | "70100" => {
+                    format!("the database session at {shown_url} was ended")
+                }
+                _ => return Error::backend(format!("the database at {shown_url} failed a statement")).with_source(err),
+            }
+        }
+        _ => return Error::backend(format!("talking to the database at {shown_url} failed")).with_source(err),
+    };
+    Error::connection(message).with_source(err)
+}
+
+/// The SQLSTATE or vendor code of a database error, if it is one.
+pub(crate) fn db_code(err: &sqlx::Error) -> Option<String> {
+    match err {
+        sqlx::Error::Database(db) => db.code().map(|c| c.into_owned()),
+        _ => None,
+    }
+}
+
+/// MySQL's own error number (1062 duplicate key, 1317 interrupted...), if it is one.
+pub(crate) fn mysql_number(err: &sqlx::Error) -> Option<u16> {
+    match err {
+        sqlx::Error::Database(db) => db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>().map(|e| e.number()),
+        _ => None,
+    }
+}

@@ -1,0 +1,185 @@
+//! `postgres://` / `postgresql://` and `mysql://` / `mariadb://`: locks for teams whose only
+//! shared infrastructure is a database, through sqlx.
+//!
+//! Two kinds:
+//! - `Reentrant` (the default) is the database's own session lock: `pg_advisory_lock` on
+//!   PostgreSQL, `GET_LOCK` on MySQL/MariaDB. It is held by a dedicated connection for as
+//!   long as the hold lasts, so a crashed process frees it the moment its connection drops.
+//!   Waiting is the server's own blocking call (bounded by `lock_timeout` / `GET_LOCK`'s
+//!   timeout); cancelling sends the server a cancel (`pg_cancel_backend` / `KILL QUERY`).
+//!   A background check pings the connection every `session_check` (default 1s): a killed
+//!   session or a dropped connection marks the guard lost.
+//! - `Lease` is ShedLock's table (`shedlock(name, lock_until, locked_at, locked_by)`), with
+//!   the database's clock, so a Java job scheduled with ShedLock and a polylock lease lock
+//!   on the same name exclude each other. Renewals learn of loss, as on SQLite.
+//!
+//! Both kinds take a fencing token from `polylock_fencing(name, token)`, bumped while the lock
+//! is already held, so tokens grow in the order the lock was granted.
+//!
+//! Connections: a shared pool (`pool_size`, default 4) for lease statements, fencing and
+//! cancels, and a session pool (up to `max_sessions`, default 64) from which each held *or
+//! waiting* session lock takes one connection. N held session locks therefore cost N
+//! connections plus the shared pool, and waiters never take connections from other work.
+//! Released session connections go back to the session pool for the next lock. On PostgreSQL,
+//! the first lease lock also takes one session-pool connection for `LISTEN polylock_release`.
+//!
+//! URL options (besides `namespace` and `lease`): `pool_size`, `max_sessions`,
+//! `session_check`, `connect_timeout` (default 10s), `table` (ShedLock table, default
+//! `shedlock`), and sqlx's own TLS and connection options (`sslmode`, `sslrootcert`,
+//! `sslcert`, `sslkey`, `application_name`, `options` on PostgreSQL; `ssl-mode`, `ssl-ca`,
+//! `ssl-cert`, `ssl-key`, `charset`, `collation`, `socket`, `timezone` on MySQL).
+
+mod errors;
+mod mysql;
+pub mod names;
+mod postgres;
+mod session;
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::backend::AcquireRequest;
+use crate::error::{Error, Result};
+use crate::url::ConnectUrl;
+
+pub(crate) use mysql::MySqlBackend;
+pub(crate) use postgres::PgBackend;
+
+/// The options every SQL backend reads from its URL.
+pub(crate) struct SqlConfig {
+    /// The URL sqlx connects with: scheme, credentials, host, database and sqlx's options.
+    pub sqlx_url: String,
+    /// The same, redacted, for messages.
+    pub shown_url: String,
+    pub pool_size: u32,
+    pub max_sessions: u32,
+    pub session_check: Duration,
+    pub connect_timeout: Duration,
+    pub table: String,
+}
+
+impl SqlConfig {
+    pub fn from_url(url: &mut ConnectUrl, sqlx_scheme: &str, sqlx_options: &[&str]) -> Result<SqlConfig> {
+        let count = |url: &mut ConnectUrl, key: &str, default: u32| -> Result<u32> {
+            match url.take_option(key) {
+                None => Ok(default),
+                Some(text) => text.parse::<u32>().ok().filter(|n| *n > 0).ok_or_else(|| {
+                    Error::invalid_argument(format!("URL option '{key}' must be a positive whole number, got '{text}'"))
+                }),
+            }
+        };
+        let pool_size = count(url, "pool_size", 4)?;
+        let max_sessions = count(url, "max_sessions", 64)?;
+        let session_check = url.take_duration("session_check")?.unwrap_or(Duration::from_secs(1));
+        let connect_timeout = url.take_duration("connect_timeout")?.unwrap_or(Duration::from_secs(10));
+        for (key, value) in [("session_check", session_check), ("connect_timeout", connect_timeout)] {
+            if value.is_zero() {
+                return Err(Error::invalid_argument(format!("URL option '{key}' must be longer than zero")));
+            }
+        }
+        let table = url.take_option("table").unwrap_or_else(|| "shedlock".to_string());
+        let valid_table = !table.is_empty()
+            && table.len() <= 63
+            && table.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && table.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid_table {
+            return Err(Error::invalid_argument(format!(
+                "URL option 'table' must be a plain SQL identifier (letters, digits, _), got '{table}'"
+            )));
+        }
+        let mut passed = form_urlencoded::Serializer::new(String::new());
+        let mut any = false;
+        for key in sqlx_options {
+            if let Some(value) = url.take_option(key) {
+                passed.append_pair(key, &value);
+                any = true;
+            }
+        }
+        let target = url.target();
+        if target.is_empty() || target.starts_with('/') {
+            return Err(Error::invalid_argument(format!(
+                "{} needs a server, such as {}://user:password@host:port/database",
+                url.redacted(),
+                url.scheme()
+            )));
+        }
+        let query = if any { format!("?{}", passed.finish()) } else { String::new() };
+        Ok(SqlConfig {
+            sqlx_url: format!("{sqlx_scheme}://{target}{query}"),
+            shown_url: crate::url::redact(&format!("{}://{target}", url.scheme())),
+            pool_size,
+            max_sessions,
+            session_check,
+            connect_timeout,
+            table,
+        })
+    }
+}
+
+/// Open and close one connection, so a bad host, password or database is reported at
+/// connect time with the server's own reason (a pool would only time out).
+pub(crate) async fn probe<O>(options: &O, config: &SqlConfig) -> Result<()>
+where
+    O: sqlx::ConnectOptions,
+    O::Connection: Sized,
+{
+    use sqlx::Connection;
+    match tokio::time::timeout(config.connect_timeout, options.connect()).await {
+        Ok(Ok(conn)) => {
+            let _ = conn.close().await;
+            Ok(())
+        }
+        Ok(Err(err)) => Err(errors::map_error(&config.shown_url, err)),
+        Err(_) => Err(Error::connection(format!(
+            "cannot reach the database at {} within {}ms (connect_timeout)",
+            config.shown_url,
+            config.connect_timeout.as_millis()
+        ))),
+    }
+}
+
+/// A connection for a session lock. An idle one is taken at once; opening a new one is not
+/// part of the wait (a try-once must not fail because the pool was cold), so only
+/// cancellation and `connect_timeout` bound it; waiting for a full pool (`max_sessions`
+/// connections held or waiting) is, and ends at the request's deadline.
+pub(crate) async fn session_connection<DB: sqlx::Database>(
+    pool: &sqlx::Pool<DB>,
+    request: &AcquireRequest,
+    max_sessions: u32,
+) -> std::result::Result<Option<sqlx::pool::PoolConnection<DB>>, sqlx::Error> {
+    if let Some(conn) = pool.try_acquire() {
+        return Ok(Some(conn));
+    }
+    let deadline = async {
+        match request.deadline {
+            Some(deadline) if pool.size() >= max_sessions => tokio::time::sleep_until(deadline).await,
+            _ => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        biased;
+        conn = pool.acquire() => conn.map(Some),
+        _ = request.cancel.cancelled() => Ok(None),
+        _ = deadline => Ok(None),
+    }
+}
+
+/// Milliseconds left before the deadline (at least 1), or `None` to wait forever.
+pub(crate) fn wait_left(request: &AcquireRequest) -> Option<Duration> {
+    request.deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1)))
+}
+
+pub(crate) fn try_once(request: &AcquireRequest) -> bool {
+    request.deadline.is_some_and(|deadline| deadline <= Instant::now())
+}
+
+/// What the lease table records as `locked_by` for an owner: an operator reading the table
+/// sees that polylock holds the row, and which client and owner.
+pub(crate) fn locked_by(owner: &crate::owner::Owner) -> String {
+    format!("polylock:{owner}")
+}
+
+pub(crate) fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,347 @@
+//! MySQL and MariaDB: session locks with `GET_LOCK`, lease locks on ShedLock's table. MySQL
+//! has no NOTIFY, so lease waiters back off with jitter, bounded by the holder's
+//! `lock_until`, and are woken at once by releases within their own process.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
+use sqlx::pool::PoolConnection;
+use sqlx::{MySql, Row};
+use tokio::sync::watch;
+use tokio::time::{timeout, Instant};
+
+use super::errors::{map_error, mysql_number};
+use super::names::{lease_name, mysql_lock_name};
+use super::session::{Session, SessionConn};
+use super::{locked_by, session_connection, try_once, wait_left, SqlConfig};
+use crate::backend::poll::{acquire_by_attempts, Attempt, Backoff};
+use crate::backend::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
+use crate::error::{Error, Result};
+use crate::lock::LockKind;
+use crate::url::ConnectUrl;
+
+/// sqlx's own MySQL URL options that polylock passes through.
+const SQLX_OPTIONS: &[&str] = &[
+    "ssl-mode",
+    "sslmode",
+    "ssl-ca",
+    "sslca",
+    "ssl-cert",
+    "sslcert",
+    "ssl-key",
+    "sslkey",
+    "charset",
+    "collation",
+    "socket",
+    "timezone",
+    "statement-cache-capacity",
+];
+
+const LEASE_BACKOFF: Backoff = Backoff { min: Duration::from_millis(2), max: Duration::from_millis(100) };
+
+const ER_DUP_ENTRY: u16 = 1062;
+
+const FOREVER_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
+
+pub(crate) struct MySqlBackend {
+    shared: MySqlPool,
+    sessions: MySqlPool,
+    config: SqlConfig,
+    table: String,
+    released: watch::Sender<u64>,
+}
+
+impl MySqlBackend {
+    pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Self> {
+        let config = SqlConfig::from_url(url, "mysql", SQLX_OPTIONS)?;
+        let options = MySqlConnectOptions::from_str(&config.sqlx_url).map_err(|e| map_error(&config.shown_url, e))?;
+        super::probe(&options, &config).await?;
+        let shared = MySqlPoolOptions::new()
+            .max_connections(config.pool_size)
+            .acquire_timeout(config.connect_timeout)
+            .connect_lazy_with(options.clone());
+        let sessions = MySqlPoolOptions::new()
+            .max_connections(config.max_sessions)
+            .min_connections(0)
+            .idle_timeout(Duration::from_secs(60))
+            .acquire_timeout(config.connect_timeout)
+            .connect_lazy_with(options);
+        let table = config.table.clone();
+        let backend = MySqlBackend { shared, sessions, config, table, released: watch::channel(0).0 };
+        backend.create_schema().await?;
+        Ok(backend)
+    }
+
+    fn err(&self, err: sqlx::Error) -> Error {
+        map_error(&self.config.shown_url, err)
+    }
+
+    async fn create_schema(&self) -> Result<()> {
+        let statements = [
+            "CREATE TABLE IF NOT EXISTS polylock_fencing (name VARCHAR(64) NOT NULL PRIMARY KEY, token BIGINT NOT NULL)"
+                .to_string(),
+            // ShedLock's documented MySQL schema.
+            format!(
+                "CREATE TABLE IF NOT EXISTS {}(name VARCHAR(64) NOT NULL, lock_until TIMESTAMP(3) NOT NULL, \
+                 locked_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), locked_by VARCHAR(255) NOT NULL, \
+                 PRIMARY KEY (name))",
+                self.table
+            ),
+        ];
+        for statement in statements {
+            sqlx::query(&statement).execute(&self.shared).await.map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+
+    /// Bump and return the fencing counter of `name`, while the lock is held. LAST_INSERT_ID(x)
+    /// makes the new value the statement's insert id, so this is one round trip.
+    async fn next_token<'e, E: sqlx::MySqlExecutor<'e>>(&self, executor: E, name: &str) -> Result<u64> {
+        let done = sqlx::query(
+            "INSERT INTO polylock_fencing (name, token) VALUES (?, LAST_INSERT_ID(1))
+             ON DUPLICATE KEY UPDATE token = LAST_INSERT_ID(token + 1)",
+        )
+        .bind(name)
+        .execute(executor)
+        .await
+        .map_err(|e| self.err(e))?;
+        Ok(done.last_insert_id())
+    }
+
+    async fn acquire_session(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
+        let name = mysql_lock_name(&request.key);
+        let Some(mut conn) =
+            session_connection(&self.sessions, request, self.config.max_sessions).await.map_err(|e| self.err(e))?
+        else {
+            return Ok(None);
+        };
+        let attempt_started = Instant::now();
+        let row = sqlx::query("SELECT GET_LOCK(?, 0), CONNECTION_ID()")
+            .bind(&name)
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(|e| self.err(e))?;
+        let (got, connection_id): (Option<i64>, u64) = (row.get(0), row.get(1));
+        let mut locked = got == Some(1);
+        if !locked && !try_once(request) && !request.cancel.is_cancelled() {
+            match self.wait_for_lock(request, &mut conn, &name, connection_id).await {
+                Ok(true) => locked = true,
+                Ok(false) => return Ok(None),
+                Err(err) => {
+                    let _ = conn.close().await;
+                    return Err(err);
+                }
+            }
+        }
+        if !locked {
+            return Ok(None);
+        }
+        match self.next_token(&mut *conn, &name).await {
+            Ok(token) => {
+                let session = Session::start(
+                    SessionConn::MySql { conn, name },
+                    attempt_started + request.lease,
+                    self.config.session_check,
+                    request.lost.clone(),
+                );
+                Ok(Some(Acquired { token, attempt_started, state: session.into_state() }))
+            }
+            Err(err) => {
+                let _ = conn.close().await;
+                Err(err)
+            }
+        }
+    }
+
+    /// Block in `GET_LOCK(name, timeout)` until the deadline (a negative timeout waits
+    /// forever); a cancellation interrupts it with `KILL QUERY`.
+    async fn wait_for_lock(
+        &self,
+        request: &AcquireRequest,
+        conn: &mut PoolConnection<MySql>,
+        name: &str,
+        connection_id: u64,
+    ) -> Result<bool> {
+        // MariaDB answers NULL to a negative ("forever") timeout: a year it is, asked again if
+        // it ever runs out.
+        let seconds = wait_left(request).map_or(FOREVER_SECONDS, |left| left.as_secs_f64());
+        let (outcome, cancelled) = {
+            let wait = sqlx::query_scalar::<_, Option<i64>>("SELECT GET_LOCK(?, ?)")
+                .bind(name)
+                .bind(seconds)
+                .fetch_one(&mut **conn);
+            tokio::pin!(wait);
+            tokio::select! {
+                outcome = &mut wait => (Some(outcome), false),
+                _ = request.cancel.cancelled() => {
+                    let _ = sqlx::query(&format!("KILL QUERY {connection_id}")).execute(&self.shared).await;
+                    (timeout(Duration::from_secs(5), &mut wait).await.ok(), true)
+                }
+            }
+        };
+        let Some(outcome) = outcome else {
+            return Err(Error::backend("the database did not answer a cancelled lock wait"));
+        };
+        if cancelled {
+            // The lock may have been granted just before the cancel, and a late cancel could
+            // hit a later statement: the connection is closed, which frees whatever it holds.
+            drop(outcome);
+            conn.close_on_drop();
+            return Ok(false);
+        }
+        match outcome {
+            Ok(Some(0)) if request.deadline.is_none() => {
+                Box::pin(self.wait_for_lock(request, conn, name, connection_id)).await
+            }
+            Ok(got) => Ok(got == Some(1)),
+            // 1317: query execution was interrupted.
+            Err(err) if mysql_number(&err) == Some(1317) => Ok(false),
+            Err(err) => Err(self.err(err)),
+        }
+    }
+
+    /// One ShedLock-style attempt: take an expired row, else insert a new one; bump the
+    /// fencing counter only once the row is ours.
+    async fn lease_attempt(&self, request: &AcquireRequest, name: &str, by: &str) -> Result<Attempt> {
+        let table = &self.table;
+        let micros = i64::try_from(request.lease.as_micros()).unwrap_or(i64::MAX);
+        let taken = sqlx::query(&format!(
+            "UPDATE {table} SET lock_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND,
+                 locked_at = UTC_TIMESTAMP(3), locked_by = ?
+             WHERE name = ? AND lock_until <= UTC_TIMESTAMP(3)"
+        ))
+        .bind(micros)
+        .bind(by)
+        .bind(name)
+        .execute(&self.shared)
+        .await
+        .map_err(|e| self.err(e))?
+        .rows_affected()
+            == 1;
+        let won = taken || {
+            let inserted = sqlx::query(&format!(
+                "INSERT INTO {table} (name, lock_until, locked_at, locked_by)
+                 VALUES (?, UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND, UTC_TIMESTAMP(3), ?)"
+            ))
+            .bind(name)
+            .bind(micros)
+            .bind(by)
+            .execute(&self.shared)
+            .await;
+            match inserted {
+                Ok(_) => true,
+                Err(err) if mysql_number(&err) == Some(ER_DUP_ENTRY) => false,
+                Err(err) => return Err(self.err(err)),
+            }
+        };
+        if won {
+            return match self.next_token(&self.shared, name).await {
+                Ok(token) => Ok(Attempt::Acquired { token, state: None }),
+                Err(err) => {
+                    let _ = self.give_back_lease(name, by).await;
+                    Err(err)
+                }
+            };
+        }
+        let left: Option<i64> = sqlx::query_scalar(&format!(
+            "SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), lock_until) FROM {table} WHERE name = ?"
+        ))
+        .bind(name)
+        .fetch_optional(&self.shared)
+        .await
+        .map_err(|e| self.err(e))?
+        .flatten();
+        Ok(Attempt::Busy { holder_lease_left: left.filter(|us| *us > 0).map(|us| Duration::from_micros(us as u64)) })
+    }
+
+    /// End our lease on `name` now (the row stays, as ShedLock leaves it). True if it was ours.
+    async fn give_back_lease(&self, name: &str, by: &str) -> Result<bool> {
+        let done = sqlx::query(&format!(
+            "UPDATE {} SET lock_until = UTC_TIMESTAMP(3)
+             WHERE name = ? AND locked_by = ? AND lock_until > UTC_TIMESTAMP(3)",
+            self.table
+        ))
+        .bind(name)
+        .bind(by)
+        .execute(&self.shared)
+        .await
+        .map_err(|e| self.err(e))?;
+        Ok(done.rows_affected() == 1)
+    }
+}
+
+#[async_trait]
+impl Backend for MySqlBackend {
+    async fn acquire(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
+        match request.kind {
+            LockKind::Lease => {
+                let name = lease_name(&request.key);
+                let by = locked_by(&request.owner);
+                let mut wakeups = self.released.subscribe();
+                acquire_by_attempts(request, LEASE_BACKOFF, &mut wakeups, || self.lease_attempt(request, &name, &by))
+                    .await
+            }
+            _ => self.acquire_session(request).await,
+        }
+    }
+
+    async fn renew(&self, held: &HeldLock, lease: Duration) -> Result<Renewal> {
+        if held.kind != LockKind::Lease {
+            let renewed = match Session::of(held) {
+                Some(session) => session.renew(lease).await,
+                None => false,
+            };
+            return Ok(if renewed { Renewal::Renewed } else { Renewal::Gone });
+        }
+        let micros = i64::try_from(lease.as_micros()).unwrap_or(i64::MAX);
+        let done = sqlx::query(&format!(
+            "UPDATE {} SET lock_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND
+             WHERE name = ? AND locked_by = ? AND lock_until > UTC_TIMESTAMP(3)",
+            self.table
+        ))
+        .bind(micros)
+        .bind(lease_name(&held.key))
+        .bind(locked_by(&held.owner))
+        .execute(&self.shared)
+        .await
+        .map_err(|e| self.err(e))?;
+        Ok(if done.rows_affected() == 1 { Renewal::Renewed } else { Renewal::Gone })
+    }
+
+    async fn release(&self, held: &HeldLock, holds_left: u32) -> Result<Release> {
+        if held.kind != LockKind::Lease {
+            let Some(session) = Session::of(held) else { return Ok(Release::Gone) };
+            let held_still = if holds_left > 0 { session.check().await } else { session.release().await };
+            return Ok(if held_still { Release::Released } else { Release::Gone });
+        }
+        let (name, by) = (lease_name(&held.key), locked_by(&held.owner));
+        let ours = if holds_left > 0 {
+            let count: i64 = sqlx::query_scalar(&format!(
+                "SELECT COUNT(*) FROM {} WHERE name = ? AND locked_by = ? AND lock_until > UTC_TIMESTAMP(3)",
+                self.table
+            ))
+            .bind(&name)
+            .bind(&by)
+            .fetch_one(&self.shared)
+            .await
+            .map_err(|e| self.err(e))?;
+            count == 1
+        } else {
+            let ours = self.give_back_lease(&name, &by).await?;
+            self.released.send_modify(|n| *n = n.wrapping_add(1));
+            ours
+        };
+        Ok(if ours { Release::Released } else { Release::Gone })
+    }
+
+    async fn close(&self) {
+        self.sessions.close().await;
+        self.shared.close().await;
+    }
+
+    fn supports(&self, kind: LockKind) -> bool {
+        matches!(kind, LockKind::Reentrant | LockKind::Lease)
+    }
+}

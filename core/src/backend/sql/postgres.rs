@@ -1,0 +1,366 @@
+//! PostgreSQL: session locks with `pg_advisory_lock`, lease locks on ShedLock's table, waiters
+//! of lease locks woken by `NOTIFY polylock_release` from every releasing polylock process.
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
+use sqlx::{Postgres, Row};
+use tokio::sync::{watch, OnceCell};
+use tokio::time::{timeout, Instant};
+
+use super::errors::{db_code, map_error};
+use super::names::{lease_name, postgres_advisory_key};
+use super::session::{Session, SessionConn};
+use super::{locked_by, millis, session_connection, try_once, wait_left, SqlConfig};
+use crate::backend::poll::{acquire_by_attempts, Attempt, Backoff};
+use crate::backend::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
+use crate::error::{Error, Result};
+use crate::lock::LockKind;
+use crate::url::ConnectUrl;
+
+/// sqlx's own PostgreSQL URL options that polylock passes through.
+const SQLX_OPTIONS: &[&str] =
+    &["sslmode", "sslrootcert", "sslcert", "sslkey", "application_name", "options", "statement-cache-capacity"];
+
+/// The channel releases of lease locks are announced on; the payload is the lease name.
+const RELEASE_CHANNEL: &str = "polylock_release";
+
+/// Lease waiters are woken by NOTIFY; this catches releases that announce nothing (a
+/// ShedLock client's unlock) and is bounded by the holder's `lock_until`.
+const LEASE_FALLBACK: Backoff = Backoff { min: Duration::from_millis(10), max: Duration::from_millis(250) };
+
+/// Serializes schema creation between processes (CREATE TABLE IF NOT EXISTS can race).
+const SCHEMA_LOCK_KEY: i64 = 0x706f_6c79_6c6f_636b; // "polylock"
+
+pub(crate) struct PgBackend {
+    shared: PgPool,
+    sessions: PgPool,
+    config: SqlConfig,
+    table: String,
+    /// Bumped for every announced release (ours and other processes').
+    released: Arc<watch::Sender<u64>>,
+    listener: OnceCell<tokio::task::AbortHandle>,
+}
+
+impl PgBackend {
+    pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Self> {
+        let config = SqlConfig::from_url(url, "postgres", SQLX_OPTIONS)?;
+        let options = PgConnectOptions::from_str(&config.sqlx_url)
+            .map_err(|e| map_error(&config.shown_url, e))?
+            .application_name("polylock");
+        super::probe(&options, &config).await?;
+        let shared = PgPoolOptions::new()
+            .max_connections(config.pool_size)
+            .acquire_timeout(config.connect_timeout)
+            .connect_lazy_with(options.clone());
+        let sessions = PgPoolOptions::new()
+            .max_connections(config.max_sessions)
+            .min_connections(0)
+            .idle_timeout(Duration::from_secs(60))
+            .acquire_timeout(config.connect_timeout)
+            .connect_lazy_with(options);
+        let table = config.table.clone();
+        let backend = PgBackend {
+            shared,
+            sessions,
+            config,
+            table,
+            released: Arc::new(watch::channel(0).0),
+            listener: OnceCell::new(),
+        };
+        backend.create_schema().await?;
+        Ok(backend)
+    }
+
+    fn err(&self, err: sqlx::Error) -> Error {
+        map_error(&self.config.shown_url, err)
+    }
+
+    async fn create_schema(&self) -> Result<()> {
+        let mut tx = self.shared.begin().await.map_err(|e| self.err(e))?;
+        let statements = [
+            format!("SELECT pg_advisory_xact_lock({SCHEMA_LOCK_KEY})"),
+            "CREATE TABLE IF NOT EXISTS polylock_fencing (name TEXT PRIMARY KEY, token BIGINT NOT NULL)".to_string(),
+            // ShedLock's documented PostgreSQL schema.
+            format!(
+                "CREATE TABLE IF NOT EXISTS {}(name VARCHAR(64) NOT NULL, lock_until TIMESTAMP NOT NULL, \
+                 locked_at TIMESTAMP NOT NULL, locked_by VARCHAR(255) NOT NULL, PRIMARY KEY (name))",
+                self.table
+            ),
+        ];
+        for statement in statements {
+            sqlx::query(&statement).execute(&mut *tx).await.map_err(|e| self.err(e))?;
+        }
+        tx.commit().await.map_err(|e| self.err(e))
+    }
+
+    /// Bump and return the fencing counter of `name`. Called only while the lock is held.
+    async fn next_token<'e, E: sqlx::PgExecutor<'e>>(&self, executor: E, name: &str) -> Result<u64> {
+        let token: i64 = sqlx::query_scalar(
+            "INSERT INTO polylock_fencing (name, token) VALUES ($1, 1)
+             ON CONFLICT (name) DO UPDATE SET token = polylock_fencing.token + 1 RETURNING token",
+        )
+        .bind(name)
+        .fetch_one(executor)
+        .await
+        .map_err(|e| self.err(e))?;
+        Ok(token as u64)
+    }
+
+    async fn acquire_session(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
+        let key = postgres_advisory_key(&request.key);
+        let Some(mut conn) =
+            session_connection(&self.sessions, request, self.config.max_sessions).await.map_err(|e| self.err(e))?
+        else {
+            return Ok(None);
+        };
+        let attempt_started = Instant::now();
+        let row = sqlx::query("SELECT pg_try_advisory_lock($1), pg_backend_pid()")
+            .bind(key)
+            .fetch_one(&mut *conn)
+            .await
+            .map_err(|e| self.err(e))?;
+        let (mut locked, pid): (bool, i32) = (row.get(0), row.get(1));
+        if !locked && !try_once(request) && !request.cancel.is_cancelled() {
+            match self.wait_for_lock(request, &mut conn, key, pid).await {
+                Ok(true) => locked = true,
+                Ok(false) => return Ok(None),
+                Err(err) => {
+                    let _ = conn.close().await;
+                    return Err(err);
+                }
+            }
+        }
+        if !locked {
+            return Ok(None);
+        }
+        match self.next_token(&mut *conn, &request.key).await {
+            Ok(token) => {
+                let lease_end = attempt_started + request.lease;
+                let session = Session::start(
+                    SessionConn::Postgres { conn, key },
+                    lease_end,
+                    self.config.session_check,
+                    request.lost.clone(),
+                );
+                Ok(Some(Acquired { token, attempt_started, state: session.into_state() }))
+            }
+            Err(err) => {
+                let _ = conn.close().await; // frees the lock with the session
+                Err(err)
+            }
+        }
+    }
+
+    /// Block in `pg_advisory_lock` under `lock_timeout` until the deadline; a cancellation
+    /// cancels the server-side wait. False if the wait ended without the lock.
+    async fn wait_for_lock(
+        &self,
+        request: &AcquireRequest,
+        conn: &mut PoolConnection<Postgres>,
+        key: i64,
+        pid: i32,
+    ) -> Result<bool> {
+        // 0 disables the timeout: wait forever. set_config runs before the lock in one statement.
+        let lock_timeout = wait_left(request).map_or(0, millis).to_string();
+        let (outcome, cancelled) = {
+            let wait = sqlx::query("SELECT set_config('lock_timeout', $1, false), pg_advisory_lock($2)")
+                .bind(format!("{lock_timeout}ms"))
+                .bind(key)
+                .execute(&mut **conn);
+            tokio::pin!(wait);
+            tokio::select! {
+                outcome = &mut wait => (Some(outcome), false),
+                _ = request.cancel.cancelled() => {
+                    let _ = sqlx::query("SELECT pg_cancel_backend($1)").bind(pid).execute(&self.shared).await;
+                    (timeout(Duration::from_secs(5), &mut wait).await.ok(), true)
+                }
+            }
+        };
+        let Some(outcome) = outcome else {
+            return Err(Error::backend("the database did not answer a cancelled lock wait"));
+        };
+        if cancelled {
+            // The lock may have been granted just before the cancel, and a late cancel could
+            // hit a later statement: the connection is closed, which frees whatever it holds.
+            drop(outcome);
+            conn.close_on_drop();
+            return Ok(false);
+        }
+        match outcome {
+            Ok(_) => Ok(true),
+            // lock_not_available (lock_timeout) or query_canceled: the wait ended, nothing held.
+            Err(err) if matches!(db_code(&err).as_deref(), Some("55P03" | "57014")) => Ok(false),
+            Err(err) => Err(self.err(err)),
+        }
+    }
+
+    /// One ShedLock-style attempt, in one statement: take the row if it is free or expired,
+    /// bump the fencing counter only if we did, and report the holder's time left otherwise.
+    async fn lease_attempt(&self, request: &AcquireRequest, name: &str, by: &str) -> Result<Attempt> {
+        let table = &self.table;
+        let row = sqlx::query(&format!(
+            "WITH won AS (
+                 INSERT INTO {table} (name, lock_until, locked_at, locked_by)
+                 VALUES ($1, timezone('utc', now()) + $2 * interval '1 millisecond', timezone('utc', now()), $3)
+                 ON CONFLICT (name) DO UPDATE
+                     SET lock_until = EXCLUDED.lock_until, locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by
+                     WHERE {table}.lock_until <= timezone('utc', now())
+                 RETURNING name),
+             fence AS (
+                 INSERT INTO polylock_fencing (name, token) SELECT name, 1 FROM won
+                 ON CONFLICT (name) DO UPDATE SET token = polylock_fencing.token + 1
+                 RETURNING token)
+             SELECT (SELECT token FROM fence),
+                    (SELECT (extract(epoch FROM lock_until - timezone('utc', now())) * 1000)::bigint
+                     FROM {table} WHERE name = $1)"
+        ))
+        .bind(name)
+        .bind(millis(request.lease) as f64)
+        .bind(by)
+        .fetch_one(&self.shared)
+        .await
+        .map_err(|e| self.err(e))?;
+        let (token, left): (Option<i64>, Option<i64>) = (row.get(0), row.get(1));
+        Ok(match token {
+            Some(token) => Attempt::Acquired { token: token as u64, state: None },
+            None => Attempt::Busy {
+                holder_lease_left: left.filter(|ms| *ms > 0).map(|ms| Duration::from_millis(ms as u64)),
+            },
+        })
+    }
+
+    /// Start (once) the task that turns NOTIFYs on the release channel into wake-ups.
+    async fn listen(&self) {
+        self.listener
+            .get_or_init(|| async {
+                // From the session pool, so the shared pool keeps all its connections for work.
+                let pool = self.sessions.clone();
+                let released = self.released.clone();
+                tokio::spawn(async move {
+                    loop {
+                        let mut listener = match PgListener::connect_with(&pool).await {
+                            Ok(listener) => listener,
+                            Err(_) => {
+                                tokio::time::sleep(Duration::from_secs(1)).await;
+                                continue;
+                            }
+                        };
+                        if listener.listen(RELEASE_CHANNEL).await.is_err() {
+                            tokio::time::sleep(Duration::from_secs(1)).await;
+                            continue;
+                        }
+                        // recv reconnects and re-listens by itself after a connection loss.
+                        while listener.recv().await.is_ok() {
+                            released.send_modify(|n| *n = n.wrapping_add(1));
+                        }
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                })
+                .abort_handle()
+            })
+            .await;
+    }
+}
+
+impl Drop for PgBackend {
+    /// A client dropped without `close()` must not leave its LISTEN task running.
+    fn drop(&mut self) {
+        if let Some(listener) = self.listener.get() {
+            listener.abort();
+        }
+    }
+}
+
+#[async_trait]
+impl Backend for PgBackend {
+    async fn acquire(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
+        match request.kind {
+            LockKind::Lease => {
+                self.listen().await;
+                let name = lease_name(&request.key);
+                let by = locked_by(&request.owner);
+                let mut wakeups = self.released.subscribe();
+                acquire_by_attempts(request, LEASE_FALLBACK, &mut wakeups, || self.lease_attempt(request, &name, &by))
+                    .await
+            }
+            _ => self.acquire_session(request).await,
+        }
+    }
+
+    async fn renew(&self, held: &HeldLock, lease: Duration) -> Result<Renewal> {
+        if held.kind != LockKind::Lease {
+            let renewed = match Session::of(held) {
+                Some(session) => session.renew(lease).await,
+                None => false,
+            };
+            return Ok(if renewed { Renewal::Renewed } else { Renewal::Gone });
+        }
+        let updated = sqlx::query(&format!(
+            "UPDATE {} SET lock_until = timezone('utc', now()) + $3 * interval '1 millisecond'
+             WHERE name = $1 AND locked_by = $2 AND lock_until > timezone('utc', now())",
+            self.table
+        ))
+        .bind(lease_name(&held.key))
+        .bind(locked_by(&held.owner))
+        .bind(millis(lease) as f64)
+        .execute(&self.shared)
+        .await
+        .map_err(|e| self.err(e))?;
+        Ok(if updated.rows_affected() == 1 { Renewal::Renewed } else { Renewal::Gone })
+    }
+
+    async fn release(&self, held: &HeldLock, holds_left: u32) -> Result<Release> {
+        if held.kind != LockKind::Lease {
+            let Some(session) = Session::of(held) else { return Ok(Release::Gone) };
+            let held_still = if holds_left > 0 { session.check().await } else { session.release().await };
+            return Ok(if held_still { Release::Released } else { Release::Gone });
+        }
+        let (name, by) = (lease_name(&held.key), locked_by(&held.owner));
+        let still_ours: i64 = if holds_left > 0 {
+            sqlx::query_scalar(&format!(
+                "SELECT count(*) FROM {} WHERE name = $1 AND locked_by = $2 AND lock_until > timezone('utc', now())",
+                self.table
+            ))
+            .bind(&name)
+            .bind(&by)
+            .fetch_one(&self.shared)
+            .await
+            .map_err(|e| self.err(e))?
+        } else {
+            // Like ShedLock's unlock, the row stays with lock_until = now; only ours is touched.
+            let released = sqlx::query_scalar(&format!(
+                "WITH released AS (
+                     UPDATE {} SET lock_until = timezone('utc', now())
+                     WHERE name = $1 AND locked_by = $2 AND lock_until > timezone('utc', now())
+                     RETURNING name)
+                 SELECT count(pg_notify('{RELEASE_CHANNEL}', name)::text) FROM released",
+                self.table
+            ))
+            .bind(&name)
+            .bind(&by)
+            .fetch_one(&self.shared)
+            .await
+            .map_err(|e| self.err(e))?;
+            self.released.send_modify(|n| *n = n.wrapping_add(1));
+            released
+        };
+        Ok(if still_ours == 1 { Release::Released } else { Release::Gone })
+    }
+
+    async fn close(&self) {
+        if let Some(listener) = self.listener.get() {
+            listener.abort();
+        }
+        self.sessions.close().await;
+        self.shared.close().await;
+    }
+
+    fn supports(&self, kind: LockKind) -> bool {
+        matches!(kind, LockKind::Reentrant | LockKind::Lease)
+    }
+}

@@ -1,0 +1,187 @@
+//! A session lock's hold: the dedicated connection that holds the lock, the lease it keeps
+//! on our side, and the task that watches both.
+//!
+//! The database frees a session lock only when its connection ends, so the lease is kept
+//! here: a hold whose lease runs out unrenewed (an explicit lease, or a watchdog that stopped)
+//! is given back by closing its connection. The same task pings the connection every
+//! `session_check`; a failed ping means the session ended (killed, network gone) and the
+//! lock with it, so the guard is marked lost at once.
+
+use std::sync::{Arc, Mutex as SyncMutex};
+use std::time::Duration;
+
+use sqlx::pool::PoolConnection;
+use sqlx::{MySql, Postgres};
+use tokio::sync::Mutex;
+use tokio::task::AbortHandle;
+use tokio::time::{sleep_until, timeout, Instant};
+
+use crate::backend::{HeldLock, HoldState};
+use crate::lock::{LostNotifier, LostReason};
+
+/// The connection that holds a session lock.
+pub(crate) enum SessionConn {
+    Postgres { conn: PoolConnection<Postgres>, key: i64 },
+    MySql { conn: PoolConnection<MySql>, name: String },
+}
+
+impl SessionConn {
+    /// Whether the session is alive and still holds the lock.
+    async fn still_holds(&mut self) -> Result<bool, sqlx::Error> {
+        match self {
+            // Only the session itself can release an advisory lock it holds, so a live
+            // session is proof enough and the cheapest round trip.
+            SessionConn::Postgres { conn, .. } => sqlx::query("SELECT 1").execute(&mut **conn).await.map(|_| true),
+            SessionConn::MySql { conn, name } => {
+                let holds: Option<i64> = sqlx::query_scalar("SELECT IS_USED_LOCK(?) = CONNECTION_ID()")
+                    .bind(&*name)
+                    .fetch_one(&mut **conn)
+                    .await?;
+                Ok(holds == Some(1))
+            }
+        }
+    }
+
+    /// Give the lock back; true if the session still held it.
+    async fn unlock(&mut self) -> Result<bool, sqlx::Error> {
+        match self {
+            SessionConn::Postgres { conn, key } => {
+                sqlx::query_scalar("SELECT pg_advisory_unlock($1)").bind(*key).fetch_one(&mut **conn).await
+            }
+            SessionConn::MySql { conn, name } => {
+                let released: Option<i64> =
+                    sqlx::query_scalar("SELECT RELEASE_LOCK(?)").bind(&*name).fetch_one(&mut **conn).await?;
+                Ok(released == Some(1))
+            }
+        }
+    }
+
+    /// Close the connection, which frees anything its session held.
+    async fn close(self) {
+        let _ = match self {
+            SessionConn::Postgres { conn, .. } => conn.close().await,
+            SessionConn::MySql { conn, .. } => conn.close().await,
+        };
+    }
+}
+
+/// How long a check may take before the session counts as gone.
+const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub(crate) struct Session {
+    conn: Mutex<Option<SessionConn>>,
+    lease_end: SyncMutex<Instant>,
+    monitor: SyncMutex<Option<AbortHandle>>,
+}
+
+impl Session {
+    /// Start holding through `conn`, with a lease that ends at `lease_end` unless renewed.
+    pub fn start(conn: SessionConn, lease_end: Instant, check: Duration, lost: LostNotifier) -> Arc<Session> {
+        let session = Arc::new(Session {
+            conn: Mutex::new(Some(conn)),
+            lease_end: SyncMutex::new(lease_end),
+            monitor: SyncMutex::new(None),
+        });
+        let task = tokio::spawn(monitor(Arc::downgrade(&session), check, lost));
+        *session.monitor.lock().unwrap_or_else(|e| e.into_inner()) = Some(task.abort_handle());
+        session
+    }
+
+    pub fn of(held: &HeldLock) -> Option<Arc<Session>> {
+        held.state.clone().and_then(|state| state.downcast::<Session>().ok())
+    }
+
+    pub fn into_state(self: Arc<Self>) -> HoldState {
+        Some(self)
+    }
+
+    fn lease_end(&self) -> Instant {
+        *self.lease_end.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Renewal: the session must still hold the lock; then the lease runs `lease` from now.
+    /// A session that errors is gone (its lock went with it), so that is `false`, not an error.
+    pub async fn renew(&self, lease: Duration) -> bool {
+        let sent = Instant::now();
+        let mut guard = self.conn.lock().await;
+        let Some(conn) = guard.as_mut() else { return false };
+        match timeout(CHECK_TIMEOUT, conn.still_holds()).await {
+            Ok(Ok(true)) => {
+                *self.lease_end.lock().unwrap_or_else(|e| e.into_inner()) = sent + lease;
+                true
+            }
+            _ => {
+                if let Some(conn) = guard.take() {
+                    conn.close().await;
+                }
+                false
+            }
+        }
+    }
+
+    /// Whether the session is alive and holds the lock (for a release that leaves holds).
+    pub async fn check(&self) -> bool {
+        let mut guard = self.conn.lock().await;
+        match guard.as_mut() {
+            Some(conn) => matches!(timeout(CHECK_TIMEOUT, conn.still_holds()).await, Ok(Ok(true))),
+            None => false,
+        }
+    }
+
+    /// Give the lock back and return a healthy connection to its pool. True if it was held.
+    pub async fn release(&self) -> bool {
+        self.stop_monitor();
+        let Some(mut conn) = self.conn.lock().await.take() else { return false };
+        match timeout(CHECK_TIMEOUT, conn.unlock()).await {
+            Ok(Ok(true)) => true, // dropping a pool connection returns it to the pool
+            _ => {
+                // Not held, or unknown: a connection we cannot vouch for is closed, not reused.
+                conn.close().await;
+                false
+            }
+        }
+    }
+
+    fn stop_monitor(&self) {
+        if let Some(task) = self.monitor.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.stop_monitor();
+    }
+}
+
+/// Ping the session every `check` and end the hold when its lease runs out. Holds only a
+/// weak reference, so a hold that is dropped stops its monitor.
+async fn monitor(session: std::sync::Weak<Session>, check: Duration, lost: LostNotifier) {
+    loop {
+        let Some(lease_end) = session.upgrade().map(|s| s.lease_end()) else { return };
+        sleep_until((Instant::now() + check).min(lease_end)).await;
+        let Some(session) = session.upgrade() else { return };
+        let mut guard = session.conn.lock().await;
+        let Some(conn) = guard.as_mut() else { return };
+        if Instant::now() >= session.lease_end() {
+            // Unrenewed past its lease: the lock must not outlive what its guard promises.
+            lost.mark(LostReason::LeaseExpired);
+            if let Some(conn) = guard.take() {
+                conn.close().await;
+            }
+            return;
+        }
+        let why = match timeout(CHECK_TIMEOUT, conn.still_holds()).await {
+            Ok(Ok(true)) => continue,
+            Ok(Ok(false)) => "the session no longer holds the lock".to_string(),
+            Ok(Err(err)) => format!("the connection failed: {err}"),
+            Err(_) => format!("the connection did not answer within {}s", CHECK_TIMEOUT.as_secs()),
+        };
+        lost.mark(LostReason::SessionEnded(why));
+        if let Some(conn) = guard.take() {
+            conn.close().await;
+        }
+        return;
+    }
+}

@@ -1,0 +1,223 @@
+//! What is particular to the PostgreSQL and MySQL/MariaDB backends (the shared contract is in
+//! lock_contract.rs): the documented name mapping, computed by the databases themselves;
+//! killed sessions; bad connection input. Needs `tests/services/services.sh start postgres mariadb`.
+
+use std::time::Duration;
+
+use polylock::{sql_names, AcquireOptions, Client, ErrorKind, LostReason};
+use sqlx::Row;
+use tokio::time::timeout;
+
+fn postgres_url() -> String {
+    std::env::var("POLYLOCK_TEST_POSTGRES_URL")
+        .unwrap_or_else(|_| "postgres://polylock:polylock@127.0.0.1:15432/polylock".to_string())
+}
+
+fn mariadb_url() -> String {
+    std::env::var("POLYLOCK_TEST_MARIADB_URL")
+        .unwrap_or_else(|_| "mysql://polylock:polylock@127.0.0.1:13306/polylock".to_string())
+}
+
+fn unique(name: &str) -> String {
+    format!("sqltest-{}-{name}", std::process::id())
+}
+
+async fn pg_admin() -> sqlx::PgPool {
+    sqlx::PgPool::connect(&postgres_url()).await.expect("postgres (tests/services/services.sh start postgres)")
+}
+
+async fn my_admin() -> sqlx::MySqlPool {
+    sqlx::MySqlPool::connect(&mariadb_url()).await.expect("mariadb (tests/services/services.sh start mariadb)")
+}
+
+/// The advisory key PostgreSQL computes itself from the documented rule, and the key it shows
+/// in pg_locks for the lock polylock holds, are the key `sql_names` documents.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_advisory_keys_follow_the_documented_hash() {
+    let admin = pg_admin().await;
+    let client = Client::connect(&postgres_url()).await.unwrap();
+    for name in [unique("orders:42"), unique("Ünïcode ✓"), unique(&"long".repeat(100))] {
+        let by_sql: i64 = sqlx::query_scalar(
+            "SELECT ('x' || substr(encode(sha256(convert_to($1, 'UTF8')), 'hex'), 1, 16))::bit(64)::bigint",
+        )
+        .bind(&name)
+        .fetch_one(&admin)
+        .await
+        .unwrap();
+        assert_eq!(sql_names::postgres_advisory_key(&name), by_sql, "{name}");
+        let guard = client.lock(&name).unwrap().acquire().await.unwrap();
+        let held: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1
+             AND ((classid::bigint << 32) | objid::bigint) = ($1::bigint & x'ffffffffffffffff'::bigint)",
+        )
+        .bind(by_sql)
+        .fetch_one(&admin)
+        .await
+        .unwrap();
+        assert_eq!(held, 1, "{name}: no advisory lock under the documented key");
+        guard.release().await.unwrap();
+    }
+    // A fixed vector, so other languages can check their implementation against it.
+    assert_eq!(sql_names::postgres_advisory_key("orders:42"), i64::from_be_bytes(sha256_first8("orders:42")));
+}
+
+fn sha256_first8(text: &str) -> [u8; 8] {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(text.as_bytes());
+    digest[..8].try_into().unwrap()
+}
+
+/// MariaDB sees the lock under the documented GET_LOCK name: verbatim for short lowercase
+/// names, `polylock:` + 48 hex digits of SHA-256 otherwise (computed here by SHA2()).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_lock_names_follow_the_documented_rule() {
+    let admin = my_admin().await;
+    let client = Client::connect(&mariadb_url()).await.unwrap();
+    for name in [unique("orders:42"), unique("Orders:42"), unique(&"x".repeat(80))] {
+        let by_sql: String = sqlx::query_scalar(
+            "SELECT IF(CHAR_LENGTH(?) <= 64 AND BINARY LOWER(?) = BINARY ?, ?, CONCAT('polylock:', LEFT(SHA2(?, 256), 48)))",
+        )
+        .bind(&name)
+        .bind(&name)
+        .bind(&name)
+        .bind(&name)
+        .bind(&name)
+        .fetch_one(&admin)
+        .await
+        .unwrap();
+        assert_eq!(sql_names::mysql_lock_name(&name), by_sql, "{name}");
+        let guard = client.lock(&name).unwrap().acquire().await.unwrap();
+        let used: Option<i64> =
+            sqlx::query_scalar("SELECT IS_USED_LOCK(?)").bind(&by_sql).fetch_one(&admin).await.unwrap();
+        assert!(used.is_some(), "{name}: GET_LOCK name {by_sql} is not held");
+        guard.release().await.unwrap();
+        let used: Option<i64> =
+            sqlx::query_scalar("SELECT IS_USED_LOCK(?)").bind(&by_sql).fetch_one(&admin).await.unwrap();
+        assert!(used.is_none(), "{name}: still held after release");
+    }
+    assert_eq!(sql_names::lease_name("Orders:42"), "Orders:42");
+}
+
+/// Killing the holder's session: its guard reports lost, and a waiter in another client
+/// gets the lock with a greater fencing token.
+async fn killed_session_is_lost<F: std::future::Future<Output = ()>>(url: &str, kill: impl FnOnce(String) -> F) {
+    let url = format!("{url}?session_check=100ms");
+    let name = unique(&format!("killed-{}", url.len()));
+    let holder = Client::connect(&url).await.unwrap();
+    let waiter = Client::connect(&url).await.unwrap();
+    let guard = holder.lock(&name).unwrap().acquire().await.unwrap();
+    let waiting = {
+        let lock = waiter.lock(&name).unwrap();
+        tokio::spawn(async move { lock.acquire_with(AcquireOptions::default().wait(Duration::from_secs(10))).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!waiting.is_finished(), "the waiter got a held lock");
+    kill(name.clone()).await;
+    let reason = timeout(Duration::from_secs(3), guard.lost()).await.expect("the guard never learned it was lost");
+    assert!(matches!(reason, LostReason::SessionEnded(_)), "{reason:?}");
+    let theirs = timeout(Duration::from_secs(5), waiting).await.unwrap().unwrap().unwrap();
+    assert!(theirs.fencing_token() > guard.fencing_token());
+    assert_eq!(guard.release().await.unwrap_err().kind(), ErrorKind::Lost);
+    theirs.release().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pg_terminate_backend_marks_the_guard_lost() {
+    let admin = pg_admin().await;
+    killed_session_is_lost(&postgres_url(), |name| async move {
+        let key = sql_names::postgres_advisory_key(&name);
+        let killed: i64 = sqlx::query_scalar(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' AND granted
+             AND ((classid::bigint << 32) | objid::bigint) = ($1::bigint & x'ffffffffffffffff'::bigint)",
+        )
+        .bind(key)
+        .fetch_one(&admin)
+        .await
+        .unwrap();
+        assert_eq!(killed, 1);
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_kill_marks_the_guard_lost() {
+    let admin = my_admin().await;
+    killed_session_is_lost(&mariadb_url(), |name| async move {
+        let holder: Option<i64> = sqlx::query_scalar("SELECT IS_USED_LOCK(?)")
+            .bind(sql_names::mysql_lock_name(&name))
+            .fetch_one(&admin)
+            .await
+            .unwrap();
+        sqlx::query(&format!("KILL {}", holder.expect("held"))).execute(&admin).await.unwrap();
+    })
+    .await;
+}
+
+/// Unreachable servers, wrong passwords and missing databases: a `Connection` error that
+/// names the problem and never shows the password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_connection_input_gets_typed_errors_without_the_password() {
+    let secret = "Sup3r-s3cret-pw";
+    let cases = [
+        (format!("postgres://polylock:{secret}@127.0.0.1:1/polylock?connect_timeout=3s"), "cannot reach"),
+        (format!("mysql://polylock:{secret}@127.0.0.1:1/polylock?connect_timeout=3s"), "cannot reach"),
+        (format!("postgres://polylock:{secret}@127.0.0.1:15432/polylock"), "password"),
+        (format!("mariadb://polylock:{secret}@127.0.0.1:13306/polylock"), "password"),
+        ("postgres://polylock:polylock@127.0.0.1:15432/no_such_db".to_string(), "does not exist"),
+        ("mysql://polylock:polylock@127.0.0.1:13306/no_such_db".to_string(), "does not exist"),
+    ];
+    for (url, says) in cases {
+        let err = Client::connect(&url).await.unwrap_err();
+        let text = err.to_string();
+        assert_eq!(err.kind(), ErrorKind::Connection, "{url}: {text}");
+        assert!(text.contains(says), "{text} should say '{says}'");
+        assert!(!text.contains(secret), "the password leaked: {text}");
+        assert!(!text.contains(":polylock@"), "the password leaked: {text}");
+    }
+    for url in [
+        "postgres://polylock:polylock@127.0.0.1:15432/polylock?max_sessions=0",
+        "postgres://polylock:polylock@127.0.0.1:15432/polylock?table=shed;drop",
+        "mysql://polylock:polylock@127.0.0.1:13306/polylock?sslmod=require",
+        "mysql:///polylock",
+    ] {
+        let err = Client::connect(url).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{url}: {err}");
+        assert!(!err.to_string().contains(":polylock@"), "the password leaked: {err}");
+    }
+}
+
+/// A lease lock is a ShedLock row: polylock writes the documented columns with the
+/// database's clock, and a row written by ShedLock's SQL keeps polylock out until it ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lease_locks_are_shedlock_rows() {
+    let admin = pg_admin().await;
+    let client = Client::connect(&postgres_url()).await.unwrap();
+    let name = unique("shedlock-row");
+    let guard = client.lock(&name).unwrap().with_kind(polylock::LockKind::Lease).acquire().await.unwrap();
+    let row = sqlx::query(
+        "SELECT locked_by, extract(epoch FROM lock_until - timezone('utc', now()))::float8 FROM shedlock WHERE name = $1",
+    )
+    .bind(&name)
+    .fetch_one(&admin)
+    .await
+    .unwrap();
+    let (by, left): (String, f64) = (row.get(0), row.get(1));
+    assert!(by.starts_with("polylock:"), "{by}");
+    assert!(left > 20.0 && left <= 30.5, "lock_until is the 30s watchdog lease from the db clock: {left}");
+    guard.release().await.unwrap();
+    // What ShedLock's PostgreSQL provider (usingDbTime) writes for a 2 s lockAtMostFor.
+    sqlx::query(
+        "UPDATE shedlock SET lock_until = timezone('utc', CURRENT_TIMESTAMP) + interval '2 seconds',
+         locked_at = timezone('utc', CURRENT_TIMESTAMP), locked_by = 'java-host' WHERE name = $1",
+    )
+    .bind(&name)
+    .execute(&admin)
+    .await
+    .unwrap();
+    let lock = client.lock(&name).unwrap().with_kind(polylock::LockKind::Lease);
+    assert!(lock.try_acquire().await.unwrap().is_none(), "a ShedLock holder must keep polylock out");
+    let started = std::time::Instant::now();
+    let guard = lock.acquire_with(AcquireOptions::default().wait(Duration::from_secs(5))).await.unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(1500), "taken before ShedLock's lock_until");
+    guard.release().await.unwrap();
+}
