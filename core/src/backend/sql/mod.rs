@@ -165,9 +165,15 @@ pub(crate) async fn session_connection<DB: sqlx::Database>(
     }
 }
 
-/// Milliseconds left before the deadline (at least 1), or `None` to wait forever.
+/// The time left before the deadline for a server-side wait, or `None` to wait forever.
+/// Rounded up to whole milliseconds plus one, so a server timer (lock_timeout takes whole
+/// milliseconds) never ends the wait before the caller's deadline.
 pub(crate) fn wait_left(request: &AcquireRequest) -> Option<Duration> {
-    request.deadline.map(|deadline| deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1)))
+    request.deadline.map(|deadline| {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let whole_ms = left.as_nanos().div_ceil(1_000_000);
+        Duration::from_millis(u64::try_from(whole_ms).unwrap_or(u64::MAX / 2).saturating_add(1))
+    })
 }
 
 pub(crate) fn try_once(request: &AcquireRequest) -> bool {
