@@ -289,11 +289,7 @@ impl Backend for MySqlBackend {
 
     async fn renew(&self, held: &HeldLock, lease: Duration) -> Result<Renewal> {
         if held.kind != LockKind::Lease {
-            let renewed = match Session::of(held) {
-                Some(session) => session.renew(lease).await,
-                None => false,
-            };
-            return Ok(if renewed { Renewal::Renewed } else { Renewal::Gone });
+            return Ok(Session::renew_held(held, lease).await);
         }
         let micros = i64::try_from(lease.as_micros()).unwrap_or(i64::MAX);
         let done = sqlx::query(&format!(
@@ -312,9 +308,7 @@ impl Backend for MySqlBackend {
 
     async fn release(&self, held: &HeldLock, holds_left: u32) -> Result<Release> {
         if held.kind != LockKind::Lease {
-            let Some(session) = Session::of(held) else { return Ok(Release::Gone) };
-            let held_still = if holds_left > 0 { session.check().await } else { session.release().await };
-            return Ok(if held_still { Release::Released } else { Release::Gone });
+            return Ok(Session::release_held(held, holds_left).await);
         }
         let (name, by) = (lease_name(&held.key), locked_by(&held.owner));
         let ours = if holds_left > 0 {

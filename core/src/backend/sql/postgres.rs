@@ -294,11 +294,7 @@ impl Backend for PgBackend {
 
     async fn renew(&self, held: &HeldLock, lease: Duration) -> Result<Renewal> {
         if held.kind != LockKind::Lease {
-            let renewed = match Session::of(held) {
-                Some(session) => session.renew(lease).await,
-                None => false,
-            };
-            return Ok(if renewed { Renewal::Renewed } else { Renewal::Gone });
+            return Ok(Session::renew_held(held, lease).await);
         }
         let updated = sqlx::query(&format!(
             "UPDATE {} SET lock_until = timezone('utc', now()) + $3 * interval '1 millisecond'
@@ -316,9 +312,7 @@ impl Backend for PgBackend {
 
     async fn release(&self, held: &HeldLock, holds_left: u32) -> Result<Release> {
         if held.kind != LockKind::Lease {
-            let Some(session) = Session::of(held) else { return Ok(Release::Gone) };
-            let held_still = if holds_left > 0 { session.check().await } else { session.release().await };
-            return Ok(if held_still { Release::Released } else { Release::Gone });
+            return Ok(Session::release_held(held, holds_left).await);
         }
         let (name, by) = (lease_name(&held.key), locked_by(&held.owner));
         let still_ours: i64 = if holds_left > 0 {

@@ -16,7 +16,7 @@ use tokio::sync::Mutex;
 use tokio::task::AbortHandle;
 use tokio::time::{sleep_until, timeout, Instant};
 
-use crate::backend::{HeldLock, HoldState};
+use crate::backend::{HeldLock, HoldState, Release, Renewal};
 use crate::lock::{LostNotifier, LostReason};
 
 /// The connection that holds a session lock.
@@ -89,6 +89,32 @@ impl Session {
 
     pub fn of(held: &HeldLock) -> Option<Arc<Session>> {
         held.state.clone().and_then(|state| state.downcast::<Session>().ok())
+    }
+
+    /// The backend's renew for a session lock: `Gone` when the hold carries no session or
+    /// the session no longer holds the lock.
+    pub async fn renew_held(held: &HeldLock, lease: Duration) -> Renewal {
+        let renewed = match Session::of(held) {
+            Some(session) => session.renew(lease).await,
+            None => false,
+        };
+        if renewed {
+            Renewal::Renewed
+        } else {
+            Renewal::Gone
+        }
+    }
+
+    /// The backend's release for a session lock: a partial release only checks the session
+    /// still holds it; the last one gives it back.
+    pub async fn release_held(held: &HeldLock, holds_left: u32) -> Release {
+        let Some(session) = Session::of(held) else { return Release::Gone };
+        let held_still = if holds_left > 0 { session.check().await } else { session.release().await };
+        if held_still {
+            Release::Released
+        } else {
+            Release::Gone
+        }
     }
 
     pub fn into_state(self: Arc<Self>) -> HoldState {
