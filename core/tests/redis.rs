@@ -474,26 +474,36 @@ struct PrivateRedis {
 
 impl PrivateRedis {
     fn start() -> PrivateRedis {
-        let port = 20000 + (std::process::id() % 20000) as u16;
+        // Below the kernel's ephemeral range (32768+): a port in that range can be taken at any
+        // moment by some client's outgoing socket, and then the restart cannot bind it.
+        let port = 28000 + (std::process::id() % 4000) as u16;
         let mut redis = PrivateRedis { port, dir: tempfile::tempdir().unwrap(), process: None };
         redis.resume();
         redis
     }
 
     fn resume(&mut self) {
-        let child = Command::new("redis-server")
+        let log = self.dir.path().join("redis.log");
+        let mut child = Command::new("redis-server")
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .arg("--dir")
             .arg(self.dir.path())
+            .arg("--logfile")
+            .arg(&log)
             .stdout(Stdio::null())
             .spawn()
             .expect("redis-server on PATH (tests/services installs it)");
-        self.process = Some(child);
         let started = std::time::Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(started.elapsed() < Duration::from_secs(10), "private redis did not start");
+            let exited = child.try_wait().unwrap();
+            if exited.is_some() || started.elapsed() > Duration::from_secs(10) {
+                let _ = child.kill();
+                let log = std::fs::read_to_string(&log).unwrap_or_default();
+                panic!("private redis on port {} did not start ({exited:?}):\n{log}", self.port);
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
+        self.process = Some(child);
     }
 
     fn stop(&mut self) {
