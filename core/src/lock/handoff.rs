@@ -8,12 +8,14 @@
 //!
 //! Waiters elsewhere (other processes, Redisson, redis-py) never see the lock free during a
 //! run of local handoffs, so the run is bounded: after [`MAX_LOCAL_PASSES`] handoffs in a
-//! row the lock is released to the store as usual and everyone races for it again, as in
-//! Dice, Marathe and Shavit's cohort locks. Kinds that promise an order (fair locks) never
-//! take part.
+//! row the lock is released to the store as usual, as in Dice, Marathe and Shavit's cohort
+//! locks, and this client's owners stand aside for a few round trips so that a waiter
+//! elsewhere, woken by the unlock message, gets in before they take it straight back. Kinds
+//! that promise an order (fair locks) never take part.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -26,17 +28,49 @@ use crate::lock::LockKind;
 /// released to the store, so waiters of other clients get their chance.
 pub(crate) const MAX_LOCAL_PASSES: u32 = 16;
 
+/// How long this client's owners keep off a lock after a run of handoffs ends, in round trips
+/// of the last handoff (the release, the unlock message reaching a waiter elsewhere, and that
+/// waiter's attempt), and within what bounds.
+const STAND_ASIDE_ROUND_TRIPS: u32 = 3;
+const STAND_ASIDE_MIN: Duration = Duration::from_millis(1);
+const STAND_ASIDE_MAX: Duration = Duration::from_millis(20);
+
+/// How a hold came about through local handoffs: how many in a row led to it, and how long
+/// the last one took in the store (one round trip). Zero for a hold taken from the store.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Run {
+    pub passes: u32,
+    pub round_trip: Duration,
+}
+
+impl Run {
+    /// Whether the next full release ends the run instead of handing the lock on.
+    pub fn is_over(&self) -> bool {
+        self.passes >= MAX_LOCAL_PASSES
+    }
+}
+
 type QueueKey = (String, LockKind);
+
+/// What a waiting owner is told.
+enum Signal {
+    /// The lock is yours: take it over.
+    Baton(Baton),
+    /// The lock is about to go back to the store: keep off it until then.
+    StandAside(Instant),
+}
 
 struct Waiting {
     id: u64,
-    baton: oneshot::Sender<Baton>,
+    signal: oneshot::Sender<Signal>,
 }
 
 /// A client's owners that are waiting for a lock, by (key, kind), oldest first.
 #[derive(Default)]
 pub(crate) struct LocalWaiters {
     queues: Mutex<HashMap<QueueKey, VecDeque<Waiting>>>,
+    /// Locks this client's owners keep off until the given instant (see `stand_aside`).
+    standing_aside: Mutex<HashMap<QueueKey, Instant>>,
     next_id: std::sync::atomic::AtomicU64,
 }
 
@@ -48,9 +82,9 @@ impl LocalWaiters {
     /// Join the queue for (key, kind); leaving is dropping the registration.
     pub fn register(self: &Arc<Self>, key: &str, kind: LockKind) -> Registration {
         let id = self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let (baton, receiver) = oneshot::channel();
+        let (signal, receiver) = oneshot::channel();
         let queue_key = (key.to_string(), kind);
-        self.queues().entry(queue_key.clone()).or_default().push_back(Waiting { id, baton });
+        self.queues().entry(queue_key.clone()).or_default().push_back(Waiting { id, signal });
         Registration { waiters: self.clone(), key: queue_key, id, receiver }
     }
 
@@ -60,7 +94,7 @@ impl LocalWaiters {
         let mut queues = self.queues();
         let Some(queue) = queues.get_mut(&queue_key) else { return Err(baton) };
         while let Some(waiting) = queue.pop_front() {
-            match waiting.baton.send(baton) {
+            match waiting.signal.send(Signal::Baton(baton)) {
                 Ok(()) => {
                     if queue.is_empty() {
                         queues.remove(&queue_key);
@@ -68,11 +102,42 @@ impl LocalWaiters {
                     return Ok(());
                 }
                 // That waiter is finishing on its own; try the next.
-                Err(returned) => baton = returned,
+                Err(Signal::Baton(returned)) => baton = returned,
+                Err(Signal::StandAside(_)) => unreachable!("a baton was sent"),
             }
         }
         queues.remove(&queue_key);
         Err(baton)
+    }
+
+    /// A run of handoffs is ending: before the lock goes back to the store, keep this
+    /// client's owners off it for a few of `run`'s round trips, long enough for a waiter
+    /// elsewhere to hear the unlock message and get its attempt in. Without this, the owner
+    /// that released (or another of ours, woken by the same message) usually takes the lock
+    /// straight back and the bound on handoffs would help nobody.
+    ///
+    /// It must be called while the lock is still held: waiters drop their store attempts on
+    /// the signal, which is harmless only while those attempts cannot have succeeded.
+    pub fn stand_aside(&self, key: &str, kind: LockKind, run: Run) {
+        let keep_off = (run.round_trip * STAND_ASIDE_ROUND_TRIPS).clamp(STAND_ASIDE_MIN, STAND_ASIDE_MAX);
+        let until = Instant::now() + keep_off;
+        let queue_key = (key.to_string(), kind);
+        {
+            let mut standing = self.standing_aside.lock().unwrap_or_else(|e| e.into_inner());
+            let now = Instant::now();
+            standing.retain(|_, until| *until > now);
+            standing.insert(queue_key.clone(), until);
+        }
+        // Every waiter leaves the queue and comes back after the stand-aside.
+        for waiting in self.queues().remove(&queue_key).unwrap_or_default() {
+            let _ = waiting.signal.send(Signal::StandAside(until));
+        }
+    }
+
+    /// When the stand-aside on (key, kind) ends, if one is on.
+    fn standing_aside_until(&self, key: &QueueKey) -> Option<Instant> {
+        let standing = self.standing_aside.lock().unwrap_or_else(|e| e.into_inner());
+        standing.get(key).copied().filter(|until| *until > Instant::now())
     }
 
     fn leave(&self, key: &QueueKey, id: u64) {
@@ -96,7 +161,7 @@ pub(crate) struct Registration {
     waiters: Arc<LocalWaiters>,
     key: QueueKey,
     id: u64,
-    receiver: oneshot::Receiver<Baton>,
+    receiver: oneshot::Receiver<Signal>,
 }
 
 impl Drop for Registration {
@@ -111,8 +176,8 @@ impl Drop for Registration {
 /// wrong moment cannot leave the lock held by an owner that has already let go.
 pub(crate) struct Baton {
     from: Arc<HeldLock>,
-    /// How many local handoffs in a row led to the releasing owner's hold.
-    passes: u32,
+    /// The handoffs in a row that led to the releasing owner's hold.
+    run: Run,
     backend: Arc<dyn Backend>,
     runtime: tokio::runtime::Handle,
     /// The releasing owner waits here for what became of its hold.
@@ -122,12 +187,12 @@ pub(crate) struct Baton {
 impl Baton {
     pub fn new(
         from: Arc<HeldLock>,
-        passes: u32,
+        run: Run,
         backend: Arc<dyn Backend>,
         runtime: tokio::runtime::Handle,
     ) -> (Baton, oneshot::Receiver<Result<Release>>) {
         let (reply, outcome) = oneshot::channel();
-        (Baton { from, passes, backend, runtime, reply: Some(reply) }, outcome)
+        (Baton { from, run, backend, runtime, reply: Some(reply) }, outcome)
     }
 
     /// Nobody took the baton: the releasing owner releases in the store itself.
@@ -138,7 +203,7 @@ impl Baton {
 
     /// Make `request`'s owner the holder. `None` when the releasing owner's hold was no
     /// longer in the store (it expired or was taken), and then nothing was changed.
-    async fn take_over(mut self, request: &AcquireRequest) -> Result<Option<(Acquired, u32)>> {
+    async fn take_over(mut self, request: &AcquireRequest) -> Result<Option<(Acquired, Run)>> {
         let sent = Instant::now();
         let outcome = self.backend.transfer(&self.from, request.owner, request.lease).await;
         let reply = match &outcome {
@@ -154,11 +219,11 @@ impl Baton {
         if let Some(sender) = self.reply.take() {
             let _ = sender.send(reply);
         }
-        let passes = self.passes + 1;
+        let run = Run { passes: self.run.passes + 1, round_trip: sent.elapsed() };
         outcome.map(|acquired| {
             acquired.map(|mut acquired| {
                 acquired.attempt_started = sent;
-                (acquired, passes)
+                (acquired, run)
             })
         })
     }
@@ -175,33 +240,48 @@ impl Drop for Baton {
 }
 
 /// Wait for the lock as `request` says, or for a local owner to hand it over, whichever
-/// comes first. Returns the hold and how many local handoffs in a row led to it.
+/// comes first. Returns the hold and the run of local handoffs that led to it.
 pub(crate) async fn acquire_or_take_over(
     backend: &Arc<dyn Backend>,
     request: &AcquireRequest,
     waiters: Option<&Arc<LocalWaiters>>,
-) -> Result<Option<(Acquired, u32)>> {
+) -> Result<Option<(Acquired, Run)>> {
     let Some(waiters) = waiters else {
-        return Ok(backend.acquire(request).await?.map(|acquired| (acquired, 0)));
+        return Ok(backend.acquire(request).await?.map(|acquired| (acquired, Run::default())));
     };
+    let queue_key = (request.key.clone(), request.kind);
     loop {
         let mut registration = waiters.register(&request.key, request.kind);
+        // Checked after joining the queue: `stand_aside` records the stand-aside before it
+        // signals the queue, so a waiter either sees the record here or gets the signal.
+        // Once the deadline has passed, the one attempt left is made whatever.
+        let deadline_passed = request.deadline.is_some_and(|deadline| Instant::now() >= deadline);
+        if let Some(until) = waiters.standing_aside_until(&queue_key).filter(|_| !deadline_passed) {
+            drop(registration);
+            keep_off(request, until).await;
+            if request.cancel.is_cancelled() {
+                return Ok(None);
+            }
+            continue;
+        }
         let woke = {
             let acquire = backend.acquire(request);
             tokio::pin!(acquire);
             tokio::select! {
                 biased;
-                baton = &mut registration.receiver => Woke::Baton(baton.ok()),
+                signal = &mut registration.receiver => Woke::Signal(signal.ok()),
                 acquired = &mut acquire => Woke::Acquired(acquired),
             }
-            // Our own store attempt is dropped here, before any transfer is sent: both go
-            // down the same connection in order, so the attempt cannot land after it.
+            // Our own store attempt is dropped here, while the lock is still held by the
+            // owner that signalled, and before it sends a transfer or release: both go down
+            // the same connection in order, so the attempt cannot land after either.
         };
         drop(registration);
         match woke {
-            Woke::Acquired(acquired) => return Ok(acquired?.map(|acquired| (acquired, 0))),
-            Woke::Baton(None) => {}
-            Woke::Baton(Some(baton)) => {
+            Woke::Acquired(acquired) => return Ok(acquired?.map(|acquired| (acquired, Run::default()))),
+            Woke::Signal(None) => {}
+            Woke::Signal(Some(Signal::StandAside(until))) => keep_off(request, until).await,
+            Woke::Signal(Some(Signal::Baton(baton))) => {
                 if let Ok(Some(taken)) = baton.take_over(request).await {
                     return Ok(Some(taken));
                 }
@@ -214,8 +294,18 @@ pub(crate) async fn acquire_or_take_over(
     }
 }
 
+/// Wait until `until`, or `request`'s deadline if that is sooner (the attempt that follows is
+/// then its last), or until it is cancelled.
+async fn keep_off(request: &AcquireRequest, until: Instant) {
+    let until = request.deadline.map_or(until, |deadline| deadline.min(until));
+    tokio::select! {
+        _ = tokio::time::sleep_until(until) => {}
+        _ = request.cancel.cancelled() => {}
+    }
+}
+
 enum Woke {
-    Baton(Option<Baton>),
+    Signal(Option<Signal>),
     Acquired(Result<Option<Acquired>>),
 }
 
@@ -234,7 +324,8 @@ mod tests {
         let baton = || {
             let acquired = Acquired { token: 7, attempt_started: Instant::now(), state: None };
             let held = HeldLock::new("k".into(), client.lock("k").unwrap().owner(), LockKind::Reentrant, acquired);
-            Baton::new(Arc::new(held), 3, inner.backend.clone(), inner.runtime.clone()).0
+            let run = Run { passes: 3, round_trip: Duration::ZERO };
+            Baton::new(Arc::new(held), run, inner.backend.clone(), inner.runtime.clone()).0
         };
         let gone = waiters.register("k", LockKind::Reentrant);
         let mut second = waiters.register("k", LockKind::Reentrant);
@@ -243,8 +334,8 @@ mod tests {
         assert_eq!(waiters.len(), 4);
         drop(gone);
         assert!(waiters.hand_over("k", LockKind::Reentrant, baton()).is_ok());
-        let got = second.receiver.try_recv().expect("the oldest waiter left gets it");
-        assert_eq!(got.passes, 3);
+        let Ok(Signal::Baton(got)) = second.receiver.try_recv() else { panic!("the oldest waiter left gets it") };
+        assert_eq!(got.run.passes, 3);
         drop(got.into_hold());
         assert!(third.receiver.try_recv().is_err(), "one baton, one waiter");
         drop((second, third, other_kind));

@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::task::AbortHandle;
 use tokio::time::{sleep_until, timeout_at, Instant};
 
+use super::handoff::Run;
 use super::lost::{LostNotifier, LostReason, LostWatch};
 use crate::backend::{Backend, HeldLock, Renewal};
 use crate::owner::Owner;
@@ -23,8 +24,8 @@ pub(crate) enum LeaseMode {
 
 pub(crate) struct Hold {
     pub count: u32,
-    /// How many local handoffs in a row led to this hold (see handoff.rs).
-    pub passes: u32,
+    /// The local handoffs in a row that led to this hold (see handoff.rs).
+    pub run: Run,
     pub held: Arc<HeldLock>,
     pub lost: LostNotifier,
     pub watch: LostWatch,
@@ -40,7 +41,7 @@ impl Hold {
     pub fn start(
         backend: Arc<dyn Backend>,
         held: HeldLock,
-        passes: u32,
+        run: Run,
         mode: LeaseMode,
         attempt_started: Instant,
         lost: LostNotifier,
@@ -58,7 +59,7 @@ impl Hold {
             }
             LeaseMode::Fixed { lease } => runtime.spawn(expire_at(attempt_started + lease, lost.clone())),
         };
-        Hold { count: 1, passes, held, lost, watch, lease_end, keeper: keeper.abort_handle() }
+        Hold { count: 1, run, held, lost, watch, lease_end, keeper: keeper.abort_handle() }
     }
 
     pub fn is_lost(&self) -> bool {

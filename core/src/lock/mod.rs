@@ -247,7 +247,7 @@ impl Lock {
         if answer.is_none() && inner.is_closed() {
             return Err(inner.closed_error());
         }
-        let (acquired, passes) = answer.ok_or_else(|| {
+        let (acquired, run) = answer.ok_or_else(|| {
             let waited = options.wait.unwrap_or_default();
             Error::timeout(format!(
                 "lock '{}' is held by someone else; gave up after waiting {}ms",
@@ -261,7 +261,7 @@ impl Lock {
         let held = HeldLock::new(self.key.to_string(), self.owner, self.kind, acquired);
         let token = held.token;
         let backend = inner.backend.clone();
-        let hold = Hold::start(backend, held, passes, mode, attempt_started, lost, watch.clone(), &inner.runtime);
+        let hold = Hold::start(backend, held, run, mode, attempt_started, lost, watch.clone(), &inner.runtime);
         *slot.hold() = Some(hold);
         if inner.is_closed() {
             // `close` may have drained the table just before the hold went in. It set the
@@ -288,7 +288,7 @@ impl Lock {
         &self,
         request: AcquireRequest,
         turn: OwnedMutexGuard<()>,
-    ) -> (OwnedMutexGuard<()>, Result<Option<(Acquired, u32)>>) {
+    ) -> (OwnedMutexGuard<()>, Result<Option<(Acquired, handoff::Run)>>) {
         let inner = self.client.inner();
         let backend = inner.backend.clone();
         let waiters = inner.backend.transfers(request.kind).then(|| inner.waiters.clone());
@@ -342,7 +342,7 @@ impl Lock {
                 Some(hold) if token.is_none_or(|t| t == hold.held.token) => {
                     hold.count -= 1;
                     let holds_left = hold.count;
-                    let taken = (hold.held.clone(), hold.lost.clone(), holds_left, hold.passes);
+                    let taken = (hold.held.clone(), hold.lost.clone(), holds_left, hold.run);
                     if holds_left == 0 {
                         // The last release stops the keeper whatever the store says next.
                         drop(state.take());
@@ -353,7 +353,7 @@ impl Lock {
             }
         };
         inner.holds.tidy(&self.key, self.owner, slot);
-        let (held, lost, holds_left, passes) = taken.ok_or_else(not_owner)?;
+        let (held, lost, holds_left, run) = taken.ok_or_else(not_owner)?;
         let lost_error =
             |reason: LostReason| Error::lost(format!("lock '{}' was lost before it was released: {reason}", self.name));
         if let Some(reason) = lost.reason() {
@@ -364,8 +364,13 @@ impl Lock {
             }
             return Err(lost_error(reason));
         }
-        let released = if holds_left == 0 && passes < handoff::MAX_LOCAL_PASSES && inner.backend.transfers(held.kind) {
-            self.hand_over_or_release(held, passes).await?
+        let handoffs = holds_left == 0 && inner.backend.transfers(held.kind);
+        let released = if handoffs && !run.is_over() {
+            self.hand_over_or_release(held, run).await?
+        } else if handoffs {
+            // The run of handoffs is over: waiters of other clients get their turn.
+            inner.waiters.stand_aside(&self.key, held.kind, run);
+            inner.backend.release(&held, 0).await?
         } else {
             inner.backend.release(&held, holds_left).await?
         };
@@ -380,10 +385,10 @@ impl Lock {
 
     /// A full release: hand the hold to an owner of this client waiting for the lock, if
     /// there is one, else give it back to the store.
-    async fn hand_over_or_release(&self, held: Arc<HeldLock>, passes: u32) -> Result<Release> {
+    async fn hand_over_or_release(&self, held: Arc<HeldLock>, run: handoff::Run) -> Result<Release> {
         let inner = self.client.inner();
         let kind = held.kind;
-        let (baton, outcome) = handoff::Baton::new(held, passes, inner.backend.clone(), inner.runtime.clone());
+        let (baton, outcome) = handoff::Baton::new(held, run, inner.backend.clone(), inner.runtime.clone());
         match inner.waiters.hand_over(&self.key, kind, baton) {
             Ok(()) => outcome
                 .await
@@ -450,7 +455,7 @@ impl Lock {
 
 /// The caller's end of an acquisition running in its own task.
 struct PendingAcquire {
-    answer: oneshot::Receiver<Result<Option<(Acquired, u32)>>>,
+    answer: oneshot::Receiver<Result<Option<(Acquired, handoff::Run)>>>,
     hold: (String, Owner, LockKind),
     client: Client,
     /// Until answered: the owner's turn and the task, for the cleanup if the caller leaves.
