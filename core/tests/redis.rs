@@ -102,8 +102,9 @@ async fn a_polylock_holder_uses_redissons_layout_and_excludes_redisson() {
     assert_eq!(count, Some(2), "Redisson's hold count");
     let pttl: i64 = redis.pttl(&name).await.unwrap();
     assert!(pttl > 20_000 && pttl <= 30_000, "watchdog lease of 30 s, got {pttl} ms");
-    let token: u64 = redis.get(format!("redisson_lock_token:{{{name}}}")).await.unwrap();
-    assert_eq!(token, outer.fencing_token(), "RFencedLock's counter");
+    let counter: u64 = redis.get(format!("redisson_lock_token:{{{name}}}")).await.unwrap();
+    // The token after ours is drawn too, set aside for a local handoff.
+    assert_eq!(counter, outer.fencing_token() + 1, "RFencedLock's counter");
 
     let redisson_pttl: Option<i64> = redis::cmd("EVAL")
         .arg(REDISSON_TRY_LOCK)
@@ -204,6 +205,69 @@ async fn a_busy_client_does_not_starve_another_clients_waiter() {
         for task in tasks {
             task.await.unwrap();
         }
+    }
+}
+
+/// Another client's hold written in one step over whatever holds `name` (as if the old
+/// hold had expired and that client had taken the lock): its field or value, and its fencing
+/// token drawn from the shared counter. Returns the token.
+const TAKE_OVER_AS_ANOTHER_CLIENT: &str = r"
+redis.call('del', KEYS[1])
+local token = redis.call('incrby', KEYS[2], 2) - 1
+if ARGV[1] == 'hash' then redis.call('hset', KEYS[1], ARGV[2], 1) else redis.call('set', KEYS[1], ARGV[2]) end
+redis.call('pexpire', KEYS[1], 30000)
+return token
+";
+
+/// A handoff lets the new owner start before its transfer reaches Redis, with the token the
+/// old hold set aside. If the old hold turns out to be gone (here: replaced by another
+/// client's), the new owner is told it lost the lock within the round trip, its token is below
+/// the other client's, so a fenced store rejects it, and nothing of the other client's is touched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handoff_that_cannot_land_is_lost_and_fenced_out() {
+    for kind in [LockKind::Reentrant, LockKind::Token] {
+        let name = unique(&format!("unlanded-{kind}"));
+        let client = connect(&redis_url()).await;
+        let first = client.lock(&name).unwrap().with_kind(kind).acquire().await.unwrap();
+        let waiter = client.lock(&name).unwrap().with_kind(kind);
+        let waiting = tokio::spawn(async move { waiter.acquire().await.unwrap() });
+        let mut redis = raw(&redis_url()).await;
+        wait_for_a_subscriber(&mut redis, &name).await;
+
+        let (layout, other_holder) = match kind {
+            LockKind::Token => ("string", "another-clients-random-token"),
+            _ => ("hash", "6f1e0d8c-0000-4000-8000-000000000003:1"),
+        };
+        let other_token: u64 = redis::cmd("EVAL")
+            .arg(TAKE_OVER_AS_ANOTHER_CLIENT)
+            .arg(2)
+            .arg(&name)
+            .arg(format!("redisson_lock_token:{{{name}}}"))
+            .arg(layout)
+            .arg(other_holder)
+            .query_async(&mut redis)
+            .await
+            .unwrap();
+
+        let err = first.release().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Lost, "{kind}: the releasing owner learns its hold was gone");
+        let second = timeout(Duration::from_secs(2), waiting).await.expect("the waiter was handed the lock").unwrap();
+        let reason = timeout(Duration::from_secs(2), second.lost())
+            .await
+            .unwrap_or_else(|_| panic!("{kind}: the loss is noticed within the round trip"));
+        assert_eq!(reason, LostReason::Taken, "{kind}");
+        assert!(
+            second.fencing_token() < other_token,
+            "{kind}: the stale owner's token {} must be below the new holder's {other_token}",
+            second.fencing_token(),
+        );
+        assert_eq!(second.release().await.unwrap_err().kind(), ErrorKind::Lost);
+        let still_there: bool = match kind {
+            LockKind::Token => redis.get::<_, String>(&name).await.unwrap() == other_holder,
+            _ => redis.hexists(&name, other_holder).await.unwrap(),
+        };
+        assert!(still_there, "{kind}: the failed handoff removed nothing of the other client's");
+        let _: () = redis.del(&name).await.unwrap();
     }
 }
 
@@ -463,6 +527,22 @@ async fn unreachable_server_is_a_connection_error() {
     let err = Client::connect("redis://:secret@127.0.0.1:1?timeout=1s").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Connection);
     assert!(err.to_string().contains("cannot reach redis at redis://:***@127.0.0.1:1"), "{err}");
+}
+
+/// Wait until a waiter listens for `name`'s unlock message: it has made its first attempt
+/// and, being of polylock, joined its client's queue of local waiters before that.
+async fn wait_for_a_subscriber(redis: &mut redis::aio::MultiplexedConnection, name: &str) {
+    let channel = format!("redisson_lock__channel:{{{name}}}");
+    let started = Instant::now();
+    loop {
+        let (_, listeners): (String, i64) =
+            redis::cmd("PUBSUB").arg("NUMSUB").arg(&channel).query_async(redis).await.unwrap();
+        if listeners > 0 {
+            return;
+        }
+        assert!(started.elapsed() < Duration::from_secs(5), "nobody subscribed to {channel}");
+        sleep(Duration::from_millis(5)).await;
+    }
 }
 
 /// A private redis-server this test may stop and start again without disturbing others.

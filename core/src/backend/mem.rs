@@ -69,9 +69,10 @@ impl MemBackend {
             }
         }
         let token = {
+            // The next token is set aside for a local handoff (see reserves_next_token).
             let last = tables.fencing.entry(request.key.clone()).or_insert(0);
-            *last += 1;
-            *last
+            *last += 2;
+            *last - 1
         };
         let entry = Entry { owner: request.owner, token, lease_until: now + request.lease };
         tables.held.insert(request.key.clone(), entry);
@@ -134,9 +135,10 @@ impl Backend for MemBackend {
             return Ok(None);
         }
         let token = {
+            // The token `from`'s hold set aside; the next one is set aside in turn.
             let last = tables.fencing.entry(from.key.clone()).or_insert(0);
             *last += 1;
-            *last
+            *last - 1
         };
         tables.held.insert(from.key.clone(), Entry { owner: to, token, lease_until: now + lease });
         Ok(Some(Acquired { token, attempt_started: now, state: None }))
@@ -144,6 +146,10 @@ impl Backend for MemBackend {
 
     fn transfers(&self, kind: LockKind) -> bool {
         kind == LockKind::Reentrant
+    }
+
+    fn reserves_next_token(&self, kind: LockKind) -> bool {
+        self.transfers(kind)
     }
 
     async fn is_locked(&self, key: &str, _kind: LockKind) -> Result<bool> {

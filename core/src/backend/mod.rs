@@ -120,6 +120,14 @@ pub trait Backend: Send + Sync + 'static {
         false
     }
 
+    /// Whether every hold of `kind` this backend grants, by `acquire` or `transfer`, has its
+    /// token + 1 set aside (drawn from the counter, issued to nobody) for the owner it may be
+    /// handed to, and `transfer` issues exactly that token. The new owner can then start
+    /// before the transfer has landed (see lock/handoff.rs).
+    fn reserves_next_token(&self, _kind: LockKind) -> bool {
+        false
+    }
+
     /// Whether anyone (any client, any owner) holds the lock `key` right now.
     async fn is_locked(&self, _key: &str, _kind: LockKind) -> Result<bool> {
         Err(not_supported("is_locked"))

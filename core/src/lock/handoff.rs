@@ -6,6 +6,14 @@
 //! changes hands in one round trip instead of a release, a wake-up message and an acquire,
 //! which is what keeps a contended lock busy rather than idle between holders.
 //!
+//! Where the backend sets each hold's token + 1 aside for the owner it may be handed to
+//! (`Backend::reserves_next_token`), the new owner does not even wait for that round trip: it
+//! starts at once with the reserved token, and the transfer lands behind it (landing.rs).
+//! That is safe because the store shows the lock held by this client throughout, and the
+//! token was drawn from the store's counter before any later holder's: should the releasing
+//! owner's hold turn out to be gone, the new owner is marked lost within the round trip and
+//! anyone who took the lock meanwhile holds a greater token, so fencing rejects the stale one.
+//!
 //! Waiters elsewhere (other processes, Redisson, redis-py) never see the lock free during a
 //! run of local handoffs, so the run is bounded: after [`MAX_LOCAL_PASSES`] handoffs in a
 //! row the lock is released to the store as usual, as in Dice, Marathe and Shavit's cohort
@@ -20,9 +28,12 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
+use super::landing::{Landed, Landing};
+use super::lost::LostReason;
 use crate::backend::{AcquireRequest, Acquired, Backend, HeldLock, Release};
 use crate::error::{Error, Result};
 use crate::lock::LockKind;
+use crate::owner::Owner;
 
 /// How many times in a row a lock may pass between owners of one client before it is
 /// released to the store, so waiters of other clients get their chance.
@@ -35,15 +46,20 @@ const STAND_ASIDE_ROUND_TRIPS: u32 = 3;
 const STAND_ASIDE_MIN: Duration = Duration::from_millis(1);
 const STAND_ASIDE_MAX: Duration = Duration::from_millis(20);
 
-/// How a hold came about through local handoffs: how many in a row led to it, and how long
-/// the last one took in the store (one round trip). Zero for a hold taken from the store.
-#[derive(Debug, Clone, Copy, Default)]
+/// How a hold came about through local handoffs: how many in a row led to it, and whether
+/// the last one has landed in the store.
+#[derive(Debug, Clone)]
 pub(crate) struct Run {
     pub passes: u32,
-    pub round_trip: Duration,
+    pub landing: Landing,
 }
 
 impl Run {
+    /// A hold the store granted directly.
+    pub fn from_store() -> Run {
+        Run { passes: 0, landing: Landing::landed(Duration::ZERO) }
+    }
+
     /// Whether the next full release ends the run instead of handing the lock on.
     pub fn is_over(&self) -> bool {
         self.passes >= MAX_LOCAL_PASSES
@@ -111,15 +127,15 @@ impl LocalWaiters {
     }
 
     /// A run of handoffs is ending: before the lock goes back to the store, keep this
-    /// client's owners off it for a few of `run`'s round trips, long enough for a waiter
+    /// client's owners off it for a few store round trips, long enough for a waiter
     /// elsewhere to hear the unlock message and get its attempt in. Without this, the owner
     /// that released (or another of ours, woken by the same message) usually takes the lock
     /// straight back and the bound on handoffs would help nobody.
     ///
     /// It must be called while the lock is still held: waiters drop their store attempts on
     /// the signal, which is harmless only while those attempts cannot have succeeded.
-    pub fn stand_aside(&self, key: &str, kind: LockKind, run: Run) {
-        let keep_off = (run.round_trip * STAND_ASIDE_ROUND_TRIPS).clamp(STAND_ASIDE_MIN, STAND_ASIDE_MAX);
+    pub fn stand_aside(&self, key: &str, kind: LockKind, round_trip: Duration) {
+        let keep_off = (round_trip * STAND_ASIDE_ROUND_TRIPS).clamp(STAND_ASIDE_MIN, STAND_ASIDE_MAX);
         let until = Instant::now() + keep_off;
         let queue_key = (key.to_string(), kind);
         {
@@ -203,9 +219,53 @@ impl Baton {
 
     /// Make `request`'s owner the holder. `None` when the releasing owner's hold was no
     /// longer in the store (it expired or was taken), and then nothing was changed.
-    async fn take_over(mut self, request: &AcquireRequest) -> Result<Option<(Acquired, Run)>> {
-        let sent = Instant::now();
-        let outcome = self.backend.transfer(&self.from, request.owner, request.lease).await;
+    ///
+    /// Where the backend reserves the next token, the new owner starts at once with it and
+    /// the transfer lands behind it; otherwise the new owner waits for the transfer.
+    async fn take_over(self, request: &AcquireRequest) -> Option<(Acquired, Run)> {
+        // The releasing owner's own hold must be in the store before it can move on.
+        let Landed::Held { .. } = self.run.landing.wait().await else { return None };
+        let passes = self.run.passes + 1;
+        let started = Instant::now();
+        if !self.backend.reserves_next_token(self.from.kind) {
+            let acquired = self.transfer(request.owner, request.lease).await.ok()??;
+            let landing = Landing::landed(started.elapsed());
+            return Some((Acquired { attempt_started: started, ..acquired }, Run { passes, landing }));
+        }
+        let token = self.from.token + 1;
+        let (lander, landing) = Landing::in_flight();
+        let (key, owner, kind, lease) = (request.key.clone(), request.owner, request.kind, request.lease);
+        let lost = request.lost.clone();
+        let runtime = self.runtime.clone();
+        runtime.spawn(async move {
+            let backend = self.backend.clone();
+            let landed = match self.transfer(owner, lease).await {
+                Ok(Some(acquired)) if acquired.token == token => Landed::Held { round_trip: started.elapsed() },
+                Ok(Some(acquired)) => {
+                    // Another token was drawn since ours was set aside, so ours may not be
+                    // the newest: give the hold up rather than hold it under a stale token.
+                    lost.mark(LostReason::Taken);
+                    let held = HeldLock::new(key, owner, kind, acquired);
+                    let _ = backend.release(&held, 0).await;
+                    Landed::Gone
+                }
+                Ok(None) => {
+                    lost.mark(LostReason::Taken);
+                    Landed::Gone
+                }
+                Err(err) => {
+                    lost.mark(LostReason::RenewalFailed(err.to_string()));
+                    Landed::Gone
+                }
+            };
+            lander.land(landed);
+        });
+        Some((Acquired { token, attempt_started: started, state: None }, Run { passes, landing }))
+    }
+
+    /// Send the transfer to `to` and tell the releasing owner how it went.
+    async fn transfer(mut self, to: Owner, lease: Duration) -> Result<Option<Acquired>> {
+        let outcome = self.backend.transfer(&self.from, to, lease).await;
         let reply = match &outcome {
             Ok(Some(_)) => Ok(Release::Released),
             Ok(None) => Ok(Release::Gone),
@@ -219,23 +279,28 @@ impl Baton {
         if let Some(sender) = self.reply.take() {
             let _ = sender.send(reply);
         }
-        let run = Run { passes: self.run.passes + 1, round_trip: sent.elapsed() };
-        outcome.map(|acquired| {
-            acquired.map(|mut acquired| {
-                acquired.attempt_started = sent;
-                (acquired, run)
-            })
-        })
+        outcome
     }
 }
 
 impl Drop for Baton {
     fn drop(&mut self) {
         let Some(reply) = self.reply.take() else { return };
-        let (backend, from) = (self.backend.clone(), self.from.clone());
+        let (backend, from, landing) = (self.backend.clone(), self.from.clone(), self.run.landing.clone());
         self.runtime.spawn(async move {
-            let _ = reply.send(backend.release(&from, 0).await);
+            let released = match landing.wait().await {
+                Landed::Held { .. } => backend.release(&from, 0).await,
+                Landed::Gone => Ok(Release::Gone),
+            };
+            let _ = reply.send(released);
         });
+    }
+}
+
+/// Give back a hold nobody wants (its acquirer went away), once it is in the store.
+pub(crate) async fn give_back(backend: &dyn Backend, held: &HeldLock, run: &Run) {
+    if let Landed::Held { .. } = run.landing.wait().await {
+        let _ = backend.release(held, 0).await;
     }
 }
 
@@ -247,7 +312,7 @@ pub(crate) async fn acquire_or_take_over(
     waiters: Option<&Arc<LocalWaiters>>,
 ) -> Result<Option<(Acquired, Run)>> {
     let Some(waiters) = waiters else {
-        return Ok(backend.acquire(request).await?.map(|acquired| (acquired, Run::default())));
+        return Ok(backend.acquire(request).await?.map(|acquired| (acquired, Run::from_store())));
     };
     let queue_key = (request.key.clone(), request.kind);
     loop {
@@ -278,11 +343,11 @@ pub(crate) async fn acquire_or_take_over(
         };
         drop(registration);
         match woke {
-            Woke::Acquired(acquired) => return Ok(acquired?.map(|acquired| (acquired, Run::default()))),
+            Woke::Acquired(acquired) => return Ok(acquired?.map(|acquired| (acquired, Run::from_store()))),
             Woke::Signal(None) => {}
             Woke::Signal(Some(Signal::StandAside(until))) => keep_off(request, until).await,
             Woke::Signal(Some(Signal::Baton(baton))) => {
-                if let Ok(Some(taken)) = baton.take_over(request).await {
+                if let Some(taken) = baton.take_over(request).await {
                     return Ok(Some(taken));
                 }
                 // The releasing owner's hold was gone: wait on as usual.
@@ -324,7 +389,7 @@ mod tests {
         let baton = || {
             let acquired = Acquired { token: 7, attempt_started: Instant::now(), state: None };
             let held = HeldLock::new("k".into(), client.lock("k").unwrap().owner(), LockKind::Reentrant, acquired);
-            let run = Run { passes: 3, round_trip: Duration::ZERO };
+            let run = Run { passes: 3, landing: Landing::landed(Duration::ZERO) };
             Baton::new(Arc::new(held), run, inner.backend.clone(), inner.runtime.clone()).0
         };
         let gone = waiters.register("k", LockKind::Reentrant);

@@ -9,6 +9,7 @@ use tokio::task::AbortHandle;
 use tokio::time::{sleep_until, timeout_at, Instant};
 
 use super::handoff::Run;
+use super::landing::{Landed, Landing};
 use super::lost::{LostNotifier, LostReason, LostWatch};
 use crate::backend::{Backend, HeldLock, Renewal};
 use crate::owner::Owner;
@@ -55,7 +56,8 @@ impl Hold {
         };
         let keeper = match mode {
             LeaseMode::Watchdog { lease } => {
-                runtime.spawn(watchdog(backend, held.clone(), lease, attempt_started, lost.clone()))
+                let landing = run.landing.clone();
+                runtime.spawn(watchdog(backend, held.clone(), lease, attempt_started, lost.clone(), landing))
             }
             LeaseMode::Fixed { lease } => runtime.spawn(expire_at(attempt_started + lease, lost.clone())),
         };
@@ -85,7 +87,12 @@ async fn watchdog(
     lease: Duration,
     attempt_started: Instant,
     lost: LostNotifier,
+    landing: Landing,
 ) {
+    // Renewals go out only once the hold is in the store (see landing.rs).
+    if landing.wait().await == Landed::Gone {
+        return;
+    }
     let interval = lease / 3;
     let retry = (interval / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
     let mut lease_end = attempt_started + lease;
@@ -232,8 +239,8 @@ impl Drop for TidyOnDrop<'_> {
 /// Give up a hold at client close: mark it lost, then release it in the store.
 pub(crate) async fn surrender(backend: &dyn Backend, hold: Hold) {
     hold.lost.mark(LostReason::ClientClosed);
-    let held = hold.held.clone();
+    let (held, run) = (hold.held.clone(), hold.run.clone());
     drop(hold);
     // Best effort and bounded: a store that is down lets the lease run out instead.
-    let _ = tokio::time::timeout(Duration::from_secs(2), backend.release(&held, 0)).await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), super::handoff::give_back(backend, &held, &run)).await;
 }

@@ -4,6 +4,7 @@
 mod guard;
 pub(crate) mod handoff;
 pub(crate) mod hold;
+mod landing;
 mod lost;
 mod name;
 
@@ -190,10 +191,13 @@ impl Lock {
 
     /// Join this owner's live hold, if there is one.
     async fn reenter(&self, slot: &hold::Slot) -> Result<Option<Guard>> {
-        let held = match slot.hold().as_ref() {
-            Some(hold) if !hold.is_lost() => hold.held.clone(),
+        let (held, landing) = match slot.hold().as_ref() {
+            Some(hold) if !hold.is_lost() => (hold.held.clone(), hold.run.landing.clone()),
             _ => return Ok(None),
         };
+        if landing.wait().await == landing::Landed::Gone {
+            return Ok(None); // lost (marked so by whoever sent the transfer): take it afresh
+        }
         match self.client.inner().backend.reenter(&held).await? {
             Renewal::Renewed => {
                 let mut hold = slot.hold();
@@ -299,9 +303,9 @@ impl Lock {
         let task = inner.runtime.spawn(async move {
             let _in_flight = task_in_flight;
             let result = handoff::acquire_or_take_over(&backend, &request, waiters.as_ref()).await;
-            if let Err(Ok(Some((acquired, _)))) = reply.send(result) {
+            if let Err(Ok(Some((acquired, run)))) = reply.send(result) {
                 let held = HeldLock::new(request.key, request.owner, request.kind, acquired);
-                let _ = backend.release(&held, 0).await;
+                handoff::give_back(backend.as_ref(), &held, &run).await;
             }
         });
         let mut pending = PendingAcquire {
@@ -342,7 +346,7 @@ impl Lock {
                 Some(hold) if token.is_none_or(|t| t == hold.held.token) => {
                     hold.count -= 1;
                     let holds_left = hold.count;
-                    let taken = (hold.held.clone(), hold.lost.clone(), holds_left, hold.run);
+                    let taken = (hold.held.clone(), hold.lost.clone(), holds_left, hold.run.clone());
                     if holds_left == 0 {
                         // The last release stops the keeper whatever the store says next.
                         drop(state.take());
@@ -354,6 +358,9 @@ impl Lock {
         };
         inner.holds.tidy(&self.key, self.owner, slot);
         let (held, lost, holds_left, run) = taken.ok_or_else(not_owner)?;
+        // A hold handed over optimistically is released only once its transfer has landed;
+        // one that did not land was marked lost by the task that sent it.
+        let landed = run.landing.wait().await;
         let lost_error =
             |reason: LostReason| Error::lost(format!("lock '{}' was lost before it was released: {reason}", self.name));
         if let Some(reason) = lost.reason() {
@@ -369,7 +376,11 @@ impl Lock {
             self.hand_over_or_release(held, run).await?
         } else if handoffs {
             // The run of handoffs is over: waiters of other clients get their turn.
-            inner.waiters.stand_aside(&self.key, held.kind, run);
+            let round_trip = match landed {
+                landing::Landed::Held { round_trip } => round_trip,
+                landing::Landed::Gone => Duration::ZERO,
+            };
+            inner.waiters.stand_aside(&self.key, held.kind, round_trip);
             inner.backend.release(&held, 0).await?
         } else {
             inner.backend.release(&held, holds_left).await?
@@ -472,7 +483,7 @@ impl Drop for PendingAcquire {
         // (so later sends fail and the task releases) and give back anything already in it.
         self.answer.close();
         let unread = match self.answer.try_recv() {
-            Ok(Ok(Some((acquired, _)))) => Some(acquired),
+            Ok(Ok(Some(taken))) => Some(taken),
             _ => None,
         };
         let (key, owner, kind) = self.hold.clone();
@@ -480,9 +491,9 @@ impl Drop for PendingAcquire {
         let inner = client.inner();
         inner.runtime.clone().spawn(async move {
             let inner = client.inner();
-            if let Some(acquired) = unread {
+            if let Some((acquired, run)) = unread {
                 let held = HeldLock::new(key.clone(), owner, kind, acquired);
-                let _ = inner.backend.release(&held, 0).await;
+                handoff::give_back(inner.backend.as_ref(), &held, &run).await;
             }
             // The task releases what it gets from now on; wait until it has.
             let _ = task.await;

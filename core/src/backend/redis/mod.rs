@@ -238,6 +238,11 @@ impl Backend for RedisBackend {
         matches!(kind, LockKind::Reentrant | LockKind::Token)
     }
 
+    /// The acquire and transfer scripts draw two tokens and issue the first.
+    fn reserves_next_token(&self, kind: LockKind) -> bool {
+        self.transfers(kind)
+    }
+
     async fn is_locked(&self, key: &str, _kind: LockKind) -> Result<bool> {
         let keys = LockKeys::new(key);
         let exists: i64 = self.link.invoke(&script_with(&scripts::IS_LOCKED, &[&keys.lock])).await?;

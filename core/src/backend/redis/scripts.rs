@@ -53,12 +53,13 @@ impl LockKeys {
 pub(super) const UNLOCK_MESSAGE: &str = "0";
 
 /// KEYS: lock, token. ARGV: lease ms, field.
-/// Returns {-1, token} when acquired, else {pttl of the holder, -1}.
+/// Returns {-1, token} when acquired, else {pttl of the holder, -1}. The token after the one
+/// returned is drawn too and set aside for a local handoff (Backend::reserves_next_token).
 pub(super) static REENTRANT_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
-  local token = redis.call('incr', KEYS[2])
+  local token = redis.call('incrby', KEYS[2], 2) - 1
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[1])
   return {-1, token}
@@ -117,7 +118,8 @@ return 0
 /// Hand the lock from one owner to another of the same client without freeing it, so no
 /// unlock message goes out. Also taken when the new owner already holds it (its own attempt,
 /// abandoned in flight, won after the old owner's lease ran out).
-/// KEYS: lock, token. ARGV: from field, to field, lease ms. Returns the new token, or -1.
+/// KEYS: lock, token. ARGV: from field, to field, lease ms. Returns the new owner's token,
+/// the one the old owner's hold set aside, and sets the next one aside; or -1.
 pub(super) static REENTRANT_TRANSFER: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
@@ -125,7 +127,7 @@ if redis.call('hexists', KEYS[1], ARGV[1]) == 1 or redis.call('hexists', KEYS[1]
   redis.call('del', KEYS[1])
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], ARGV[3])
-  return redis.call('incr', KEYS[2])
+  return redis.call('incr', KEYS[2]) - 1
 end
 return -1
 ",
@@ -246,12 +248,13 @@ return 0
 });
 
 /// redis-py / node-redlock acquire, fenced. KEYS: lock, token. ARGV: owner token, lease ms.
-/// Returns {-1, fencing token} when acquired, else {pttl of the holder, -1}.
+/// Returns {-1, fencing token} when acquired, else {pttl of the holder, -1}. As with
+/// REENTRANT_ACQUIRE, the next token is set aside for a local handoff.
 pub(super) static TOKEN_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  return {-1, redis.call('incr', KEYS[2])}
+  return {-1, redis.call('incrby', KEYS[2], 2) - 1}
 end
 return {redis.call('pttl', KEYS[1]), -1}
 ",
@@ -259,14 +262,15 @@ return {redis.call('pttl', KEYS[1]), -1}
 });
 
 /// The token lock's handoff: compare-and-set. KEYS: lock, token. ARGV: from token, to
-/// token, lease ms. Returns the new fencing token, or -1 if neither owner holds the key.
+/// token, lease ms. Returns the new owner's token as REENTRANT_TRANSFER does, or -1 if
+/// neither owner holds the key.
 pub(super) static TOKEN_TRANSFER: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 local holder = redis.call('get', KEYS[1])
 if holder == ARGV[1] or holder == ARGV[2] then
   redis.call('set', KEYS[1], ARGV[2], 'PX', ARGV[3])
-  return redis.call('incr', KEYS[2])
+  return redis.call('incr', KEYS[2]) - 1
 end
 return -1
 ",
