@@ -186,6 +186,18 @@ pub(crate) fn locked_by(owner: &crate::owner::Owner) -> String {
     format!("polylock:{owner}")
 }
 
+/// force_unlock on a session lock. The database frees a session lock only when the session
+/// holding it releases it or ends; ending someone else's session (`pg_terminate_backend`,
+/// `KILL`) would also abort whatever else that connection is doing, and the holder may be
+/// any application sharing the database, so polylock will not do it for the caller.
+pub(crate) fn session_force_unlock_refused(database: &str) -> Error {
+    Error::backend(format!(
+        "force_unlock is not offered for {database} session locks: only the session holding one can \
+         release it, and ending another client's session would abort all its work; use the lease kind \
+         (ShedLock table) for locks an operator must be able to break, or end the holding session yourself"
+    ))
+}
+
 pub(crate) fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
