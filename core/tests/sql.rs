@@ -231,6 +231,28 @@ fn service_ca(service: &str) -> String {
     })
 }
 
+/// A CA that signed nothing the test servers use (its key was thrown away): a wrong CA.
+const UNRELATED_CA: &str = "-----BEGIN CERTIFICATE-----
+MIIBsTCCAVegAwIBAgIUZk9PKzokuEPxGxkxbg1vCZq+9uIwCgYIKoZIzj0EAwIw
+JTEjMCEGA1UEAwwacG9seWxvY2sgdW5yZWxhdGVkIHRlc3QgQ0EwIBcNMjYxMTIy
+MjAyMDQ4WhgPMjEyNjEwMjkyMDIwNDhaMCUxIzAhBgNVBAMMGnBvbHlsb2NrIHVu
+cmVsYXRlZCB0ZXN0IENBMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE5Lksnp59
+nCnt/jAbOzs5lLwwRfNA5QNv9Wbs0HEgyjAS5vM4+q4bLFtXDs45sIhoI6uDw21I
+6pHWMs1ny1wc0KNjMGEwHQYDVR0OBBYEFPUz/C/AW43RhCnfGP6CV+ty8DeqMB8G
+A1UdIwQYMBaAFPUz/C/AW43RhCnfGP6CV+ty8DeqMA8GA1UdEwEB/wQFMAMBAf8w
+DgYDVR0PAQH/BAQDAgEGMAoGCCqGSM49BAMCA0gAMEUCIET8gy/S/dS96oiSSZw0
+KtGyAkcLcGcIyePRjxrOJEnGAiEAyl0WsuUboNngZO8FNt1lNpXXS2NaPI/WcLo0
+3ETy688=
+-----END CERTIFICATE-----\n";
+
+fn unrelated_ca_file() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("unrelated-ca.crt");
+    std::fs::write(&path, UNRELATED_CA).unwrap();
+    let path = path.display().to_string();
+    (dir, path)
+}
+
 fn with_options(url: &str, options: &str) -> String {
     let sep = if url.contains('?') { '&' } else { '?' };
     format!("{url}{sep}{options}")
@@ -267,7 +289,7 @@ async fn tls_refused(url: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_tls_modes_verify_as_they_say() {
-    let (ours, other) = (service_ca("postgres"), service_ca("mariadb"));
+    let (ours, (_dir, other)) = (service_ca("postgres"), unrelated_ca_file());
     // The server's certificate names 127.0.0.1, so verify-full checks the chain and the host.
     lock_and_wait_over(&with_options(&postgres_url(), &format!("sslmode=verify-full&sslrootcert={ours}"))).await;
     // require encrypts without checking the certificate: no CA needed.
@@ -280,7 +302,7 @@ async fn postgres_tls_modes_verify_as_they_say() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_tls_modes_verify_as_they_say() {
-    let (ours, other) = (service_ca("mariadb"), service_ca("postgres"));
+    let (ours, (_dir, other)) = (service_ca("mariadb"), unrelated_ca_file());
     lock_and_wait_over(&with_options(&mariadb_url(), &format!("ssl-mode=VERIFY_CA&ssl-ca={ours}"))).await;
     lock_and_wait_over(&with_options(&mariadb_url(), &format!("ssl-mode=VERIFY_IDENTITY&ssl-ca={ours}"))).await;
     lock_and_wait_over(&with_options(&mariadb_url(), "ssl-mode=REQUIRED")).await;
