@@ -13,6 +13,12 @@
 //!   the database's clock, so a Java job scheduled with ShedLock and a polylock lease lock
 //!   on the same name exclude each other. Renewals learn of loss, as on SQLite.
 //!
+//! Queries: `is_locked` and `remaining_lease` read `pg_locks` / `IS_USED_LOCK` for session
+//! locks (held ones answer `Duration::MAX`: the database keeps no expiry for them) and the
+//! ShedLock row's `lock_until` for lease locks. `force_unlock` ends a lease row now; on a
+//! session lock it is refused with a typed error, as it would mean ending another client's
+//! database session.
+//!
 //! Both kinds take a fencing token from `polylock_fencing(name, token)`, bumped while the lock
 //! is already held, so tokens grow in the order the lock was granted.
 //!
