@@ -221,3 +221,91 @@ async fn lease_locks_are_shedlock_rows() {
     assert!(started.elapsed() >= Duration::from_millis(1500), "taken before ShedLock's lock_until");
     guard.release().await.unwrap();
 }
+
+/// The throwaway CA tests/services made for a service's TLS certificate.
+fn service_ca(service: &str) -> String {
+    let var = format!("POLYLOCK_TEST_{}_CA", service.to_uppercase());
+    std::env::var(var).unwrap_or_else(|_| {
+        let dir = std::env::var("POLYLOCK_SERVICES_DIR").unwrap_or_else(|_| "/tmp/polylock-services".to_string());
+        format!("{dir}/{service}/ca.crt")
+    })
+}
+
+/// A CA that signed nothing the test servers use (its key was thrown away): a wrong CA.
+const UNRELATED_CA: &str = "-----BEGIN CERTIFICATE-----
+MIIBsTCCAVegAwIBAgIUZk9PKzokuEPxGxkxbg1vCZq+9uIwCgYIKoZIzj0EAwIw
+JTEjMCEGA1UEAwwacG9seWxvY2sgdW5yZWxhdGVkIHRlc3QgQ0EwIBcNMjYxMTIy
+MjAyMDQ4WhgPMjEyNjEwMjkyMDIwNDhaMCUxIzAhBgNVBAMMGnBvbHlsb2NrIHVu
+cmVsYXRlZCB0ZXN0IENBMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE5Lksnp59
+nCnt/jAbOzs5lLwwRfNA5QNv9Wbs0HEgyjAS5vM4+q4bLFtXDs45sIhoI6uDw21I
+6pHWMs1ny1wc0KNjMGEwHQYDVR0OBBYEFPUz/C/AW43RhCnfGP6CV+ty8DeqMB8G
+A1UdIwQYMBaAFPUz/C/AW43RhCnfGP6CV+ty8DeqMA8GA1UdEwEB/wQFMAMBAf8w
+DgYDVR0PAQH/BAQDAgEGMAoGCCqGSM49BAMCA0gAMEUCIET8gy/S/dS96oiSSZw0
+KtGyAkcLcGcIyePRjxrOJEnGAiEAyl0WsuUboNngZO8FNt1lNpXXS2NaPI/WcLo0
+3ETy688=
+-----END CERTIFICATE-----\n";
+
+fn unrelated_ca_file() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("unrelated-ca.crt");
+    std::fs::write(&path, UNRELATED_CA).unwrap();
+    let path = path.display().to_string();
+    (dir, path)
+}
+
+fn with_options(url: &str, options: &str) -> String {
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}{options}")
+}
+
+/// Over a verified TLS connection, a lock is taken, a second client waits for it and gets
+/// it when it is released.
+async fn lock_and_wait_over(url: &str) {
+    let name = unique(&format!("tls-{}", url.len()));
+    let a = Client::connect(url).await.unwrap_or_else(|e| panic!("{e}"));
+    let b = Client::connect(url).await.unwrap();
+    let guard = a.lock(&name).unwrap().acquire().await.unwrap();
+    let waiting = {
+        let lock = b.lock(&name).unwrap();
+        tokio::spawn(async move { lock.acquire_with(AcquireOptions::default().wait(Duration::from_secs(10))).await })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!waiting.is_finished(), "{url}: the waiter got a held lock");
+    let token = guard.fencing_token();
+    guard.release().await.unwrap();
+    let theirs = timeout(Duration::from_secs(5), waiting).await.unwrap().unwrap().unwrap();
+    assert!(theirs.fencing_token() > token);
+    theirs.release().await.unwrap();
+}
+
+/// Asserts a TLS failure: a `Connection` error that says TLS and never shows the password.
+async fn tls_refused(url: &str) {
+    let err = Client::connect(url).await.unwrap_err();
+    let text = err.to_string();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{text}");
+    assert!(text.contains("TLS"), "{text} should name TLS");
+    assert!(!text.contains(":polylock@"), "the password leaked: {text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_tls_modes_verify_as_they_say() {
+    let (ours, (_dir, other)) = (service_ca("postgres"), unrelated_ca_file());
+    // The server's certificate names 127.0.0.1, so verify-full checks the chain and the host.
+    lock_and_wait_over(&with_options(&postgres_url(), &format!("sslmode=verify-full&sslrootcert={ours}"))).await;
+    // require encrypts without checking the certificate: no CA needed.
+    lock_and_wait_over(&with_options(&postgres_url(), "sslmode=require")).await;
+    // verify-full with a CA that did not sign the server's certificate, or with none (the
+    // public roots do not know a private CA), is refused.
+    tls_refused(&with_options(&postgres_url(), &format!("sslmode=verify-full&sslrootcert={other}"))).await;
+    tls_refused(&with_options(&postgres_url(), "sslmode=verify-full")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_tls_modes_verify_as_they_say() {
+    let (ours, (_dir, other)) = (service_ca("mariadb"), unrelated_ca_file());
+    lock_and_wait_over(&with_options(&mariadb_url(), &format!("ssl-mode=VERIFY_CA&ssl-ca={ours}"))).await;
+    lock_and_wait_over(&with_options(&mariadb_url(), &format!("ssl-mode=VERIFY_IDENTITY&ssl-ca={ours}"))).await;
+    lock_and_wait_over(&with_options(&mariadb_url(), "ssl-mode=REQUIRED")).await;
+    tls_refused(&with_options(&mariadb_url(), &format!("ssl-mode=VERIFY_CA&ssl-ca={other}"))).await;
+    tls_refused(&with_options(&mariadb_url(), "ssl-mode=VERIFY_CA")).await;
+}

@@ -421,7 +421,7 @@ EOC
       openssl x509 -req -in "$t/server.csr" -CA "$dir/ca.crt" -CAkey "$t/ca.key" \
         -set_serial "0x$(openssl rand -hex 8)" -days 365 \
         -extfile "$t/openssl.cnf" -extensions server_ext -out "$t/server.crt"
-  } >>"$dir/openssl.log" 2>&1 || { log_tail redis-tls; die "redis-tls: making certificates failed"; }
+  } >>"$dir/openssl.log" 2>&1 || { log_tail "${2:-redis-tls}"; die "${2:-redis-tls}: making certificates failed"; }
 }
 
 svc_redis_tls_launch() {
@@ -659,6 +659,7 @@ svc_zookeeper_ensemble_url() { printf 'zk://%s:12281,%s:12282,%s:12283\n' "$HOST
 svc_postgres_packages() {
   [[ -x $PG_BIN/postgres && -x $PG_BIN/initdb ]] || need_pkg postgresql-15
   [[ -x $PG_BIN/psql && -x $PG_BIN/pg_isready ]] || need_pkg postgresql-client-15
+  command -v openssl >/dev/null || need_pkg openssl
 }
 
 # PostgreSQL refuses to run as root: as root, run it as the postgres user (created by the
@@ -672,6 +673,9 @@ svc_postgres_launch() {
   dir=$(svc_dir postgres)
   data="$dir/data"
   mkdir -p "$data"
+  # TLS beside plain TCP (same port; the client's sslmode decides): CA in $dir/ca.crt.
+  tls_make_certs "$dir" postgres
+  chmod 600 "$dir/tls/server.key"
   if ((EUID == 0)); then chown -R postgres:postgres "$dir"; fi
   "${PG_AS[@]}" test -w "$data" ||
     die "postgres: $data is not writable by user postgres (is a parent of $BASE_DIR private?)"
@@ -684,7 +688,8 @@ svc_postgres_launch() {
   spawn "$dir/server.pid" "$dir/server.log" \
     "${PG_AS[@]}" "$PG_BIN/postgres" -D "$data" -c listen_addresses="$HOST" -c port=15432 \
     -c unix_socket_directories="$data" -c max_connections=200 \
-    -c fsync=off -c synchronous_commit=off -c full_page_writes=off
+    -c fsync=off -c synchronous_commit=off -c full_page_writes=off \
+    -c ssl=on -c ssl_cert_file="$dir/tls/server.crt" -c ssl_key_file="$dir/tls/server.key"
 }
 
 pg_socket_psql() {
@@ -723,6 +728,7 @@ svc_mariadb_packages() {
   if ! command -v mariadb >/dev/null || ! command -v mariadb-admin >/dev/null; then
     need_pkg mariadb-client
   fi
+  command -v openssl >/dev/null || need_pkg openssl
 }
 
 # Every mariadb* command below starts with --no-defaults (it must be the first option):
@@ -734,6 +740,8 @@ svc_mariadb_launch() {
   local dir user=()
   dir=$(svc_dir mariadb)
   mkdir -p "$dir/data" "$dir/tmp"
+  # TLS beside plain TCP (same port; the client's ssl-mode decides): CA in $dir/ca.crt.
+  tls_make_certs "$dir" mariadb
   # mariadbd refuses to run as root unless told to explicitly.
   if ((EUID == 0)); then user=(--user=root); fi
   # root@localhost authenticates by unix_socket only (the OS user running this script);
@@ -747,7 +755,8 @@ svc_mariadb_launch() {
     --port=13306 --bind-address="$HOST" --skip-name-resolve \
     --character-set-server=utf8mb4 --collation-server=utf8mb4_unicode_ci \
     --tmpdir="$dir/tmp" --max-connections=300 --innodb-buffer-pool-size=64M \
-    --innodb-flush-log-at-trx-commit=2
+    --innodb-flush-log-at-trx-commit=2 \
+    --ssl-ca="$dir/ca.crt" --ssl-cert="$dir/tls/server.crt" --ssl-key="$dir/tls/server.key"
 }
 
 svc_mariadb_setup() {

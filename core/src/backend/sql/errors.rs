@@ -5,6 +5,9 @@ use crate::error::Error;
 /// Map an error met while talking to `shown_url` (already redacted).
 pub(crate) fn map_error(shown_url: &str, err: sqlx::Error) -> Error {
     let message = match &err {
+        sqlx::Error::Io(io) if is_tls_failure(io) => {
+            format!("the TLS handshake with {shown_url} failed; check sslmode and the CA certificate")
+        }
         sqlx::Error::Io(_) => {
             format!("cannot reach the database at {shown_url}; check the host, port and that the server runs")
         }
@@ -39,6 +42,14 @@ pub(crate) fn map_error(shown_url: &str, err: sqlx::Error) -> Error {
         _ => return Error::backend(format!("talking to the database at {shown_url} failed")).with_source(err),
     };
     Error::connection(message).with_source(err)
+}
+
+/// sqlx hands rustls's handshake failures (an unknown CA, a name mismatch) over as I/O
+/// errors of kind InvalidData; what they say tells them from a refused or dropped connection.
+fn is_tls_failure(io: &std::io::Error) -> bool {
+    let text = io.to_string().to_ascii_lowercase();
+    io.kind() == std::io::ErrorKind::InvalidData
+        && ["certificate", "tls", "handshake"].iter().any(|word| text.contains(word))
 }
 
 /// The SQLSTATE or vendor code of a database error, if it is one.

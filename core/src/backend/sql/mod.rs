@@ -13,6 +13,12 @@
 //!   the database's clock, so a Java job scheduled with ShedLock and a polylock lease lock
 //!   on the same name exclude each other. Renewals learn of loss, as on SQLite.
 //!
+//! Queries: `is_locked` and `remaining_lease` read `pg_locks` / `IS_USED_LOCK` for session
+//! locks (held ones answer `Duration::MAX`: the database keeps no expiry for them) and the
+//! ShedLock row's `lock_until` for lease locks. `force_unlock` ends a lease row now; on a
+//! session lock it is refused with a typed error, as it would mean ending another client's
+//! database session.
+//!
 //! Both kinds take a fencing token from `polylock_fencing(name, token)`, bumped while the lock
 //! is already held, so tokens grow in the order the lock was granted.
 //!
@@ -184,6 +190,18 @@ pub(crate) fn try_once(request: &AcquireRequest) -> bool {
 /// sees that polylock holds the row, and which client and owner.
 pub(crate) fn locked_by(owner: &crate::owner::Owner) -> String {
     format!("polylock:{owner}")
+}
+
+/// force_unlock on a session lock. The database frees a session lock only when the session
+/// holding it releases it or ends; ending someone else's session (`pg_terminate_backend`,
+/// `KILL`) would also abort whatever else that connection is doing, and the holder may be
+/// any application sharing the database, so polylock will not do it for the caller.
+pub(crate) fn session_force_unlock_refused(database: &str) -> Error {
+    Error::backend(format!(
+        "force_unlock is not offered for {database} session locks: only the session holding one can \
+         release it, and ending another client's session would abort all its work; use the lease kind \
+         (ShedLock table) for locks an operator must be able to break, or end the holding session yourself"
+    ))
 }
 
 pub(crate) fn millis(d: Duration) -> i64 {

@@ -15,7 +15,7 @@ use tokio::time::{timeout, Instant};
 use super::errors::{map_error, mysql_number};
 use super::names::{lease_name, mysql_lock_name};
 use super::session::{Session, SessionConn};
-use super::{locked_by, session_connection, try_once, wait_left, SqlConfig};
+use super::{locked_by, session_connection, session_force_unlock_refused, try_once, wait_left, SqlConfig};
 use crate::backend::poll::{acquire_by_attempts, Attempt, Backoff};
 use crate::backend::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::{Error, Result};
@@ -328,6 +328,53 @@ impl Backend for MySqlBackend {
             ours
         };
         Ok(if ours { Release::Released } else { Release::Gone })
+    }
+
+    async fn is_locked(&self, key: &str, kind: LockKind) -> Result<bool> {
+        self.remaining_lease(key, kind).await.map(|left| left.is_some())
+    }
+
+    /// A lease lock's time left is its ShedLock row's `lock_until`; a session lock has no
+    /// expiry in the database (its holder's lease is kept by the holder's client), so a held
+    /// one answers `Duration::MAX`.
+    async fn remaining_lease(&self, key: &str, kind: LockKind) -> Result<Option<Duration>> {
+        if kind != LockKind::Lease {
+            let holder: Option<i64> = sqlx::query_scalar("SELECT IS_USED_LOCK(?)")
+                .bind(mysql_lock_name(key))
+                .fetch_one(&self.shared)
+                .await
+                .map_err(|e| self.err(e))?;
+            return Ok(holder.map(|_| Duration::MAX));
+        }
+        let left: Option<i64> = sqlx::query_scalar(&format!(
+            "SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), lock_until) FROM {} WHERE name = ?",
+            self.table
+        ))
+        .bind(lease_name(key))
+        .fetch_optional(&self.shared)
+        .await
+        .map_err(|e| self.err(e))?
+        .flatten();
+        Ok(left.filter(|us| *us > 0).map(|us| Duration::from_micros(us as u64)))
+    }
+
+    /// Ends a lease lock's row now, as a release would, and wakes this process's waiters
+    /// (others find it at their next attempt); refused for session locks (see
+    /// `session_force_unlock_refused`).
+    async fn force_unlock(&self, key: &str, kind: LockKind) -> Result<bool> {
+        if kind != LockKind::Lease {
+            return Err(session_force_unlock_refused("MySQL/MariaDB"));
+        }
+        let done = sqlx::query(&format!(
+            "UPDATE {} SET lock_until = UTC_TIMESTAMP(3) WHERE name = ? AND lock_until > UTC_TIMESTAMP(3)",
+            self.table
+        ))
+        .bind(lease_name(key))
+        .execute(&self.shared)
+        .await
+        .map_err(|e| self.err(e))?;
+        self.released.send_modify(|n| *n = n.wrapping_add(1));
+        Ok(done.rows_affected() == 1)
     }
 
     async fn close(&self) {

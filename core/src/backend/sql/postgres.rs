@@ -15,7 +15,7 @@ use tokio::time::{timeout, Instant};
 use super::errors::{db_code, map_error};
 use super::names::{lease_name, postgres_advisory_key};
 use super::session::{Session, SessionConn};
-use super::{locked_by, millis, session_connection, try_once, wait_left, SqlConfig};
+use super::{locked_by, millis, session_connection, session_force_unlock_refused, try_once, wait_left, SqlConfig};
 use crate::backend::poll::{acquire_by_attempts, Attempt, Backoff};
 use crate::backend::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::{Error, Result};
@@ -344,6 +344,61 @@ impl Backend for PgBackend {
             released
         };
         Ok(if still_ours == 1 { Release::Released } else { Release::Gone })
+    }
+
+    async fn is_locked(&self, key: &str, kind: LockKind) -> Result<bool> {
+        self.remaining_lease(key, kind).await.map(|left| left.is_some())
+    }
+
+    /// A lease lock's time left is its ShedLock row's `lock_until`; a session lock has no
+    /// expiry in the database (its holder's lease is kept by the holder's client), so a held
+    /// one answers `Duration::MAX`.
+    async fn remaining_lease(&self, key: &str, kind: LockKind) -> Result<Option<Duration>> {
+        if kind != LockKind::Lease {
+            // objsubid 1 is the one-bigint form of pg_advisory_lock; advisory locks are per database.
+            let held: bool = sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1
+                   AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                   AND ((classid::bigint << 32) | objid::bigint) = ($1::bigint & x'ffffffffffffffff'::bigint))",
+            )
+            .bind(postgres_advisory_key(key))
+            .fetch_one(&self.shared)
+            .await
+            .map_err(|e| self.err(e))?;
+            return Ok(held.then_some(Duration::MAX));
+        }
+        let left: Option<i64> = sqlx::query_scalar(&format!(
+            "SELECT (extract(epoch FROM lock_until - timezone('utc', now())) * 1000)::bigint FROM {} WHERE name = $1",
+            self.table
+        ))
+        .bind(lease_name(key))
+        .fetch_optional(&self.shared)
+        .await
+        .map_err(|e| self.err(e))?
+        .flatten();
+        Ok(left.filter(|ms| *ms > 0).map(|ms| Duration::from_millis(ms as u64)))
+    }
+
+    /// Ends a lease lock's row now, as a release would, and wakes waiters in every process;
+    /// refused for session locks (see `session_force_unlock_refused`).
+    async fn force_unlock(&self, key: &str, kind: LockKind) -> Result<bool> {
+        if kind != LockKind::Lease {
+            return Err(session_force_unlock_refused("PostgreSQL"));
+        }
+        let forced: i64 = sqlx::query_scalar(&format!(
+            "WITH forced AS (
+                 UPDATE {} SET lock_until = timezone('utc', now())
+                 WHERE name = $1 AND lock_until > timezone('utc', now())
+                 RETURNING name)
+             SELECT count(pg_notify('{RELEASE_CHANNEL}', name)::text) FROM forced",
+            self.table
+        ))
+        .bind(lease_name(key))
+        .fetch_one(&self.shared)
+        .await
+        .map_err(|e| self.err(e))?;
+        self.released.send_modify(|n| *n = n.wrapping_add(1));
+        Ok(forced == 1)
     }
 
     async fn close(&self) {

@@ -68,8 +68,56 @@ impl SessionConn {
 /// How long a check may take before the session counts as gone.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The slot of the connection that holds the lock; `None` once it was given back or closed.
+type ConnSlot = Arc<Mutex<Option<SessionConn>>>;
+
+/// What a check of the session found.
+enum Check {
+    Holds,
+    /// The session ended or no longer holds the lock; its connection was closed.
+    Gone(String),
+    /// The connection was already given back or closed.
+    Closed,
+}
+
+/// Run one step on the session's connection in a task of its own. Callers of these steps
+/// can be dropped mid-statement (the watchdog is aborted when its hold ends, the monitor
+/// when the hold is released); a statement dropped there would leave its reply unread on
+/// the connection, and the next statement (the release) would read it as its own answer and
+/// see a lock it still holds as lost. A spawned step always runs to the end (or to the
+/// runtime's shutdown, when the answer is `if_interrupted`).
+async fn in_own_task<T: Send + 'static>(
+    step: impl std::future::Future<Output = T> + Send + 'static,
+    if_interrupted: T,
+) -> T {
+    tokio::spawn(step).await.unwrap_or(if_interrupted)
+}
+
+/// Whether the session still holds the lock; a connection that fails or does not answer is
+/// closed (its lock went with its session, or goes now), so it is never used again.
+async fn check_conn(slot: ConnSlot) -> Check {
+    in_own_task(
+        async move {
+            let mut guard = slot.lock_owned().await;
+            let Some(conn) = guard.as_mut() else { return Check::Closed };
+            let why = match timeout(CHECK_TIMEOUT, conn.still_holds()).await {
+                Ok(Ok(true)) => return Check::Holds,
+                Ok(Ok(false)) => "the session no longer holds the lock".to_string(),
+                Ok(Err(err)) => format!("the connection failed: {err}"),
+                Err(_) => format!("the connection did not answer within {}s", CHECK_TIMEOUT.as_secs()),
+            };
+            if let Some(conn) = guard.take() {
+                conn.close().await;
+            }
+            Check::Gone(why)
+        },
+        Check::Gone("the check was interrupted".to_string()),
+    )
+    .await
+}
+
 pub(crate) struct Session {
-    conn: Mutex<Option<SessionConn>>,
+    conn: ConnSlot,
     lease_end: SyncMutex<Instant>,
     monitor: SyncMutex<Option<AbortHandle>>,
 }
@@ -78,7 +126,7 @@ impl Session {
     /// Start holding through `conn`, with a lease that ends at `lease_end` unless renewed.
     pub fn start(conn: SessionConn, lease_end: Instant, check: Duration, lost: LostNotifier) -> Arc<Session> {
         let session = Arc::new(Session {
-            conn: Mutex::new(Some(conn)),
+            conn: Arc::new(Mutex::new(Some(conn))),
             lease_end: SyncMutex::new(lease_end),
             monitor: SyncMutex::new(None),
         });
@@ -129,43 +177,39 @@ impl Session {
     /// A session that errors is gone (its lock went with it), so that is `false`, not an error.
     pub async fn renew(&self, lease: Duration) -> bool {
         let sent = Instant::now();
-        let mut guard = self.conn.lock().await;
-        let Some(conn) = guard.as_mut() else { return false };
-        match timeout(CHECK_TIMEOUT, conn.still_holds()).await {
-            Ok(Ok(true)) => {
-                *self.lease_end.lock().unwrap_or_else(|e| e.into_inner()) = sent + lease;
-                true
-            }
-            _ => {
-                if let Some(conn) = guard.take() {
-                    conn.close().await;
-                }
-                false
-            }
+        let holds = matches!(check_conn(self.conn.clone()).await, Check::Holds);
+        if holds {
+            *self.lease_end.lock().unwrap_or_else(|e| e.into_inner()) = sent + lease;
         }
+        holds
     }
 
     /// Whether the session is alive and holds the lock (for a release that leaves holds).
     pub async fn check(&self) -> bool {
-        let mut guard = self.conn.lock().await;
-        match guard.as_mut() {
-            Some(conn) => matches!(timeout(CHECK_TIMEOUT, conn.still_holds()).await, Ok(Ok(true))),
-            None => false,
-        }
+        matches!(check_conn(self.conn.clone()).await, Check::Holds)
     }
 
     /// Give the lock back and return a healthy connection to its pool. True if it was held.
+    /// Stopping the monitor can interrupt it only between checks (its checks run in their
+    /// own tasks), and the release waits for a check under way to finish.
     pub async fn release(&self) -> bool {
         self.stop_monitor();
-        let Some(mut conn) = self.conn.lock().await.take() else { return false };
-        match timeout(CHECK_TIMEOUT, conn.unlock()).await {
-            Ok(Ok(true)) => true, // dropping a pool connection returns it to the pool
-            _ => {
-                // Not held, or unknown: a connection we cannot vouch for is closed, not reused.
-                conn.close().await;
-                false
-            }
-        }
+        let slot = self.conn.clone();
+        in_own_task(
+            async move {
+                let Some(mut conn) = slot.lock().await.take() else { return false };
+                match timeout(CHECK_TIMEOUT, conn.unlock()).await {
+                    Ok(Ok(true)) => true, // dropping a pool connection returns it to the pool
+                    _ => {
+                        // Not held, or unknown: a connection we cannot vouch for is closed, not reused.
+                        conn.close().await;
+                        false
+                    }
+                }
+            },
+            false,
+        )
+        .await
     }
 
     fn stop_monitor(&self) {
@@ -187,27 +231,34 @@ async fn monitor(session: std::sync::Weak<Session>, check: Duration, lost: LostN
     loop {
         let Some(lease_end) = session.upgrade().map(|s| s.lease_end()) else { return };
         sleep_until((Instant::now() + check).min(lease_end)).await;
-        let Some(session) = session.upgrade() else { return };
-        let mut guard = session.conn.lock().await;
-        let Some(conn) = guard.as_mut() else { return };
-        if Instant::now() >= session.lease_end() {
+        let Some(slot) = session.upgrade().map(|s| s.conn.clone()) else { return };
+        let expired = session.upgrade().is_some_and(|s| Instant::now() >= s.lease_end());
+        if expired {
             // Unrenewed past its lease: the lock must not outlive what its guard promises.
-            lost.mark(LostReason::LeaseExpired);
-            if let Some(conn) = guard.take() {
-                conn.close().await;
+            let closed = in_own_task(
+                async move {
+                    let conn = slot.lock().await.take();
+                    let had_conn = conn.is_some();
+                    if let Some(conn) = conn {
+                        conn.close().await;
+                    }
+                    had_conn
+                },
+                false,
+            )
+            .await;
+            if closed {
+                lost.mark(LostReason::LeaseExpired);
             }
             return;
         }
-        let why = match timeout(CHECK_TIMEOUT, conn.still_holds()).await {
-            Ok(Ok(true)) => continue,
-            Ok(Ok(false)) => "the session no longer holds the lock".to_string(),
-            Ok(Err(err)) => format!("the connection failed: {err}"),
-            Err(_) => format!("the connection did not answer within {}s", CHECK_TIMEOUT.as_secs()),
-        };
-        lost.mark(LostReason::SessionEnded(why));
-        if let Some(conn) = guard.take() {
-            conn.close().await;
+        match check_conn(slot).await {
+            Check::Holds => continue,
+            Check::Closed => return,
+            Check::Gone(why) => {
+                lost.mark(LostReason::SessionEnded(why));
+                return;
+            }
         }
-        return;
     }
 }
