@@ -5,11 +5,15 @@
 //   node bench/bench.mjs [--url redis://127.0.0.1:16379] [--quick]
 //
 // Sections (every line starts with its section name):
-//   uncontended  64 async loops, each on its own name: lock+unlock pairs/s.
+//   uncontended  64 async loops, each on its own name: lock+unlock pairs/s, the sides
+//                interleaved in short slices so that each sees the same machine load.
 //                polylock (reentrant kind, 30 s lease; and with the watchdog; and the token
 //                kind) against node-redlock 5 (30 s lease) on one ioredis client.
 //   contended    8 async loops on ONE name: acquire (waiting as long as it takes), hold 1 ms,
 //                release, 1 ms outside. Utilisation = time somebody held the lock / wall time.
+//   native       what one Promise-returning native call costs: a no-op (close() on a closed
+//                client) settled Promises/s, one caller and 64 at once. No peer: it is the
+//                binding's floor under every lock call (a lock+unlock pair makes two).
 //   ids          snowflake IDs/s in one loop: polylock nextId() (a bigint each), nextIds()
 //                batches, against @sapphire/snowflake generate() (a bigint each).
 // Keys live under polylock-node-bench:<pid>: and are deleted at the end; nothing is flushed.
@@ -29,9 +33,10 @@ const { values: args } = parseArgs({
 })
 const url = args.url ?? process.env.POLYLOCK_TEST_REDIS_URL ?? 'redis://127.0.0.1:16379'
 const budget = args.quick
-  ? { uncontendedS: 0.5, contendedS: 1, idsS: 0.3 }
-  : { uncontendedS: 3, contendedS: 5, idsS: 1 }
+  ? { uncontendedS: 0.5, rounds: 2, contendedS: 1, idsS: 0.3, nativeS: 0.3 }
+  : { uncontendedS: 3, rounds: 6, contendedS: 5, idsS: 1, nativeS: 1 }
 const LEASE_MS = 30_000
+const WARM_UP_S = 0.2
 const UNCONTENDED_WORKERS = 64
 const CONTENDED_WORKERS = 8
 const HOLD_MS = 1
@@ -59,6 +64,29 @@ async function pairsPerSecond(workers, seconds, pair) {
   )
   const total = counts.reduce((a, b) => a + b, 0)
   return total / ((performance.now() - start) / 1000)
+}
+
+/**
+ * `pairsPerSecond` for every side, interleaved: `rounds` rounds of a `seconds / rounds` slice
+ * each after a short warm-up, the order reversed every round. On a shared machine the load changes from one second
+ * to the next; interleaving gives every side the same mix of it. Returns pairs/s per side.
+ */
+async function interleaved(workers, seconds, rounds, sides) {
+  // Untimed warm-up: JIT, script loading (EVALSHA), connection pools.
+  for (const side of sides) await pairsPerSecond(workers, WARM_UP_S, side)
+  const totals = sides.map(() => ({ pairs: 0, ms: 0 }))
+  for (let round = 0; round < rounds; round++) {
+    const order = sides.map((_, i) => i)
+    if (round % 2) order.reverse()
+    for (const i of order) {
+      const start = performance.now()
+      const rate = await pairsPerSecond(workers, seconds / rounds, sides[i])
+      const ms = performance.now() - start
+      totals[i].pairs += (rate * ms) / 1000
+      totals[i].ms += ms
+    }
+  }
+  return totals.map(({ pairs, ms }) => pairs / (ms / 1000))
 }
 
 /**
@@ -164,22 +192,29 @@ async function main() {
     const watched = locks('reentrant', 'watchdog')
     const tokens = locks('token', 'token')
     const redlockNames = names('redlock')
-    const polylockLease = await pairsPerSecond(UNCONTENDED_WORKERS, budget.uncontendedS, async (i) => {
-      const guard = await leased[i].acquire({ leaseMs: LEASE_MS })
-      await guard.release()
-    })
-    const polylockWatchdog = await pairsPerSecond(UNCONTENDED_WORKERS, budget.uncontendedS, async (i) => {
-      const guard = await watched[i].acquire()
-      await guard.release()
-    })
-    const polylockToken = await pairsPerSecond(UNCONTENDED_WORKERS, budget.uncontendedS, async (i) => {
-      const guard = await tokens[i].acquire({ leaseMs: LEASE_MS })
-      await guard.release()
-    })
-    const redlockRate = await pairsPerSecond(UNCONTENDED_WORKERS, budget.uncontendedS, async (i) => {
-      const lock = await redlock.acquire([redlockNames[i]], LEASE_MS)
-      await lock.release()
-    })
+    const [polylockLease, polylockWatchdog, polylockToken, redlockRate] = await interleaved(
+      UNCONTENDED_WORKERS,
+      budget.uncontendedS,
+      budget.rounds,
+      [
+        async (i) => {
+          const guard = await leased[i].acquire({ leaseMs: LEASE_MS })
+          await guard.release()
+        },
+        async (i) => {
+          const guard = await watched[i].acquire()
+          await guard.release()
+        },
+        async (i) => {
+          const guard = await tokens[i].acquire({ leaseMs: LEASE_MS })
+          await guard.release()
+        },
+        async (i) => {
+          const lock = await redlock.acquire([redlockNames[i]], LEASE_MS)
+          await lock.release()
+        },
+      ],
+    )
     line('uncontended', `${UNCONTENDED_WORKERS} workers, a name each, lock+unlock pairs/s:`)
     line('uncontended', `  polylock reentrant, lease 30 s   ${fmt(polylockLease).padStart(9)}  ${ratio(polylockLease, redlockRate)} node-redlock`)
     line('uncontended', `  polylock reentrant, watchdog     ${fmt(polylockWatchdog).padStart(9)}  ${ratio(polylockWatchdog, redlockRate)} node-redlock`)
@@ -202,6 +237,15 @@ async function main() {
     line('contended', `  node-redlock   ${describeContended(redlockContended)}`)
     line('contended', `  polylock/node-redlock: utilisation ${ratio(polylockContended.utilisation, redlockContended.utilisation)}, ` +
       `holds/s ${ratio(polylockContended.holdsPerSecond, redlockContended.holdsPerSecond)}`)
+
+    // Native call floor.
+    const closed = await polylock.connect(`mem://${prefix}closed`)
+    await closed.close()
+    const oneCaller = await pairsPerSecond(1, budget.nativeS, () => closed.close())
+    const manyCallers = await pairsPerSecond(UNCONTENDED_WORKERS, budget.nativeS, () => closed.close())
+    line('native', `a no-op native call (close() on a closed client), settled Promises/s:`)
+    line('native', `  1 caller       ${fmt(oneCaller).padStart(9)}`)
+    line('native', `  ${UNCONTENDED_WORKERS} callers      ${fmt(manyCallers).padStart(9)}`)
 
     // IDs.
     const ids = client.snowflake({ workerId: 1 })

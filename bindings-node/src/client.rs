@@ -6,15 +6,18 @@ use polylock::LockKind;
 
 use crate::errors::IntoNapiResult;
 use crate::lock::Lock;
+use crate::settle;
 use crate::snowflake::{Snowflake, SnowflakeOptions};
 
 /// Connect to the backend `url` names (`sqlite://path.db`, `redis://host:port`, `etcd://...`,
 /// ...); without one, to `$POLYLOCK_URL`, else `sqlite://polylock.db`.
-#[napi]
-pub async fn connect(url: Option<String>) -> Result<Client> {
+#[napi(ts_args_type = "url?: string | undefined | null", ts_return_type = "Promise<Client>")]
+pub fn connect(env: &Env, url: Option<String>) -> Result<PromiseRaw<'_, Client>> {
     let url = url.unwrap_or_else(polylock::url::default_url);
-    let client = polylock::Client::connect(&url).await.into_napi()?;
-    Ok(Client { client })
+    settle::spawn(env, async move {
+        let client = polylock::Client::connect(&url).await.into_napi()?;
+        Ok(Client { client })
+    })
 }
 
 #[napi(object, object_to_js = false)]
@@ -53,10 +56,13 @@ impl Client {
 
     /// Stop the watchdogs, give every hold back and close the backend. Calls on the client
     /// afterwards fail with `POLYLOCK_CONNECTION`. Closing twice is harmless.
-    #[napi]
-    pub async fn close(&self) -> Result<()> {
-        self.client.close().await;
-        Ok(())
+    #[napi(ts_return_type = "Promise<void>")]
+    pub fn close<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
+        let client = self.client.clone();
+        settle::spawn(env, async move {
+            client.close().await;
+            Ok(())
+        })
     }
 
     /// The URL connected to, with any password replaced by `***`.

@@ -12,6 +12,7 @@ use polylock::{AcquireOptions, ErrorKind, LostWatch};
 use tokio::task::AbortHandle;
 
 use crate::errors::{to_napi, IntoNapiResult};
+use crate::settle;
 
 #[napi]
 pub struct Guard {
@@ -110,7 +111,7 @@ impl Guard {
     pub fn release<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
         let guard = locked(&self.guard).take().ok_or_else(|| self.released_error())?;
         self.stop_watching();
-        env.spawn_future(async move { guard.release().await.into_napi() })
+        settle::spawn(env, async move { guard.release().await.into_napi() })
     }
 
     /// Acquire the lock again as this guard's owner (reentrancy): resolves at once to a new
@@ -126,7 +127,7 @@ impl Guard {
         }
         let lock = self.lock.clone();
         let name = lock.name().to_string();
-        env.spawn_future(async move {
+        settle::spawn(env, async move {
             match lock.acquire_with(AcquireOptions::default().wait(Duration::ZERO)).await {
                 Ok(guard) => Ok(Guard::new(guard)),
                 // The hold went away between the check and the store's answer.

@@ -10,6 +10,7 @@ mod errors;
 mod guard;
 mod lock;
 mod runtime;
+mod settle;
 mod snowflake;
 
 pub use cancel::AcquireCancel;

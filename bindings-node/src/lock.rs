@@ -13,6 +13,7 @@ use crate::cancel::AcquireCancel;
 use crate::convert::{lease_from_millis_f64, wait_from_millis};
 use crate::errors::{self, to_napi};
 use crate::guard::Guard;
+use crate::settle;
 
 #[napi(object, object_to_js = false)]
 pub struct AcquireOptions {
@@ -93,7 +94,7 @@ impl Lock {
         cancel: Option<&AcquireCancel>,
     ) -> Result<PromiseRaw<'env, Guard>> {
         let acquiring = self.start(options, None, cancel)?;
-        env.spawn_future(async move { acquiring.await.map(Guard::new).map_err(acquire_error) })
+        settle::spawn(env, async move { acquiring.await.map(Guard::new).map_err(acquire_error) })
     }
 
     /// Try to acquire, waiting at most `waitMs` (default 0: try once). Resolves to `null`
@@ -106,7 +107,7 @@ impl Lock {
         cancel: Option<&AcquireCancel>,
     ) -> Result<PromiseRaw<'env, Option<Guard>>> {
         let acquiring = self.start(options, Some(0.0), cancel)?;
-        env.spawn_future(async move {
+        settle::spawn(env, async move {
             match acquiring.await {
                 Ok(guard) => Ok(Some(Guard::new(guard))),
                 Err(err) if err.kind() == ErrorKind::Timeout && err.message() != errors::ABORTED => Ok(None),

@@ -60,6 +60,12 @@ for (const [backend, url] of urls) {
       assert.deepEqual(stdout, ['done'])
     })
 
+    test('after 1,920 calls from 64 loops at once, some rejecting, without close', async () => {
+      const { code, stdout } = await runChild('many-at-once', url())
+      assert.equal(code, 0)
+      assert.deepEqual(stdout, ['640 timeouts', 'done'])
+    })
+
     test('only once a pending acquisition has finished', async () => {
       const { code, stdout } = await runChild('pending-acquire-keeps-alive', url())
       assert.equal(code, 0)

@@ -1,0 +1,272 @@
+//! Every Promise the binding returns is settled through one threadsafe function per
+//! JavaScript environment, made on first use and kept for the environment's life.
+//!
+//! Why not napi-rs's `spawn_future` / `async fn`: it creates a threadsafe function (a libuv
+//! async handle plus an environment cleanup hook) for every Promise and tears it down after
+//! one use, which capped a process near 22-28k settled Promises a second whatever the core's
+//! speed (a lock+unlock pair is two). Here a call makes a plain Promise
+//! (`napi_create_promise`), runs its future on the binding's runtime, and the finished future
+//! queues its outcome on the shared threadsafe function. Node's queue wakes the JavaScript
+//! thread once for everything queued meanwhile, and each outcome settles its Promise there.
+//!
+//! Liveness is what it was: the threadsafe function is ref'd while any of its Promises is
+//! pending (a pending acquire keeps the process running, like a pending socket read) and
+//! unref'd as soon as none is, so an idle or closed client never keeps a process alive.
+
+use std::cell::RefCell;
+use std::ffi::c_void;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ptr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use napi::bindgen_prelude::{PromiseRaw, ToNapiValue};
+use napi::{sys, Env, Error, Result, Status};
+
+/// Run `future` on the binding's runtime; the returned Promise settles with its outcome.
+pub fn spawn<'env, T, F>(env: &'env Env, future: F) -> Result<PromiseRaw<'env, T>>
+where
+    T: ToNapiValue + Send + 'static,
+    F: Future<Output = Result<T>> + Send + 'static,
+{
+    let raw_env = env.raw();
+    let channel = channel_for(raw_env)?;
+    let mut deferred = ptr::null_mut();
+    let mut promise = ptr::null_mut();
+    check(unsafe { sys::napi_create_promise(raw_env, &mut deferred, &mut promise) }, "create a Promise")?;
+    channel.started(raw_env);
+    let settler = Settler { channel, deferred: Some(Deferred(deferred)) };
+    napi::bindgen_prelude::spawn(async move {
+        let result = future.await;
+        settler.settle(Box::new(move |env| result.and_then(|value| unsafe { T::to_napi_value(env, value) })));
+    });
+    Ok(PromiseRaw::new(raw_env, promise))
+}
+
+/// Turns a finished call's result into its JavaScript value, on the JavaScript thread.
+type Outcome = Box<dyn FnOnce(sys::napi_env) -> Result<sys::napi_value> + Send>;
+
+/// A Promise's resolver. Only the JavaScript thread ever uses it; other threads just carry it.
+struct Deferred(sys::napi_deferred);
+unsafe impl Send for Deferred {}
+
+/// What travels through the threadsafe function's queue.
+struct Completion {
+    deferred: Deferred,
+    outcome: Outcome,
+}
+
+struct Tsfn(sys::napi_threadsafe_function);
+unsafe impl Send for Tsfn {}
+
+/// One environment's threadsafe function and the count of its pending Promises.
+struct Channel {
+    /// `None` once the environment finalized the threadsafe function: from then on nothing may
+    /// call it. Callers hold the lock while calling, so finalizing waits for them.
+    tsfn: Mutex<Option<Tsfn>>,
+    /// Promises made and not yet settled. Only the JavaScript thread touches it.
+    pending: AtomicUsize,
+}
+
+thread_local! {
+    /// The channel of the environment running on this thread (Node runs one per thread: the
+    /// main one and each worker's).
+    static CHANNEL: RefCell<Option<(usize, Arc<Channel>)>> = const { RefCell::new(None) };
+}
+
+fn channel_for(env: sys::napi_env) -> Result<Arc<Channel>> {
+    CHANNEL.with(|slot| {
+        let mut slot = slot.borrow_mut();
+        if let Some((owner, channel)) = slot.as_ref() {
+            if *owner == env as usize && channel.is_open() {
+                return Ok(channel.clone());
+            }
+        }
+        let channel = Channel::open(env)?;
+        *slot = Some((env as usize, channel.clone()));
+        Ok(channel)
+    })
+}
+
+fn check(status: sys::napi_status, what: &str) -> Result<()> {
+    if status == sys::Status::napi_ok {
+        Ok(())
+    } else {
+        Err(Error::new(Status::from(status), format!("polylock: cannot {what} (napi status {status})")))
+    }
+}
+
+impl Channel {
+    fn open(env: sys::napi_env) -> Result<Arc<Channel>> {
+        let channel = Arc::new(Channel { tsfn: Mutex::new(None), pending: AtomicUsize::new(0) });
+        const NAME: &str = "polylock";
+        let mut name = ptr::null_mut();
+        check(
+            unsafe { sys::napi_create_string_utf8(env, NAME.as_ptr().cast(), NAME.len() as isize, &mut name) },
+            "name its threadsafe function",
+        )?;
+        // The threadsafe function owns one reference, given back when it is finalized.
+        let context = Arc::into_raw(channel.clone()) as *mut c_void;
+        let mut tsfn = ptr::null_mut();
+        let created = check(
+            unsafe {
+                sys::napi_create_threadsafe_function(
+                    env,
+                    ptr::null_mut(),
+                    ptr::null_mut(),
+                    name,
+                    0, // an unbounded queue: settling never blocks a runtime thread
+                    1,
+                    context,
+                    Some(finalize),
+                    context,
+                    Some(settle_on_js_thread),
+                    &mut tsfn,
+                )
+            },
+            "create its threadsafe function",
+        );
+        if let Err(err) = created {
+            drop(unsafe { Arc::from_raw(context as *const Channel) });
+            return Err(err);
+        }
+        // Idle until a Promise is pending.
+        check(unsafe { sys::napi_unref_threadsafe_function(env, tsfn) }, "unref its threadsafe function")?;
+        *channel.slot() = Some(Tsfn(tsfn));
+        Ok(channel)
+    }
+
+    fn slot(&self) -> MutexGuard<'_, Option<Tsfn>> {
+        // Nothing panics while holding it; a poisoned slot is still a valid one.
+        self.tsfn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn is_open(&self) -> bool {
+        self.slot().is_some()
+    }
+
+    /// On the JavaScript thread: a Promise was made. The first pending one refs the function.
+    fn started(&self, env: sys::napi_env) {
+        if self.pending.fetch_add(1, Ordering::Relaxed) == 0 {
+            if let Some(tsfn) = self.slot().as_ref() {
+                unsafe { sys::napi_ref_threadsafe_function(env, tsfn.0) };
+            }
+        }
+    }
+
+    /// On the JavaScript thread: a Promise settled. The last pending one unrefs the function.
+    fn finished(&self, env: sys::napi_env) {
+        if self.pending.fetch_sub(1, Ordering::Relaxed) == 1 {
+            if let Some(tsfn) = self.slot().as_ref() {
+                unsafe { sys::napi_unref_threadsafe_function(env, tsfn.0) };
+            }
+        }
+    }
+
+    /// From any thread: queue `completion` for the JavaScript thread.
+    fn send(&self, completion: Completion) {
+        let data = Box::into_raw(Box::new(completion));
+        let slot = self.slot();
+        let status = match slot.as_ref() {
+            Some(tsfn) => unsafe {
+                sys::napi_call_threadsafe_function(tsfn.0, data.cast(), sys::ThreadsafeFunctionCallMode::nonblocking)
+            },
+            None => sys::Status::napi_closing,
+        };
+        drop(slot);
+        if status != sys::Status::napi_ok {
+            // The environment is going away: its Promises go with it. Dropping the completion
+            // drops what it carries (a guard releases itself in the background).
+            drop(unsafe { Box::from_raw(data) });
+        }
+    }
+}
+
+/// Carries a Promise's resolver to the end of its future. If the future never finishes (it
+/// panicked), dropping this rejects the Promise, so no caller waits forever and the count of
+/// pending Promises stays right.
+struct Settler {
+    channel: Arc<Channel>,
+    deferred: Option<Deferred>,
+}
+
+impl Settler {
+    fn settle(mut self, outcome: Outcome) {
+        if let Some(deferred) = self.deferred.take() {
+            self.channel.send(Completion { deferred, outcome });
+        }
+    }
+}
+
+impl Drop for Settler {
+    fn drop(&mut self) {
+        if let Some(deferred) = self.deferred.take() {
+            let outcome: Outcome = Box::new(|_| {
+                Err(Error::from_reason("POLYLOCK_BACKEND: the operation stopped before it finished (it panicked)"))
+            });
+            self.channel.send(Completion { deferred, outcome });
+        }
+    }
+}
+
+/// The threadsafe function's callback, on the JavaScript thread: settle one Promise. Node
+/// calls it for each queued completion in turn after a single wakeup. `env` is null when the
+/// environment is tearing down with completions still queued: those are only dropped.
+unsafe extern "C" fn settle_on_js_thread(
+    env: sys::napi_env,
+    _js_callback: sys::napi_value,
+    context: *mut c_void,
+    data: *mut c_void,
+) {
+    let completion = unsafe { Box::from_raw(data as *mut Completion) };
+    if env.is_null() || context.is_null() {
+        return;
+    }
+    let channel = unsafe { &*(context as *const Channel) };
+    // Nothing may unwind into Node: a panic while converting becomes a lost settlement,
+    // never an abort of the process.
+    let _ = catch_unwind(AssertUnwindSafe(|| unsafe { settle(env, *completion) }));
+    channel.finished(env);
+}
+
+unsafe fn settle(env: sys::napi_env, completion: Completion) {
+    let mut scope = ptr::null_mut();
+    if unsafe { sys::napi_open_handle_scope(env, &mut scope) } != sys::Status::napi_ok {
+        return;
+    }
+    let Completion { deferred, outcome } = completion;
+    match outcome(env) {
+        Ok(value) => {
+            unsafe { sys::napi_resolve_deferred(env, deferred.0, value) };
+        }
+        Err(err) => {
+            let rejection = unsafe { ToNapiValue::to_napi_value(env, err) }.unwrap_or_else(|_| plain_error(env));
+            unsafe { sys::napi_reject_deferred(env, deferred.0, rejection) };
+        }
+    }
+    unsafe { sys::napi_close_handle_scope(env, scope) };
+}
+
+/// A last-resort rejection when the error itself could not be made.
+fn plain_error(env: sys::napi_env) -> sys::napi_value {
+    const MESSAGE: &str = "POLYLOCK_BACKEND: the call failed and its error could not be reported";
+    let mut message = ptr::null_mut();
+    let mut error = ptr::null_mut();
+    unsafe {
+        sys::napi_create_string_utf8(env, MESSAGE.as_ptr().cast(), MESSAGE.len() as isize, &mut message);
+        sys::napi_create_error(env, ptr::null_mut(), message, &mut error);
+    }
+    error
+}
+
+/// Called by Node on the JavaScript thread when the environment finalizes the threadsafe
+/// function: close the slot (waiting for any thread inside a call) and give back the
+/// function's reference to the channel.
+unsafe extern "C" fn finalize(_env: sys::napi_env, finalize_data: *mut c_void, _hint: *mut c_void) {
+    if finalize_data.is_null() {
+        return;
+    }
+    let channel = unsafe { Arc::from_raw(finalize_data as *const Channel) };
+    channel.slot().take();
+}
