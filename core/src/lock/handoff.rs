@@ -37,7 +37,7 @@ use crate::owner::Owner;
 
 /// How many times in a row a lock may pass between owners of one client before it is
 /// released to the store, so waiters of other clients get their chance.
-pub(crate) const MAX_LOCAL_PASSES: u32 = 16;
+pub(crate) const MAX_LOCAL_PASSES: u32 = 64;
 
 /// How long this client's owners keep off a lock after a run of handoffs ends, in round trips
 /// of the last handoff (the release, the unlock message reaching a waiter elsewhere, and that
