@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The Python binding's test suite: build the wheel, install it into a venv outside the clone,
-# run pytest against real servers (SQLite files, mem://, the Redis of tests/services).
+# run pytest against real servers (SQLite files, mem://, and every server of tests/services:
+# the Redis deployments, etcd, ZooKeeper, PostgreSQL, MariaDB).
 #
 #   bindings-python/run-tests.sh [PYTEST_ARGS...]
 #
@@ -8,11 +9,12 @@
 #   POLYLOCK_PY_VENV          the test venv (default ~/.cache/polylock/py-venv); reused
 #   CARGO_TARGET_DIR          cargo target dir, shared with the rest of the build
 #                             (default $POLYLOCK_CARGO_TARGET, else ~/.cache/polylock/target)
-#   POLYLOCK_TEST_REDIS_URL   the Redis to test against (default: tests/services' redis,
-#                             started here if it is not running)
-#   POLYLOCK_TEST_REDIS_{CLUSTER,SENTINEL,TLS}_URL
-#                             also run the suite on these deployments when set (as
-#                             `tests/services/services.sh env` exports them)
+#   POLYLOCK_TEST_*_URL       the servers to test against, as `tests/services/services.sh env`
+#                             exports them (tests/run-all.sh does): every one exported is tested.
+#                             When POLYLOCK_TEST_REDIS_URL is unset, this script starts the
+#                             services of tests/services itself (POLYLOCK_PY_SERVICES, default
+#                             all of them) and exports theirs.
+#   POLYLOCK_PY_SERVICES      the services to start in that case, e.g. "redis postgres"
 #   POLYLOCK_CLI              the polylock CLI binary (default: built here, release)
 #   POLYLOCK_PY_BENCH=0       skip the benchmark run after the tests (bench/python/bench_redis.py)
 #   PYTHON                    the interpreter to make the venv with (default python3)
@@ -43,10 +45,17 @@ if [[ -z "${POLYLOCK_CLI:-}" ]]; then
 fi
 
 if [[ -z "${POLYLOCK_TEST_REDIS_URL:-}" ]]; then
-  step "redis (tests/services)"
-  "$root/tests/services/services.sh" start redis >/dev/null
-  POLYLOCK_TEST_REDIS_URL=$("$root/tests/services/services.sh" url redis)
-  export POLYLOCK_TEST_REDIS_URL
+  step "servers (tests/services): ${POLYLOCK_PY_SERVICES:-all}"
+  # Word splitting intended: a list of service names.
+  # shellcheck disable=SC2086
+  "$root/tests/services/services.sh" start ${POLYLOCK_PY_SERVICES:-} >/dev/null
+  eval "$("$root/tests/services/services.sh" env)"
+  if [[ -z "${POLYLOCK_TEST_REDIS_URL:-}" ]]; then
+    # The interop and bench steps need plain Redis whatever else was asked for.
+    "$root/tests/services/services.sh" start redis >/dev/null
+    POLYLOCK_TEST_REDIS_URL=$("$root/tests/services/services.sh" url redis)
+    export POLYLOCK_TEST_REDIS_URL
+  fi
 fi
 
 step "pytest"
