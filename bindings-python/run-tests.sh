@@ -18,6 +18,8 @@
 #   POLYLOCK_CLI              the polylock CLI binary (default: built here, release)
 #   POLYLOCK_PY_BENCH=0       skip the benchmark run after the tests (bench/python/bench_redis.py)
 #   PYTHON                    the interpreter to make the venv with (default python3)
+#   POLYLOCK_PY_OLDEST        a CPython 3.9 to check the abi3 wheel with (default: python3.9 on
+#                             the PATH, else pyenv's; the check is skipped, saying so, without one)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -37,6 +39,27 @@ trap 'rm -rf "$wheels"' EXIT
 "$venv/bin/maturin" build --release --quiet --manifest-path "$here/Cargo.toml" --interpreter "$venv/bin/python" \
   --out "$wheels"
 "$venv/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall --no-deps "$wheels"/*.whl
+
+step "the abi3 wheel in a fresh venv of the oldest CPython it supports (3.9)"
+# The wheel is built once, against the test venv's interpreter; abi3 means it loads on 3.9 too.
+find_cpython39() {
+  local candidate
+  # A pyenv shim named python3.9 may exist and fail, hence the check that it runs.
+  for candidate in python3.9 "$HOME"/.pyenv/versions/3.9*/bin/python; do
+    if "$candidate" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 9))' 2>/dev/null; then
+      echo "$candidate"
+      return
+    fi
+  done
+}
+oldest="${POLYLOCK_PY_OLDEST:-$(find_cpython39)}"
+if [[ -n "$oldest" ]]; then
+  "$oldest" -m venv "$wheels/venv-oldest"
+  "$wheels/venv-oldest/bin/python" -m pip install --quiet --disable-pip-version-check --no-index "$wheels"/*.whl
+  "$wheels/venv-oldest/bin/python" "$here/tests/smoke_installed.py" "$wheels"
+else
+  echo "skipped: no CPython 3.9 on this machine (set POLYLOCK_PY_OLDEST to one)"
+fi
 
 step "the polylock CLI (for the CLI contention test)"
 if [[ -z "${POLYLOCK_CLI:-}" ]]; then
