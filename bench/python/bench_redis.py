@@ -102,19 +102,44 @@ def uncontended_threads(make_lock, threads: int, seconds: float) -> float:
     return per_second(sum(counts), time.perf_counter() - started)
 
 
-def contended_utilisation(make_lock, threads: int, seconds: float) -> float:
-    """Fraction of wall time the lock was held while `threads` threads contend for it."""
-    held = [0.0] * threads
+class Contended:
+    """What one side's contended run measured: utilisation (time held / wall time) and the
+    hand-over gap, from one holder's release call to the next holder's acquire returning
+    (what the binding adds to the core's handoff shows up here)."""
+
+    def __init__(self, holds, elapsed: float):
+        holds.sort()
+        self.count = len(holds)
+        self.utilisation = sum(released - acquired for acquired, released in holds) / elapsed
+        gaps = sorted(nxt[0] - prev[1] for prev, nxt in zip(holds, holds[1:]) if nxt[0] >= prev[1])
+        self.overlaps = max(0, len(holds) - 1 - len(gaps))
+        self.gap_p50 = gaps[len(gaps) // 2] if gaps else float("nan")
+        self.gap_p99 = gaps[min(len(gaps) - 1, int(len(gaps) * 0.99))] if gaps else float("nan")
+        self.per_second = per_second(len(holds), elapsed)
+
+    def describe(self) -> str:
+        overlaps = f", {self.overlaps} OVERLAPS" if self.overlaps else ""
+        return (
+            f"{self.utilisation:6.1%}   hand-over p50 {self.gap_p50 * 1e6:6.0f} us, p99 {self.gap_p99 * 1e6:6.0f} us, "
+            f"{self.per_second:5.0f} holds/s{overlaps}"
+        )
+
+
+def contended_run(make_lock, threads: int, seconds: float) -> Contended:
+    """`threads` threads contend for one lock: hold 1 ms, 1 ms outside, until `seconds` pass."""
+    holds = [[] for _ in range(threads)]
     deadline = time.perf_counter() + seconds
 
     def worker(index: int):
         lock = make_lock()
+        mine = holds[index]
         while time.perf_counter() < deadline:
             lock.acquire()
             acquired = time.perf_counter()
             time.sleep(HOLD_S)
-            held[index] += time.perf_counter() - acquired
+            released = time.perf_counter()
             lock.release()
+            mine.append((acquired, released))
             time.sleep(OUTSIDE_S)
 
     started = time.perf_counter()
@@ -123,20 +148,20 @@ def contended_utilisation(make_lock, threads: int, seconds: float) -> float:
         thread.start()
     for thread in pool:
         thread.join()
-    return sum(held) / (time.perf_counter() - started)
+    return Contended([hold for mine in holds for hold in mine], time.perf_counter() - started)
 
 
-def contended_polylock(url: str, threads: int, seconds: float) -> float:
+def contended_polylock(url: str, threads: int, seconds: float) -> Contended:
     name = f"bench:{uuid.uuid4().hex}"
     with polylock.connect(url) as client:
-        return contended_utilisation(lambda: client.lock(name), threads, seconds)
+        return contended_run(lambda: client.lock(name), threads, seconds)
 
 
-def contended_redis_py(url: str, threads: int, seconds: float) -> float:
+def contended_redis_py(url: str, threads: int, seconds: float) -> Contended:
     name = f"bench:{uuid.uuid4().hex}"
     connection = redis.Redis.from_url(url)
     try:
-        return contended_utilisation(lambda: connection.lock(name, timeout=30), threads, seconds)
+        return contended_run(lambda: connection.lock(name, timeout=30), threads, seconds)
     finally:
         connection.close()
 
@@ -156,42 +181,55 @@ def ids_per_second(seconds: float) -> dict:
     return figures
 
 
+SECTIONS = ("uncontended", "threads", "contended", "ids")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", default="redis://127.0.0.1:16379")
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument(
+        "--only", choices=SECTIONS, action="append", help="run only this section (repeatable; default: all)"
+    )
     args = parser.parse_args()
+    sections = args.only or SECTIONS
 
-    print(f"uncontended lock+unlock pairs/s on {args.url}")
-    redis_py = uncontended_redis_py(args.url, args.seconds)
-    sync = uncontended_polylock(args.url, args.seconds)
-    aio = uncontended_polylock_aio(args.url, args.seconds)
-    print(f"  redis-py Lock      {redis_py:10.0f}")
-    print(f"  polylock (threads) {sync:10.0f}   {sync / redis_py:5.2f}x redis-py")
-    print(f"  polylock.aio       {aio:10.0f}   {aio / redis_py:5.2f}x redis-py")
+    if "uncontended" in sections:
+        print(f"uncontended lock+unlock pairs/s on {args.url}")
+        redis_py = uncontended_redis_py(args.url, args.seconds)
+        sync = uncontended_polylock(args.url, args.seconds)
+        aio = uncontended_polylock_aio(args.url, args.seconds)
+        print(f"  redis-py Lock      {redis_py:10.0f}")
+        print(f"  polylock (threads) {sync:10.0f}   {sync / redis_py:5.2f}x redis-py")
+        print(f"  polylock.aio       {aio:10.0f}   {aio / redis_py:5.2f}x redis-py")
 
-    print(f"uncontended, {args.threads} threads, a name each: total pairs/s")
-    connection = redis.Redis.from_url(args.url)
-    theirs = uncontended_threads(lambda: connection.lock(f"bench:{uuid.uuid4().hex}", timeout=30), args.threads, args.seconds)
-    connection.close()
-    with polylock.connect(args.url) as client:
-        ours = uncontended_threads(lambda: client.lock(f"bench:{uuid.uuid4().hex}"), args.threads, args.seconds)
-    print(f"  redis-py Lock      {theirs:10.0f}")
-    print(f"  polylock           {ours:10.0f}   {ours / theirs:5.2f}x redis-py")
+    if "threads" in sections:
+        print(f"uncontended, {args.threads} threads, a name each: total pairs/s")
+        connection = redis.Redis.from_url(args.url)
+        theirs = uncontended_threads(
+            lambda: connection.lock(f"bench:{uuid.uuid4().hex}", timeout=30), args.threads, args.seconds
+        )
+        connection.close()
+        with polylock.connect(args.url) as client:
+            ours = uncontended_threads(lambda: client.lock(f"bench:{uuid.uuid4().hex}"), args.threads, args.seconds)
+        print(f"  redis-py Lock      {theirs:10.0f}")
+        print(f"  polylock           {ours:10.0f}   {ours / theirs:5.2f}x redis-py")
 
-    print(f"contended: {args.threads} threads, hold 1 ms, 1 ms outside; utilisation")
-    theirs = contended_redis_py(args.url, args.threads, args.seconds)
-    ours = contended_polylock(args.url, args.threads, args.seconds)
-    print(f"  redis-py Lock      {theirs:6.1%}")
-    print(f"  polylock           {ours:6.1%}   {ours / theirs:5.2f}x redis-py")
+    if "contended" in sections:
+        print(f"contended: {args.threads} threads, hold 1 ms, 1 ms outside; utilisation, release-to-acquire gap")
+        theirs = contended_redis_py(args.url, args.threads, args.seconds)
+        ours = contended_polylock(args.url, args.threads, args.seconds)
+        print(f"  redis-py Lock      {theirs.describe()}")
+        print(f"  polylock           {ours.describe()}   {ours.utilisation / theirs.utilisation:5.2f}x redis-py")
 
-    print("snowflake IDs/s (one worker)")
-    figures = ids_per_second(args.seconds)
-    peer = figures.get("snowflake-id next()")
-    for label, rate in figures.items():
-        versus = f"   {rate / peer:6.2f}x snowflake-id" if peer and not label.startswith("snowflake-id") else ""
-        print(f"  {label:26} {rate:12.0f}   {rate / LAYOUT_CEILING:6.1%} of the layout's ceiling{versus}")
+    if "ids" in sections:
+        print("snowflake IDs/s (one worker)")
+        figures = ids_per_second(args.seconds)
+        peer = figures.get("snowflake-id next()")
+        for label, rate in figures.items():
+            versus = f"   {rate / peer:6.2f}x snowflake-id" if peer and not label.startswith("snowflake-id") else ""
+            print(f"  {label:26} {rate:12.0f}   {rate / LAYOUT_CEILING:6.1%} of the layout's ceiling{versus}")
 
 
 if __name__ == "__main__":

@@ -1,62 +1,127 @@
 """Fixtures shared by the suite: every landed backend by URL, and unique lock names.
 
-Backends: SQLite (a file per test), mem:// (a store per test) and the Redis of
-tests/services ($POLYLOCK_TEST_REDIS_URL). No mocks: Redis must be running (run-tests.sh
-starts it), and a test that cannot reach it fails rather than skips.
+Backends: SQLite (a file per test) and mem:// (a store per test) always; the Redis of
+tests/services ($POLYLOCK_TEST_REDIS_URL, default its loopback port); and every other
+POLYLOCK_TEST_<NAME>_URL in the environment (`tests/services/services.sh env` exports one per
+running server: the Redis deployments, etcd, ZooKeeper, PostgreSQL, MariaDB), so a server
+that lands in tests/services is covered without touching this file.
+
+No mocks: a server whose URL is exported must answer, and a test that cannot reach it fails
+rather than skips. A URL whose scheme this build does not know is skipped, with the reason.
+Tests isolate themselves by lock name (a uuid per test), never by flushing a server.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import uuid
-from typing import Iterator
+from functools import lru_cache
+from typing import Dict, Iterator, List, Optional
 
 import pytest
 
 import polylock
 
-REDIS_URL = os.environ.get("POLYLOCK_TEST_REDIS_URL", "redis://127.0.0.1:16379")
+REDIS_URL = os.environ.get("POLYLOCK_TEST_REDIS_URL") or "redis://127.0.0.1:16379"
 
-# The other Redis deployments of tests/services, tested when their URL is exported
-# (tests/run-all.sh exports every running service's; run-tests.sh alone starts plain Redis).
-REDIS_VARIANT_URLS = {
-    variant: os.environ[variable]
-    for variant, variable in [
-        ("redis-cluster", "POLYLOCK_TEST_REDIS_CLUSTER_URL"),
-        ("redis-sentinel", "POLYLOCK_TEST_REDIS_SENTINEL_URL"),
-        ("redis-tls", "POLYLOCK_TEST_REDIS_TLS_URL"),
-    ]
-    if os.environ.get(variable)
-}
+ALL_KINDS = ["reentrant", "fair", "token", "lease"]
 
-REDIS_KINDS = ["reentrant", "fair", "token"]
-
-# Every backend, and the lock kinds it offers.
-BACKEND_KINDS = {
+# The lock kinds each scheme's backend offers (core/src/backend/*: `supports`). A kind missing
+# here is tested as refused (test_bad_input.py), so this table cannot drift from the core.
+KINDS_BY_SCHEME = {
+    "redis": ["reentrant", "fair", "token"],
+    "rediss": ["reentrant", "fair", "token"],
+    "redis+cluster": ["reentrant", "fair", "token"],
+    "redis+sentinel": ["reentrant", "fair", "token"],
+    "postgres": ["reentrant", "lease"],
+    "postgresql": ["reentrant", "lease"],
+    "mysql": ["reentrant", "lease"],
+    "mariadb": ["reentrant", "lease"],
+    "etcd": ["reentrant"],
+    "etcds": ["reentrant"],
+    "etcd+tls": ["reentrant"],
+    "zk": ["reentrant"],
     "sqlite": ["reentrant"],
     "mem": ["reentrant"],
-    "redis": REDIS_KINDS,
-    **{variant: REDIS_KINDS for variant in REDIS_VARIANT_URLS},
 }
+
+# Backends whose locks live in one process only: no CLI, no forked child can share them.
+IN_PROCESS_BACKENDS = {"mem"}
+
+# Schemes whose client cannot start again in a child forked after the parent used it, and why.
+# A child gets a clear connection error at once instead (test_fork.py checks that).
+NO_NEW_CLIENT_AFTER_FORK = {
+    "zk": "the ZooKeeper client's I/O thread (async-io's reactor) does not survive fork()",
+}
+
+
+def scheme_of(url: str) -> str:
+    return url.split("://", 1)[0].lower()
+
+
+def exported_urls() -> Dict[str, str]:
+    """Backend name -> URL for every POLYLOCK_TEST_<NAME>_URL exported (redis always)."""
+    urls = {"redis": REDIS_URL}
+    for variable, url in os.environ.items():
+        match = re.fullmatch(r"POLYLOCK_TEST_(.+)_URL", variable)
+        if match and url:
+            urls[match.group(1).lower().replace("_", "-")] = url
+    return dict(sorted(urls.items()))
+
+
+SERVER_URLS = exported_urls()
+
+# Every backend, and the lock kinds it offers.
+BACKEND_KINDS: Dict[str, List[str]] = {
+    "sqlite": KINDS_BY_SCHEME["sqlite"],
+    "mem": KINDS_BY_SCHEME["mem"],
+    **{name: KINDS_BY_SCHEME.get(scheme_of(url), ["reentrant"]) for name, url in SERVER_URLS.items()},
+}
+
+
+def with_query(url: str, query: str) -> str:
+    if not query:
+        return url
+    return f"{url}{'&' if '?' in url else '?'}{query}"
 
 
 def make_url(backend: str, tmp_path, query: str = "") -> str:
-    """A URL for `backend` that no other test shares."""
-    suffix = f"?{query}" if query else ""
+    """A URL for `backend`; lock names (a uuid each) keep tests apart on a shared server.
+    Skips the test if this build does not know the backend's scheme."""
+    skip_if_unsupported(backend)
     if backend == "sqlite":
-        return f"sqlite://{tmp_path}/locks.db{suffix}"
+        return with_query(f"sqlite://{tmp_path}/locks.db", query)
     if backend == "mem":
-        return f"mem://{uuid.uuid4().hex}{suffix}"
-    if backend == "redis":
-        return f"{REDIS_URL}{suffix}"
-    if backend in REDIS_VARIANT_URLS:
-        base = REDIS_VARIANT_URLS[backend]
-        return f"{base}&{query}" if query and "?" in base else f"{base}{suffix}"
+        return with_query(f"mem://{uuid.uuid4().hex}", query)
+    if backend in SERVER_URLS:
+        return with_query(SERVER_URLS[backend], query)
     raise ValueError(backend)
 
 
+@lru_cache(maxsize=None)
+def unsupported_reason(backend: str) -> Optional[str]:
+    """Why this build cannot test `backend` (a scheme it does not know), or None."""
+    if backend not in SERVER_URLS:
+        return None
+    try:
+        polylock.connect(SERVER_URLS[backend]).close()
+    except polylock.InvalidArgumentError as err:
+        if "unknown URL scheme" in str(err):
+            return f"this build has no {scheme_of(SERVER_URLS[backend])}:// backend: {err}"
+    except polylock.PolylockError:
+        pass  # connecting again in the test reports the real failure
+    return None
+
+
+def skip_if_unsupported(backend: str) -> None:
+    reason = unsupported_reason(backend)
+    if reason:
+        pytest.skip(reason)
+
+
 def unique_name(prefix: str = "pytest") -> str:
-    return f"{prefix}:{uuid.uuid4().hex}"
+    return f"{prefix}:{os.getpid()}:{uuid.uuid4().hex}"
 
 
 def backend_kind_params(backends=None):
@@ -70,6 +135,16 @@ def backend_kind_params(backends=None):
 
 def backend_params(backends=None):
     return [pytest.param(backend, id=backend) for backend in BACKEND_KINDS if backends is None or backend in backends]
+
+
+def unoffered_kind_params():
+    """Every (backend, kind) pair the backend does not offer."""
+    return [
+        pytest.param(backend, kind, id=f"{backend}-{kind}")
+        for backend, kinds in BACKEND_KINDS.items()
+        for kind in ALL_KINDS
+        if kind not in kinds
+    ]
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""A Python process and the `polylock` CLI contend for one lock (cross-process backends)."""
+"""A Python process and the `polylock` CLI contend for one lock, on every backend that two
+processes can share."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ from pathlib import Path
 import pytest
 
 import polylock
-from conftest import backend_params
+from conftest import BACKEND_KINDS, IN_PROCESS_BACKENDS, backend_params
 
-pytestmark = pytest.mark.parametrize("backend", backend_params(["sqlite", "redis"]))
+# Every backend a second process can share (mem:// lives in one process).
+pytestmark = pytest.mark.parametrize(
+    "backend", backend_params([name for name in BACKEND_KINDS if name not in IN_PROCESS_BACKENDS])
+)
 
 CLI_TIMED_OUT = 75
 

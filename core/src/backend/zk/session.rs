@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use tokio::task::AbortHandle;
@@ -87,8 +87,29 @@ impl Registry {
 
 static NEXT_HOLD_ID: AtomicU64 = AtomicU64::new(1);
 
+/// The process that opened this process image's first session. The client library's sockets
+/// are polled by async-io's reactor thread, started once per process; a child forked after
+/// that inherits the reactor's state but not the thread, so a session opened there would
+/// wait for replies nothing reads and fail only at the connect timeout, as if no server ran.
+static FIRST_SESSION_PROCESS: OnceLock<u32> = OnceLock::new();
+
+/// A clear error in a child forked from a process that had opened a session already.
+fn ensure_not_forked_after_first_session() -> Result<()> {
+    let this_process = std::process::id();
+    let first = *FIRST_SESSION_PROCESS.get_or_init(|| this_process);
+    if first == this_process {
+        return Ok(());
+    }
+    Err(Error::connection(format!(
+        "cannot open a ZooKeeper session in process {this_process}: it was forked from process {first} after that \
+         process had opened one, and the ZooKeeper client's I/O thread does not survive fork(). Open ZooKeeper \
+         clients only after forking (in each worker), or start children with exec/spawn"
+    )))
+}
+
 impl Session {
     pub async fn connect(config: &ZkConfig) -> Result<Arc<Session>> {
+        ensure_not_forked_after_first_session()?;
         // Not `with_fail_eagerly`: it would also stop the library cycling through the hosts
         // when it reconnects; the connect timeout below bounds an unreachable URL instead.
         let mut connector = zk::Client::connector().with_session_timeout(config.session_timeout);
