@@ -291,7 +291,12 @@ pub(super) fn map_error(doing: &str, err: etcd_client::Error) -> Error {
             | Code::Aborted
             | Code::Unauthenticated
             | Code::PermissionDenied => ErrorKind::Connection,
-            Code::InvalidArgument if status.message().contains("authentication failed") => ErrorKind::Connection,
+            // A wrong password, or no credentials for a server that requires them.
+            Code::InvalidArgument
+                if status.message().contains("authentication failed") || status.message().contains("user name is empty") =>
+            {
+                ErrorKind::Connection
+            }
             _ => ErrorKind::Backend,
         },
         _ => ErrorKind::Backend,
@@ -299,6 +304,8 @@ pub(super) fn map_error(doing: &str, err: etcd_client::Error) -> Error {
     let text = err.to_string();
     let hint = if text.contains("authentication failed") || text.contains("permission denied") {
         " (check the user name and password in the URL)"
+    } else if text.contains("user name is empty") {
+        " (the server requires authentication: put user:password@ in the URL)"
     } else {
         ""
     };
