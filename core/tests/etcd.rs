@@ -153,6 +153,29 @@ async fn polylock_holds_and_etcdctl_waits() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polylock_sees_and_force_unlocks_an_etcdctl_holder() {
+    let name = unique("ctl-forced");
+    let mut raw = raw(&etcd_url()).await;
+    let mut ctl = etcdctl(&etcd_url()).args(["lock", &name, "--", "sleep", "30"]).stdout(Stdio::null()).spawn().unwrap();
+    wait_for_contenders(&mut raw, &name, 1).await;
+    let client = connect(&etcd_url()).await;
+    let lock = client.lock(&name).unwrap();
+    assert!(lock.is_locked().await.unwrap(), "etcdctl's hold is visible");
+    // etcdctl lock's session lease: its `--ttl`, 10 s by default.
+    let left = lock.remaining_lease().await.unwrap().expect("held");
+    assert!(left > Duration::from_secs(5) && left <= Duration::from_secs(10), "{left:?}");
+    assert!(lock.try_acquire().await.unwrap().is_none());
+    assert!(lock.force_unlock().await.unwrap(), "etcdctl's key was removed");
+    let guard = lock.try_acquire().await.unwrap().expect("free after the forced unlock");
+    assert!(contenders(&mut raw, &name).await.len() == 1, "only polylock's key is left");
+    guard.release().await.unwrap();
+    let _ = ctl.kill();
+    let _ = ctl.wait();
+    assert!(!lock.is_locked().await.unwrap());
+    assert!(!lock.force_unlock().await.unwrap(), "nothing left to remove");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_whose_predecessor_vanishes_keeps_waiting_for_the_holder() {
     let name = unique("vanishing-predecessor");
     let (holder, middle, last) = (connect(&etcd_url()).await, connect(&etcd_url()).await, connect(&etcd_url()).await);

@@ -333,6 +333,31 @@ async fn polylock_holds_and_curator_waits() {
     assert!(java.wait().await.unwrap().success());
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polylock_sees_and_force_unlocks_a_curator_holder() {
+    let client = connect(&zk_url()).await;
+    let name = unique("curator-forced");
+    let (mut java, mut lines) = tokio::task::spawn_blocking({
+        let path = format!("/{name}");
+        move || curator(&path, "hold", 8000)
+    })
+    .await
+    .unwrap();
+    assert_eq!(next_line(&mut lines).await, "ACQUIRED");
+    let lock = client.lock(&name).unwrap();
+    assert!(lock.is_locked().await.unwrap(), "Curator's hold is visible");
+    assert_eq!(lock.remaining_lease().await.unwrap(), Some(Duration::MAX), "a session-bound node has no TTL");
+    assert!(lock.try_acquire().await.unwrap().is_none());
+    assert!(lock.force_unlock().await.unwrap(), "Curator's node was removed");
+    let guard = lock.try_acquire().await.unwrap().expect("free after the forced unlock");
+    guard.release().await.unwrap();
+    // Curator's own release then finds its node gone, which it tolerates.
+    assert_eq!(next_line(&mut lines).await, "RELEASED");
+    assert!(java.wait().await.unwrap().success());
+    assert!(!lock.is_locked().await.unwrap());
+    assert!(!lock.force_unlock().await.unwrap(), "nothing left to remove");
+}
+
 // ---------------------------------------------------------------------------------------
 // 3-server ensemble
 

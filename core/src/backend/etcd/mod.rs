@@ -26,6 +26,7 @@ use tokio::time::{sleep, sleep_until, timeout, Instant};
 
 use super::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::{Error, ErrorKind, Result};
+use crate::lock::LockKind;
 use crate::url::ConnectUrl;
 use endpoint::Endpoint;
 use gate::Gates;
@@ -236,6 +237,47 @@ impl Backend for EtcdBackend {
             Err(err) => {
                 self.give_up(&hold.session, &hold.key, hold.revision).await;
                 Err(err)
+            }
+        }
+    }
+
+    async fn is_locked(&self, key: &str, _kind: LockKind) -> Result<bool> {
+        // Any key under the prefix: the oldest holds, and a waiter's key outlives its
+        // predecessors only until it finds it is the oldest.
+        Ok(mutex::holder(&self.client, &format!("{key}/")).await?.is_some())
+    }
+
+    /// The holder key's lease TTL as etcd counts it: the session lease of whichever client
+    /// holds (polylock, etcdctl or a Go service). A polylock holder with a shorter hold lease
+    /// deletes its key sooner, so this is an upper bound for polylock holders.
+    async fn remaining_lease(&self, key: &str, _kind: LockKind) -> Result<Option<Duration>> {
+        let prefix = format!("{key}/");
+        loop {
+            let Some(holder) = mutex::holder(&self.client, &prefix).await? else { return Ok(None) };
+            if holder.lease == 0 {
+                return Ok(Some(Duration::MAX)); // written without a lease: kept until deleted
+            }
+            match mutex::lease_left(&self.client, holder.lease).await? {
+                Some(left) => return Ok(Some(left)),
+                // The holder's lease just ran out: its key is going, look again.
+                None => tokio::task::yield_now().await,
+            }
+        }
+    }
+
+    /// Delete the holder's key (the oldest under the prefix), only if it is still the one
+    /// read, so a new holder's key is never taken by mistake. The waiter watching it wakes
+    /// and takes the lock, as after a release.
+    async fn force_unlock(&self, key: &str, _kind: LockKind) -> Result<bool> {
+        let prefix = format!("{key}/");
+        loop {
+            let Some(holder) = mutex::holder(&self.client, &prefix).await? else { return Ok(false) };
+            if mutex::delete_if_revision(&self.client, &holder.key, holder.revision).await? {
+                // One of ours: end the hold here too, so this client's next owner gets its turn.
+                if let Some(session) = self.session.lock().await.as_ref() {
+                    session.finish_hold(&holder.key, holder.revision);
+                }
+                return Ok(true);
             }
         }
     }

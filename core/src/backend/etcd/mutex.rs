@@ -158,3 +158,35 @@ async fn wait_for_delete(client: &Client, key: Vec<u8>, seen_at: i64) -> Result<
         }
     }
 }
+
+/// The holder's key: the oldest under the prefix, with its create revision and lease.
+pub(super) struct Holder {
+    pub key: String,
+    pub revision: i64,
+    /// 0 for a key written without a lease.
+    pub lease: i64,
+}
+
+/// The key holding the lock under `prefix`, if any (`Mutex.IsOwner` looks the same way).
+pub(super) async fn holder(client: &Client, prefix: &str) -> Result<Option<Holder>> {
+    let oldest =
+        GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1).with_keys_only();
+    let answer = call("reading the lock's holder", || {
+        let (mut kv, options) = (client.kv_client(), oldest.clone());
+        async move { kv.get(prefix, Some(options)).await }
+    })
+    .await?;
+    let Some(kv) = answer.kvs().first() else { return Ok(None) };
+    let key = String::from_utf8_lossy(kv.key()).into_owned();
+    Ok(Some(Holder { key, revision: kv.create_revision(), lease: kv.lease() }))
+}
+
+/// What is left of a lease, `None` if it has expired or been revoked.
+pub(super) async fn lease_left(client: &Client, lease: i64) -> Result<Option<Duration>> {
+    let answer = call("reading the holder's lease", || {
+        let mut leases = client.lease_client();
+        async move { leases.time_to_live(lease, None).await }
+    })
+    .await?;
+    Ok(u64::try_from(answer.ttl()).ok().map(Duration::from_secs))
+}
