@@ -156,7 +156,8 @@ async fn polylock_holds_and_etcdctl_waits() {
 async fn polylock_sees_and_force_unlocks_an_etcdctl_holder() {
     let name = unique("ctl-forced");
     let mut raw = raw(&etcd_url()).await;
-    let mut ctl = etcdctl(&etcd_url()).args(["lock", &name, "--", "sleep", "30"]).stdout(Stdio::null()).spawn().unwrap();
+    let mut ctl =
+        etcdctl(&etcd_url()).args(["lock", &name, "--", "sleep", "30"]).stdout(Stdio::null()).spawn().unwrap();
     wait_for_contenders(&mut raw, &name, 1).await;
     let client = connect(&etcd_url()).await;
     let lock = client.lock(&name).unwrap();

@@ -335,7 +335,8 @@ pub(super) fn map_error(doing: &str, err: etcd_client::Error) -> Error {
             | Code::PermissionDenied => ErrorKind::Connection,
             // A wrong password, or no credentials for a server that requires them.
             Code::InvalidArgument
-                if status.message().contains("authentication failed") || status.message().contains("user name is empty") =>
+                if status.message().contains("authentication failed")
+                    || status.message().contains("user name is empty") =>
             {
                 ErrorKind::Connection
             }
