@@ -31,6 +31,7 @@ use crate::url::ConnectUrl;
 use endpoint::Endpoint;
 use gate::Gates;
 use hold::EtcdHold;
+use mutex::Standing;
 use session::Session;
 
 pub(crate) struct EtcdBackend {
@@ -97,8 +98,8 @@ impl EtcdBackend {
         Ok(session)
     }
 
-    /// One pass: write our key, and if an older key holds the lock, wait for the older ones
-    /// to go, then check our key is still there.
+    /// One pass: write our key; while an older key is left, wait for the newest of them to
+    /// go and look again; hold once none is left and our key is still there.
     async fn pass(&self, request: &AcquireRequest, session: &Session, prefix: &str, key: &str) -> Result<Pass> {
         let started = Instant::now();
         let contention = mutex::contend(&self.client, prefix, key, session.lease_id).await?;
@@ -110,39 +111,63 @@ impl EtcdBackend {
             return Ok(Pass::Again);
         }
         let revision = contention.revision;
-        if contention.holds {
-            return Ok(Pass::Acquired { revision, started });
-        }
-        let deadline = request.deadline;
-        if deadline.is_some_and(|d| d <= Instant::now()) {
-            self.give_up(session, key, revision).await;
-            return Ok(Pass::GaveUp);
-        }
-        let waited = tokio::select! {
-            biased;
-            _ = request.cancel.cancelled() => None,
-            _ = sleep_until_some(deadline) => None,
-            _ = session.ended.cancelled() => return Ok(Pass::Again),
-            _ = self.wait_for_older_keys(prefix, revision - 1) => Some(()),
+        let (mut standing, mut started) = match contention.predecessor {
+            None => (Standing::Holds, started),
+            Some((older, at)) => (Standing::Behind { key: older, at }, started),
         };
-        if waited.is_none() {
-            self.give_up(session, key, revision).await;
-            return Ok(Pass::GaveUp);
-        }
-        let started = Instant::now();
-        match mutex::key_revision(&self.client, key).await? {
-            Some(found) if found == revision && !session.is_ended() => Ok(Pass::Acquired { revision, started }),
-            _ => Ok(Pass::Again),
+        let deadline = request.deadline;
+        loop {
+            let (older, at) = match standing {
+                Standing::Holds if !session.is_ended() => return Ok(Pass::Acquired { revision, started }),
+                Standing::Holds | Standing::Vanished => return Ok(Pass::Again),
+                Standing::Behind { key: older, at } => (older, at),
+            };
+            if deadline.is_some_and(|d| d <= Instant::now()) {
+                self.give_up(session, key, revision).await;
+                return Ok(Pass::GaveUp);
+            }
+            let next = tokio::select! {
+                biased;
+                _ = request.cancel.cancelled() => None,
+                _ = sleep_until_some(deadline) => None,
+                _ = session.ended.cancelled() => return Ok(Pass::Again),
+                next = self.after_delete(prefix, key, revision, older, at) => Some(next?),
+            };
+            let Some(next) = next else {
+                self.give_up(session, key, revision).await;
+                return Ok(Pass::GaveUp);
+            };
+            (standing, started) = next;
         }
     }
 
-    /// Wait until no key older than ours is left, riding out connection errors (the caller
-    /// bounds the wait by its deadline, cancellation and the session's end).
-    async fn wait_for_older_keys(&self, prefix: &str, max_revision: i64) {
+    /// Wait for `older` (seen at revision `at`) to be deleted, then look at the lock again,
+    /// in one read: the newest key older than ours, and ours. Connection errors are ridden
+    /// out (the caller bounds the wait by its deadline, cancellation and the session's end);
+    /// a failed watch just means looking again sooner. Returns when the look was sent, as
+    /// the lease of a hold runs from no earlier.
+    async fn after_delete(
+        &self,
+        prefix: &str,
+        key: &str,
+        revision: i64,
+        older: Vec<u8>,
+        at: i64,
+    ) -> Result<(Standing, Instant)> {
         let mut pause = RETRY_MIN;
-        while mutex::wait_for_older_keys(&self.client, prefix, max_revision).await.is_err() {
+        if mutex::wait_for_delete(&self.client, older, at).await.is_err() {
             sleep(pause).await;
-            pause = (pause * 2).min(RETRY_MAX);
+        }
+        loop {
+            let sent = Instant::now();
+            match mutex::look(&self.client, prefix, key, revision).await {
+                Ok(standing) => return Ok((standing, sent)),
+                Err(err) if err.kind() != ErrorKind::Connection => return Err(err),
+                Err(_) => {
+                    pause = (pause * 2).min(RETRY_MAX);
+                    sleep(pause).await;
+                }
+            }
         }
     }
 

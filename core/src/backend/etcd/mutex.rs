@@ -56,19 +56,28 @@ pub(super) struct Contention {
     pub revision: i64,
     /// Whether our key was already there (left by an earlier hold of this session).
     pub existed: bool,
-    /// Whether ours is the oldest key under the prefix: we hold the lock.
-    pub holds: bool,
+    /// `None` when ours is the oldest key under the prefix (we hold the lock); else the key
+    /// just older than ours and the revision it was seen at, the one to wait for.
+    pub predecessor: Option<(Vec<u8>, i64)>,
 }
 
 /// `tryAcquire`: put our key with the session lease if it is absent, and read the oldest key
-/// under the prefix, in one transaction.
+/// under the prefix and the two newest, in one transaction. Just written, ours is the newest,
+/// so the second newest is the key to wait for: a waiter can start watching it without
+/// another read (Go's Mutex reads it in a separate call).
 pub(super) async fn contend(client: &Client, prefix: &str, key: &str, lease_id: i64) -> Result<Contention> {
     let oldest = GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1);
+    let newest_two = GetOptions::new()
+        .with_prefix()
+        .with_sort(SortTarget::Create, SortOrder::Descend)
+        .with_limit(2)
+        .with_keys_only();
     let txn = Txn::new()
         .when([Compare::create_revision(key, CompareOp::Equal, 0)])
         .and_then([
             TxnOp::put(key, "", Some(PutOptions::new().with_lease(lease_id))),
-            TxnOp::get(prefix, Some(oldest.clone())),
+            TxnOp::get(prefix, Some(oldest.clone().with_keys_only())),
+            TxnOp::get(prefix, Some(newest_two)),
         ])
         .or_else([TxnOp::get(key, None), TxnOp::get(prefix, Some(oldest))]);
     let answer = call("writing the lock key", || {
@@ -77,18 +86,72 @@ pub(super) async fn contend(client: &Client, prefix: &str, key: &str, lease_id: 
     })
     .await?;
     let existed = !answer.succeeded();
+    let at = answer.header().map(|h| h.revision()).ok_or_else(|| Error::backend("etcd sent no revision"))?;
     let responses = answer.op_responses();
     let range = |i: usize| match responses.get(i) {
-        Some(TxnOpResponse::Get(get)) => Ok(get.kvs().first().map(|kv| kv.create_revision())),
+        Some(TxnOpResponse::Get(get)) => Ok(get.kvs().iter().map(|kv| (kv.key().to_vec(), kv.create_revision()))),
         _ => Err(Error::backend("etcd answered the lock transaction with unexpected responses")),
     };
     let revision = if existed {
-        range(0)?.ok_or_else(|| Error::backend("the lock key vanished inside its own transaction"))?
+        let (_, revision) =
+            range(0)?.next().ok_or_else(|| Error::backend("the lock key vanished inside its own transaction"))?;
+        revision
     } else {
-        answer.header().map(|h| h.revision()).ok_or_else(|| Error::backend("etcd sent no revision"))?
+        at
     };
-    let holds = range(1)?.is_none_or(|oldest| oldest == revision);
-    Ok(Contention { revision, existed, holds })
+    let holds = range(1)?.next().is_none_or(|(_, oldest)| oldest == revision);
+    let predecessor = if holds || existed {
+        None
+    } else {
+        let newest: Vec<_> = range(2)?.collect();
+        match newest.as_slice() {
+            [(_, ours), (older, older_revision)] if *ours == revision && *older_revision < revision => {
+                Some((older.clone(), at))
+            }
+            _ => return Err(Error::backend("etcd's lock transaction did not show the key just written as newest")),
+        }
+    };
+    Ok(Contention { revision, existed, predecessor })
+}
+
+/// Where a waiter stands after a look at the lock.
+pub(super) enum Standing {
+    /// No key older than ours is left, and ours is still there: we hold the lock.
+    Holds,
+    /// Our key is gone (its lease ended, or someone deleted it): start over.
+    Vanished,
+    /// `key` is the newest key older than ours, seen at revision `at`: wait for its delete.
+    Behind { key: Vec<u8>, at: i64 },
+}
+
+/// `waitDeletes` and the check after it, in one read-only transaction (one linearizable read):
+/// the newest key older than ours, and our own key.
+pub(super) async fn look(client: &Client, prefix: &str, key: &str, revision: i64) -> Result<Standing> {
+    let newest_older = GetOptions::new()
+        .with_prefix()
+        .with_sort(SortTarget::Create, SortOrder::Descend)
+        .with_limit(1)
+        .with_keys_only()
+        .with_max_create_revision(revision - 1);
+    let txn = Txn::new()
+        .and_then([TxnOp::get(prefix, Some(newest_older)), TxnOp::get(key, Some(GetOptions::new().with_keys_only()))]);
+    let answer = call("reading the lock's waiters", || {
+        let (mut kv, txn) = (client.kv_client(), txn.clone());
+        async move { kv.txn(txn).await }
+    })
+    .await?;
+    let at = answer.header().map(|h| h.revision()).ok_or_else(|| Error::backend("etcd sent no revision"))?;
+    let first = |i: usize| match answer.op_responses().get(i) {
+        Some(TxnOpResponse::Get(get)) => Ok(get.kvs().first().map(|kv| (kv.key().to_vec(), kv.create_revision()))),
+        _ => Err(Error::backend("etcd answered the lock look-up with unexpected responses")),
+    };
+    if first(1)?.is_none_or(|(_, ours)| ours != revision) {
+        return Ok(Standing::Vanished);
+    }
+    Ok(match first(0)? {
+        Some((older, _)) => Standing::Behind { key: older, at },
+        None => Standing::Holds,
+    })
 }
 
 /// Delete `key` only if it is still the one created at `revision`. True if it was deleted.
@@ -115,29 +178,15 @@ pub(super) async fn key_revision(client: &Client, key: &str) -> Result<Option<i6
     Ok(answer.kvs().first().map(|kv| kv.create_revision()))
 }
 
-/// `waitDeletes`: return once no key under the prefix has a create revision at or below
-/// `max_revision`, watching one key at a time: the newest of those older than ours.
-pub(super) async fn wait_for_older_keys(client: &Client, prefix: &str, max_revision: i64) -> Result<()> {
-    let newest_older = GetOptions::new()
-        .with_prefix()
-        .with_sort(SortTarget::Create, SortOrder::Descend)
-        .with_limit(1)
-        .with_max_create_revision(max_revision);
-    loop {
-        let answer = call("reading the lock's waiters", || {
-            let (mut kv, options) = (client.kv_client(), newest_older.clone());
-            async move { kv.get(prefix, Some(options)).await }
-        })
-        .await?;
-        let Some(kv) = answer.kvs().first() else { return Ok(()) };
-        let at = answer.header().map(|h| h.revision()).unwrap_or(0);
-        wait_for_delete(client, kv.key().to_vec(), at).await?;
-    }
-}
-
-/// `waitDelete`: watch one key from the revision it was seen at until it is deleted.
-async fn wait_for_delete(client: &Client, key: Vec<u8>, seen_at: i64) -> Result<()> {
-    let options = WatchOptions::new().with_start_revision(seen_at);
+/// `waitDelete`: watch one key seen at revision `seen_at` until it is deleted.
+///
+/// The watch starts just after `seen_at`: the delete can only come later, and a watch that
+/// starts after etcd's current revision joins its "synced" watchers, which get events as
+/// they are written. Go's Mutex starts at `seen_at` itself; with no write since, that is not
+/// after the current revision, so the watch starts "unsynced" and waits for etcd's catch-up
+/// loop, which runs every 100 ms, and a hand-over waits with it.
+pub(super) async fn wait_for_delete(client: &Client, key: Vec<u8>, seen_at: i64) -> Result<()> {
+    let options = WatchOptions::new().with_start_revision(seen_at + 1);
     let mut stream = call("watching the lock key", || {
         let (mut watch, key, options) = (client.watch_client(), key.clone(), options.clone());
         async move { watch.watch(key, Some(options)).await }
