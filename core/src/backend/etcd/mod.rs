@@ -31,7 +31,7 @@ use crate::url::ConnectUrl;
 use endpoint::Endpoint;
 use gate::Gates;
 use hold::EtcdHold;
-use mutex::Standing;
+use mutex::{Older, Standing};
 use session::Session;
 
 pub(crate) struct EtcdBackend {
@@ -113,14 +113,14 @@ impl EtcdBackend {
         let revision = contention.revision;
         let (mut standing, mut started) = match contention.predecessor {
             None => (Standing::Holds, started),
-            Some((older, at)) => (Standing::Behind { key: older, at }, started),
+            Some(older) => (Standing::Behind(older), started),
         };
         let deadline = request.deadline;
         loop {
-            let (older, at) = match standing {
+            let older = match standing {
                 Standing::Holds if !session.is_ended() => return Ok(Pass::Acquired { revision, started }),
                 Standing::Holds | Standing::Vanished => return Ok(Pass::Again),
-                Standing::Behind { key: older, at } => (older, at),
+                Standing::Behind(older) => older,
             };
             if deadline.is_some_and(|d| d <= Instant::now()) {
                 self.give_up(session, key, revision).await;
@@ -131,7 +131,7 @@ impl EtcdBackend {
                 _ = request.cancel.cancelled() => None,
                 _ = sleep_until_some(deadline) => None,
                 _ = session.ended.cancelled() => return Ok(Pass::Again),
-                next = self.after_delete(prefix, key, revision, older, at) => Some(next?),
+                next = self.after_delete(prefix, key, revision, &older) => Some(next?),
             };
             let Some(next) = next else {
                 self.give_up(session, key, revision).await;
@@ -146,16 +146,9 @@ impl EtcdBackend {
     /// out (the caller bounds the wait by its deadline, cancellation and the session's end);
     /// a failed watch just means looking again sooner. Returns when the look was sent, as
     /// the lease of a hold runs from no earlier.
-    async fn after_delete(
-        &self,
-        prefix: &str,
-        key: &str,
-        revision: i64,
-        older: Vec<u8>,
-        at: i64,
-    ) -> Result<(Standing, Instant)> {
+    async fn after_delete(&self, prefix: &str, key: &str, revision: i64, older: &Older) -> Result<(Standing, Instant)> {
         let mut pause = RETRY_MIN;
-        if mutex::wait_for_delete(&self.client, older, at).await.is_err() {
+        if mutex::wait_for_delete(&self.client, older).await.is_err() {
             sleep(pause).await;
         }
         loop {

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use etcd_client::{
     Client, Compare, CompareOp, EventType, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse,
-    WatchOptions,
 };
 
 use super::map_error;
@@ -58,7 +57,16 @@ pub(super) struct Contention {
     pub existed: bool,
     /// `None` when ours is the oldest key under the prefix (we hold the lock); else the key
     /// just older than ours and the revision it was seen at, the one to wait for.
-    pub predecessor: Option<(Vec<u8>, i64)>,
+    pub predecessor: Option<Older>,
+}
+
+/// A key older than ours, as seen by a read: the one a waiter waits for.
+pub(super) struct Older {
+    pub key: Vec<u8>,
+    /// Its create revision: a key of the same name created later is another contender.
+    pub created: i64,
+    /// The revision of the read that saw it.
+    pub seen_at: i64,
 }
 
 /// `tryAcquire`: put our key with the session lease if it is absent, and read the oldest key
@@ -105,8 +113,8 @@ pub(super) async fn contend(client: &Client, prefix: &str, key: &str, lease_id: 
     } else {
         let newest: Vec<_> = range(2)?.collect();
         match newest.as_slice() {
-            [(_, ours), (older, older_revision)] if *ours == revision && *older_revision < revision => {
-                Some((older.clone(), at))
+            [(_, ours), (older, created)] if *ours == revision && *created < revision => {
+                Some(Older { key: older.clone(), created: *created, seen_at: at })
             }
             _ => return Err(Error::backend("etcd's lock transaction did not show the key just written as newest")),
         }
@@ -120,8 +128,8 @@ pub(super) enum Standing {
     Holds,
     /// Our key is gone (its lease ended, or someone deleted it): start over.
     Vanished,
-    /// `key` is the newest key older than ours, seen at revision `at`: wait for its delete.
-    Behind { key: Vec<u8>, at: i64 },
+    /// The newest key older than ours: wait for its delete.
+    Behind(Older),
 }
 
 /// `waitDeletes` and the check after it, in one read-only transaction (one linearizable read):
@@ -149,7 +157,7 @@ pub(super) async fn look(client: &Client, prefix: &str, key: &str, revision: i64
         return Ok(Standing::Vanished);
     }
     Ok(match first(0)? {
-        Some((older, _)) => Standing::Behind { key: older, at },
+        Some((key, created)) => Standing::Behind(Older { key, created, seen_at: at }),
         None => Standing::Holds,
     })
 }
@@ -178,26 +186,35 @@ pub(super) async fn key_revision(client: &Client, key: &str) -> Result<Option<i6
     Ok(answer.kvs().first().map(|kv| kv.create_revision()))
 }
 
-/// `waitDelete`: watch one key seen at revision `seen_at` until it is deleted.
+/// `waitDelete`: wait until the key `older` names is deleted.
 ///
-/// The watch starts just after `seen_at`: the delete can only come later, and a watch that
-/// starts after etcd's current revision joins its "synced" watchers, which get events as
-/// they are written. Go's Mutex starts at `seen_at` itself; with no write since, that is not
-/// after the current revision, so the watch starts "unsynced" and waits for etcd's catch-up
-/// loop, which runs every 100 ms, and a hand-over waits with it.
-pub(super) async fn wait_for_delete(client: &Client, key: Vec<u8>, seen_at: i64) -> Result<()> {
-    let options = WatchOptions::new().with_start_revision(seen_at + 1);
+/// The watch starts from etcd's current revision, which puts it among etcd's "synced"
+/// watchers: they get events as they are written. A watch from a past revision (as Go's
+/// Mutex opens it, from the revision of its read) starts "unsynced" whenever anything was
+/// written since, and then waits for etcd's catch-up loop, which runs every 100 ms; under
+/// contention something always was, and every hand-over waited with it. Nothing is missed:
+/// if anything was written between the read and the watch, one more read says whether the
+/// key went meanwhile.
+pub(super) async fn wait_for_delete(client: &Client, older: &Older) -> Result<()> {
     let mut stream = call("watching the lock key", || {
-        let (mut watch, key, options) = (client.watch_client(), key.clone(), options.clone());
-        async move { watch.watch(key, Some(options)).await }
+        let (mut watch, key) = (client.watch_client(), older.key.clone());
+        async move { watch.watch(key, None).await }
     })
     .await?;
+    let mut checked = false;
     loop {
         let Some(answer) = stream.message().await.map_err(|e| map_error("watching the lock key", e))? else {
             return Err(Error::connection("etcd closed the watch on the lock key"));
         };
         if answer.events().iter().any(|event| event.event_type() == EventType::Delete) {
             return Ok(());
+        }
+        if answer.created() && !checked {
+            checked = true;
+            let from = answer.header().map_or(i64::MAX, |h| h.revision());
+            if from > older.seen_at && !still_there(client, older).await? {
+                return Ok(());
+            }
         }
         if answer.canceled() {
             return Err(Error::connection(format!(
@@ -238,4 +255,15 @@ pub(super) async fn lease_left(client: &Client, lease: i64) -> Result<Option<Dur
     })
     .await?;
     Ok(u64::try_from(answer.ttl()).ok().map(Duration::from_secs))
+}
+
+/// Whether the very key `older` names (not a later one of the same name) still exists.
+async fn still_there(client: &Client, older: &Older) -> Result<bool> {
+    let options = GetOptions::new().with_keys_only();
+    let answer = call("reading the lock key", || {
+        let (mut kv, key, options) = (client.kv_client(), older.key.clone(), options.clone());
+        async move { kv.get(key, Some(options)).await }
+    })
+    .await?;
+    Ok(answer.kvs().first().is_some_and(|kv| kv.create_revision() == older.created))
 }
