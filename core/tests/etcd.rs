@@ -153,6 +153,30 @@ async fn polylock_holds_and_etcdctl_waits() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polylock_sees_and_force_unlocks_an_etcdctl_holder() {
+    let name = unique("ctl-forced");
+    let mut raw = raw(&etcd_url()).await;
+    let mut ctl =
+        etcdctl(&etcd_url()).args(["lock", &name, "--", "sleep", "30"]).stdout(Stdio::null()).spawn().unwrap();
+    wait_for_contenders(&mut raw, &name, 1).await;
+    let client = connect(&etcd_url()).await;
+    let lock = client.lock(&name).unwrap();
+    assert!(lock.is_locked().await.unwrap(), "etcdctl's hold is visible");
+    // etcdctl lock's session lease: its `--ttl`, 10 s by default.
+    let left = lock.remaining_lease().await.unwrap().expect("held");
+    assert!(left > Duration::from_secs(5) && left <= Duration::from_secs(10), "{left:?}");
+    assert!(lock.try_acquire().await.unwrap().is_none());
+    assert!(lock.force_unlock().await.unwrap(), "etcdctl's key was removed");
+    let guard = lock.try_acquire().await.unwrap().expect("free after the forced unlock");
+    assert!(contenders(&mut raw, &name).await.len() == 1, "only polylock's key is left");
+    guard.release().await.unwrap();
+    let _ = ctl.kill();
+    let _ = ctl.wait();
+    assert!(!lock.is_locked().await.unwrap());
+    assert!(!lock.force_unlock().await.unwrap(), "nothing left to remove");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_whose_predecessor_vanishes_keeps_waiting_for_the_holder() {
     let name = unique("vanishing-predecessor");
     let (holder, middle, last) = (connect(&etcd_url()).await, connect(&etcd_url()).await, connect(&etcd_url()).await);
@@ -354,4 +378,81 @@ async fn killing_the_cluster_leader_while_eight_workers_contend() {
         assert!(Instant::now() < deadline, "the restarted member did not rejoin");
         sleep(Duration::from_millis(200)).await;
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// TLS and credentials, against the etcd-tls service (client TLS from a throwaway CA,
+// authentication enabled).
+
+fn tls_url() -> String {
+    std::env::var("POLYLOCK_TEST_ETCD_TLS_URL").unwrap_or_else(|_| {
+        "etcds://polylock:polylock-etcd-secret@127.0.0.1:12779?ca=/tmp/polylock-services/etcd-tls/ca.crt".to_string()
+    })
+}
+
+/// The TLS URL with its `user:password@` replaced by `userinfo` (empty: no credentials).
+fn tls_url_with_userinfo(userinfo: &str) -> String {
+    let url = tls_url();
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let hosts = rest.rsplit_once('@').map_or(rest, |(_, hosts)| hosts);
+    format!("{scheme}://{userinfo}{hosts}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lock_wait_and_release_over_tls_with_credentials() {
+    let name = unique("tls");
+    let (holder, waiter) = (connect(&tls_url()).await, connect(&tls_url()).await);
+    let guard = holder.lock(&name).unwrap().acquire().await.unwrap();
+    let waiting = {
+        let lock = waiter.lock(&name).unwrap();
+        tokio::spawn(async move { lock.acquire_with(AcquireOptions::default().wait(Duration::from_secs(10))).await })
+    };
+    sleep(Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished(), "the waiter got the lock while it was held");
+    assert!(waiter.lock(&name).unwrap().try_acquire().await.unwrap().is_none());
+    let first_token = guard.fencing_token();
+    guard.release().await.unwrap();
+    let next = timeout(Duration::from_secs(5), waiting).await.expect("the waiter hangs").unwrap().unwrap();
+    assert!(next.fencing_token() > first_token);
+    next.release().await.unwrap();
+    holder.close().await;
+    waiter.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_password_is_a_connection_error_that_hides_it() {
+    let url = tls_url_with_userinfo("polylock:not-the-Secret-42@");
+    let err = Client::connect(&url).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(err.to_string().contains("password"), "the message points at the credentials: {err}");
+    assert!(!err.to_string().contains("not-the-Secret-42"), "{err}");
+    let err = Client::connect(&tls_url_with_userinfo("nobody-such:whatever-pw@")).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(!err.to_string().contains("whatever-pw"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_credentials_or_the_ca_the_server_refuses() {
+    // Authentication is on: a client without credentials may not take (or even see) a lock.
+    let name = unique("tls-anonymous");
+    let anonymous = Client::connect(&tls_url_with_userinfo("")).await;
+    let err = match anonymous {
+        Err(err) => err,
+        Ok(client) => client.lock(&name).unwrap().try_acquire().await.map(|_| ()).unwrap_err(),
+    };
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(err.to_string().contains("user name"), "the message says credentials are needed: {err}");
+
+    // The server's certificate comes from a private CA: without `ca=` it is not trusted.
+    let untrusted = tls_url().split('?').next().unwrap().to_string() + "?timeout=2s";
+    let err = Client::connect(&untrusted).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(!err.to_string().contains("polylock-etcd-secret"), "{err}");
+
+    // Plain text to the TLS port fails too, as a connection error.
+    let plain = tls_url_with_userinfo("polylock:polylock-etcd-secret@").replacen("etcds://", "etcd://", 1);
+    let plain = plain.split('?').next().unwrap().to_string() + "?timeout=2s";
+    let err = Client::connect(&plain).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(!err.to_string().contains("polylock-etcd-secret"), "{err}");
 }

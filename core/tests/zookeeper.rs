@@ -102,6 +102,43 @@ async fn unreachable_servers_and_wrong_passwords_get_connection_errors() {
     guard.release().await.unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chroot_made_with_digest_credentials_is_closed_to_everyone_else() {
+    // ZooKeeper's digest scheme: `addauth digest user:password` always succeeds (it only names
+    // an identity), and the ACL of each node decides. polylock creates the chroot and every
+    // node under it with CREATOR_ALL when the URL has credentials.
+    let hosts = hosts_of(&zk_url());
+    let chroot = format!("/{}", unique("digest-chroot"));
+    let owner = connect(&format!("zk://carol:c4rol-pw@{hosts}{chroot}")).await;
+    let name = unique("guarded");
+    let guard = owner.lock(&name).unwrap().acquire().await.unwrap();
+
+    // With the same identity, another client waits its turn as usual.
+    let colleague = connect(&format!("zk://carol:c4rol-pw@{hosts}{chroot}")).await;
+    assert!(colleague.lock(&name).unwrap().try_acquire().await.unwrap().is_none());
+
+    let raw = raw_client(&zk_url()).await;
+    let err = raw.list_children(&chroot).await.unwrap_err();
+    assert!(matches!(err, zk::Error::NoAuth), "the chroot itself is closed to anonymous readers: {err:?}");
+    for (who, url) in [
+        ("anonymous", format!("zk://{hosts}{chroot}")),
+        ("wrong password", format!("zk://carol:not-c4rol-pw@{hosts}{chroot}")),
+    ] {
+        let outsider = connect(&url).await;
+        let err = outsider.lock(&name).unwrap().try_acquire().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Connection, "{who}: {err}");
+        assert!(err.to_string().contains("check the user and password"), "{who}: {err}");
+        assert!(!err.to_string().contains("not-c4rol-pw"), "{who}: {err}");
+        let err = outsider.lock(&unique("elsewhere")).unwrap().try_acquire().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Connection, "{who} cannot create a new lock in the chroot either: {err}");
+        outsider.close().await;
+    }
+    assert!(!guard.is_lost() && guard.lock().is_held(), "the refused clients did not disturb the holder");
+    guard.release().await.unwrap();
+    let next = colleague.lock(&name).unwrap().try_acquire().await.unwrap().expect("free again");
+    next.release().await.unwrap();
+}
+
 /// A TCP relay to the ZooKeeper server that the test can cut (close every connection and
 /// refuse new ones) and restore: a network partition between one client and the server.
 struct Relay {
@@ -294,6 +331,31 @@ async fn polylock_holds_and_curator_waits() {
     assert!(released_at.elapsed() < Duration::from_secs(5), "woken by its watch, not by a timeout");
     assert_eq!(next_line(&mut lines).await, "RELEASED");
     assert!(java.wait().await.unwrap().success());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn polylock_sees_and_force_unlocks_a_curator_holder() {
+    let client = connect(&zk_url()).await;
+    let name = unique("curator-forced");
+    let (mut java, mut lines) = tokio::task::spawn_blocking({
+        let path = format!("/{name}");
+        move || curator(&path, "hold", 8000)
+    })
+    .await
+    .unwrap();
+    assert_eq!(next_line(&mut lines).await, "ACQUIRED");
+    let lock = client.lock(&name).unwrap();
+    assert!(lock.is_locked().await.unwrap(), "Curator's hold is visible");
+    assert_eq!(lock.remaining_lease().await.unwrap(), Some(Duration::MAX), "a session-bound node has no TTL");
+    assert!(lock.try_acquire().await.unwrap().is_none());
+    assert!(lock.force_unlock().await.unwrap(), "Curator's node was removed");
+    let guard = lock.try_acquire().await.unwrap().expect("free after the forced unlock");
+    guard.release().await.unwrap();
+    // Curator's own release then finds its node gone, which it tolerates.
+    assert_eq!(next_line(&mut lines).await, "RELEASED");
+    assert!(java.wait().await.unwrap().success());
+    assert!(!lock.is_locked().await.unwrap());
+    assert!(!lock.force_unlock().await.unwrap(), "nothing left to remove");
 }
 
 // ---------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@
 #   services.sh url    SERVICE        print the service's URL
 #   services.sh env                   `export POLYLOCK_TEST_<SERVICE>_URL=...` for running services
 #
-# SERVICE: redis redis-cluster redis-sentinel redis-tls etcd etcd-cluster zookeeper
+# SERVICE: redis redis-cluster redis-sentinel redis-tls etcd etcd-cluster etcd-tls zookeeper
 #          zookeeper-ensemble postgres mariadb (default: all). See README.md beside this file.
 #
 # Adding a service NAME means adding one block of functions below:
@@ -30,7 +30,7 @@ readonly PROG="${0##*/}"
 
 # Every service, in start order. Services added later that should not start by default
 # can go in KNOWN_SERVICES only.
-SERVICES=(redis redis-cluster redis-sentinel redis-tls etcd etcd-cluster zookeeper zookeeper-ensemble postgres mariadb)
+SERVICES=(redis redis-cluster redis-sentinel redis-tls etcd etcd-cluster etcd-tls zookeeper zookeeper-ensemble postgres mariadb)
 KNOWN_SERVICES=("${SERVICES[@]}")
 
 # TCP ports each service listens on (checked to be free before a start).
@@ -42,6 +42,7 @@ declare -A SVC_PORTS=(
   [redis-tls]="16390"
   [etcd]="12379 12380"
   [etcd-cluster]="12479 12480 12579 12580 12679 12680"
+  [etcd-tls]="12779 12780"
   [zookeeper]="12181"
   [zookeeper-ensemble]="12281 12282 12283 12381 12382 12383 12481 12482 12483"
   [postgres]="15432"
@@ -58,6 +59,7 @@ declare -A SVC_COMM=(
   [redis-tls]=redis-server
   [etcd]=etcd
   [etcd-cluster]=etcd
+  [etcd-tls]=etcd
   [zookeeper]=java
   [zookeeper-ensemble]=java
   [postgres]=postgres
@@ -525,6 +527,64 @@ svc_etcd_cluster_ready() {
 }
 
 svc_etcd_cluster_url() { printf 'etcd://%s:12479,%s:12579,%s:12679\n' "$HOST" "$HOST" "$HOST"; }
+
+# ---------------------------------------------------------------------------------------
+# etcd-tls: one member, clients over TLS only (server certificate from a throwaway CA, as
+# redis-tls), authentication enabled: user polylock (role polylock: read/write on every key)
+# and root, both with a password. Peer port plain (a single member has no peers).
+
+readonly ETCD_TLS_USER=polylock
+readonly ETCD_TLS_PASSWORD=polylock-etcd-secret
+readonly ETCD_TLS_ROOT_PASSWORD=polylock-etcd-root-secret
+
+svc_etcd_tls_packages() {
+  svc_etcd_packages
+  command -v openssl >/dev/null || need_pkg openssl
+}
+
+svc_etcd_tls_launch() {
+  local dir client="https://$HOST:12779" peer="http://$HOST:12780"
+  dir=$(svc_dir etcd-tls)
+  tls_make_certs "$dir"
+  spawn "$dir/server.pid" "$dir/server.log" \
+    etcd --name default --data-dir "$dir/data" \
+    --listen-client-urls "$client" --advertise-client-urls "$client" \
+    --cert-file "$dir/tls/server.crt" --key-file "$dir/tls/server.key" \
+    --listen-peer-urls "$peer" --initial-advertise-peer-urls "$peer" \
+    --initial-cluster "default=$peer" --initial-cluster-state new \
+    --initial-cluster-token polylock-test-tls --logger zap --log-outputs stderr
+}
+
+# etcd_tls_ctl [--user U:P] ARGS...: etcdctl against etcd-tls, verifying its certificate.
+etcd_tls_ctl() {
+  ETCDCTL_API=3 etcdctl --endpoints "https://$HOST:12779" --cacert "$(svc_dir etcd-tls)/ca.crt" \
+    --dial-timeout 2s --command-timeout 5s "$@"
+}
+
+svc_etcd_tls_setup() {
+  wait_until etcd-tls "it to answer" etcd_tls_ctl endpoint health || return 1
+  {
+    etcd_tls_ctl user add "root:$ETCD_TLS_ROOT_PASSWORD" &&
+      etcd_tls_ctl role add root &&
+      etcd_tls_ctl user grant-role root root &&
+      etcd_tls_ctl role add "$ETCD_TLS_USER" &&
+      # Every key: from the empty key to the end of the key space.
+      etcd_tls_ctl role grant-permission --from-key "$ETCD_TLS_USER" readwrite '' &&
+      etcd_tls_ctl user add "$ETCD_TLS_USER:$ETCD_TLS_PASSWORD" &&
+      etcd_tls_ctl user grant-role "$ETCD_TLS_USER" "$ETCD_TLS_USER" &&
+      etcd_tls_ctl auth enable
+  } >>"$(svc_dir etcd-tls)/setup.log" 2>&1
+}
+
+svc_etcd_tls_ready() {
+  # A linearizable read that needs both TLS and the password.
+  etcd_tls_ctl --user "$ETCD_TLS_USER:$ETCD_TLS_PASSWORD" get --keys-only polylock-ready
+}
+
+svc_etcd_tls_url() {
+  printf 'etcds://%s:%s@%s:12779?ca=%s\n' "$ETCD_TLS_USER" "$ETCD_TLS_PASSWORD" "$HOST" \
+    "$(url_escape "$(svc_dir etcd-tls)/ca.crt")"
+}
 
 # ---------------------------------------------------------------------------------------
 # zookeeper: standalone server from Debian's jars

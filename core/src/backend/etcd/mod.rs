@@ -26,10 +26,12 @@ use tokio::time::{sleep, sleep_until, timeout, Instant};
 
 use super::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::{Error, ErrorKind, Result};
+use crate::lock::LockKind;
 use crate::url::ConnectUrl;
 use endpoint::Endpoint;
 use gate::Gates;
 use hold::EtcdHold;
+use mutex::{Older, Standing};
 use session::Session;
 
 pub(crate) struct EtcdBackend {
@@ -96,8 +98,8 @@ impl EtcdBackend {
         Ok(session)
     }
 
-    /// One pass: write our key, and if an older key holds the lock, wait for the older ones
-    /// to go, then check our key is still there.
+    /// One pass: write our key; while an older key is left, wait for the newest of them to
+    /// go and look again; hold once none is left and our key is still there.
     async fn pass(&self, request: &AcquireRequest, session: &Session, prefix: &str, key: &str) -> Result<Pass> {
         let started = Instant::now();
         let contention = mutex::contend(&self.client, prefix, key, session.lease_id).await?;
@@ -109,39 +111,56 @@ impl EtcdBackend {
             return Ok(Pass::Again);
         }
         let revision = contention.revision;
-        if contention.holds {
-            return Ok(Pass::Acquired { revision, started });
-        }
-        let deadline = request.deadline;
-        if deadline.is_some_and(|d| d <= Instant::now()) {
-            self.give_up(session, key, revision).await;
-            return Ok(Pass::GaveUp);
-        }
-        let waited = tokio::select! {
-            biased;
-            _ = request.cancel.cancelled() => None,
-            _ = sleep_until_some(deadline) => None,
-            _ = session.ended.cancelled() => return Ok(Pass::Again),
-            _ = self.wait_for_older_keys(prefix, revision - 1) => Some(()),
+        let (mut standing, mut started) = match contention.predecessor {
+            None => (Standing::Holds, started),
+            Some(older) => (Standing::Behind(older), started),
         };
-        if waited.is_none() {
-            self.give_up(session, key, revision).await;
-            return Ok(Pass::GaveUp);
-        }
-        let started = Instant::now();
-        match mutex::key_revision(&self.client, key).await? {
-            Some(found) if found == revision && !session.is_ended() => Ok(Pass::Acquired { revision, started }),
-            _ => Ok(Pass::Again),
+        let deadline = request.deadline;
+        loop {
+            let older = match standing {
+                Standing::Holds if !session.is_ended() => return Ok(Pass::Acquired { revision, started }),
+                Standing::Holds | Standing::Vanished => return Ok(Pass::Again),
+                Standing::Behind(older) => older,
+            };
+            if deadline.is_some_and(|d| d <= Instant::now()) {
+                self.give_up(session, key, revision).await;
+                return Ok(Pass::GaveUp);
+            }
+            let next = tokio::select! {
+                biased;
+                _ = request.cancel.cancelled() => None,
+                _ = sleep_until_some(deadline) => None,
+                _ = session.ended.cancelled() => return Ok(Pass::Again),
+                next = self.after_delete(prefix, key, revision, &older) => Some(next?),
+            };
+            let Some(next) = next else {
+                self.give_up(session, key, revision).await;
+                return Ok(Pass::GaveUp);
+            };
+            (standing, started) = next;
         }
     }
 
-    /// Wait until no key older than ours is left, riding out connection errors (the caller
-    /// bounds the wait by its deadline, cancellation and the session's end).
-    async fn wait_for_older_keys(&self, prefix: &str, max_revision: i64) {
+    /// Wait for `older` (seen at revision `at`) to be deleted, then look at the lock again,
+    /// in one read: the newest key older than ours, and ours. Connection errors are ridden
+    /// out (the caller bounds the wait by its deadline, cancellation and the session's end);
+    /// a failed watch just means looking again sooner. Returns when the look was sent, as
+    /// the lease of a hold runs from no earlier.
+    async fn after_delete(&self, prefix: &str, key: &str, revision: i64, older: &Older) -> Result<(Standing, Instant)> {
         let mut pause = RETRY_MIN;
-        while mutex::wait_for_older_keys(&self.client, prefix, max_revision).await.is_err() {
+        if mutex::wait_for_delete(&self.client, older).await.is_err() {
             sleep(pause).await;
-            pause = (pause * 2).min(RETRY_MAX);
+        }
+        loop {
+            let sent = Instant::now();
+            match mutex::look(&self.client, prefix, key, revision).await {
+                Ok(standing) => return Ok((standing, sent)),
+                Err(err) if err.kind() != ErrorKind::Connection => return Err(err),
+                Err(_) => {
+                    pause = (pause * 2).min(RETRY_MAX);
+                    sleep(pause).await;
+                }
+            }
         }
     }
 
@@ -240,6 +259,47 @@ impl Backend for EtcdBackend {
         }
     }
 
+    async fn is_locked(&self, key: &str, _kind: LockKind) -> Result<bool> {
+        // Any key under the prefix: the oldest holds, and a waiter's key outlives its
+        // predecessors only until it finds it is the oldest.
+        Ok(mutex::holder(&self.client, &format!("{key}/")).await?.is_some())
+    }
+
+    /// The holder key's lease TTL as etcd counts it: the session lease of whichever client
+    /// holds (polylock, etcdctl or a Go service). A polylock holder with a shorter hold lease
+    /// deletes its key sooner, so this is an upper bound for polylock holders.
+    async fn remaining_lease(&self, key: &str, _kind: LockKind) -> Result<Option<Duration>> {
+        let prefix = format!("{key}/");
+        loop {
+            let Some(holder) = mutex::holder(&self.client, &prefix).await? else { return Ok(None) };
+            if holder.lease == 0 {
+                return Ok(Some(Duration::MAX)); // written without a lease: kept until deleted
+            }
+            match mutex::lease_left(&self.client, holder.lease).await? {
+                Some(left) => return Ok(Some(left)),
+                // The holder's lease just ran out: its key is going, look again.
+                None => tokio::task::yield_now().await,
+            }
+        }
+    }
+
+    /// Delete the holder's key (the oldest under the prefix), only if it is still the one
+    /// read, so a new holder's key is never taken by mistake. The waiter watching it wakes
+    /// and takes the lock, as after a release.
+    async fn force_unlock(&self, key: &str, _kind: LockKind) -> Result<bool> {
+        let prefix = format!("{key}/");
+        loop {
+            let Some(holder) = mutex::holder(&self.client, &prefix).await? else { return Ok(false) };
+            if mutex::delete_if_revision(&self.client, &holder.key, holder.revision).await? {
+                // One of ours: end the hold here too, so this client's next owner gets its turn.
+                if let Some(session) = self.session.lock().await.as_ref() {
+                    session.finish_hold(&holder.key, holder.revision);
+                }
+                return Ok(true);
+            }
+        }
+    }
+
     async fn close(&self) {
         self.closed.store(true, Ordering::SeqCst);
         if let Some(session) = self.session.lock().await.take() {
@@ -291,7 +351,13 @@ pub(super) fn map_error(doing: &str, err: etcd_client::Error) -> Error {
             | Code::Aborted
             | Code::Unauthenticated
             | Code::PermissionDenied => ErrorKind::Connection,
-            Code::InvalidArgument if status.message().contains("authentication failed") => ErrorKind::Connection,
+            // A wrong password, or no credentials for a server that requires them.
+            Code::InvalidArgument
+                if status.message().contains("authentication failed")
+                    || status.message().contains("user name is empty") =>
+            {
+                ErrorKind::Connection
+            }
             _ => ErrorKind::Backend,
         },
         _ => ErrorKind::Backend,
@@ -299,6 +365,8 @@ pub(super) fn map_error(doing: &str, err: etcd_client::Error) -> Error {
     let text = err.to_string();
     let hint = if text.contains("authentication failed") || text.contains("permission denied") {
         " (check the user name and password in the URL)"
+    } else if text.contains("user name is empty") {
+        " (the server requires authentication: put user:password@ in the URL)"
     } else {
         ""
     };

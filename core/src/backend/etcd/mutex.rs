@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use etcd_client::{
     Client, Compare, CompareOp, EventType, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse,
-    WatchOptions,
 };
 
 use super::map_error;
@@ -56,19 +55,37 @@ pub(super) struct Contention {
     pub revision: i64,
     /// Whether our key was already there (left by an earlier hold of this session).
     pub existed: bool,
-    /// Whether ours is the oldest key under the prefix: we hold the lock.
-    pub holds: bool,
+    /// `None` when ours is the oldest key under the prefix (we hold the lock); else the key
+    /// just older than ours and the revision it was seen at, the one to wait for.
+    pub predecessor: Option<Older>,
+}
+
+/// A key older than ours, as seen by a read: the one a waiter waits for.
+pub(super) struct Older {
+    pub key: Vec<u8>,
+    /// Its create revision: a key of the same name created later is another contender.
+    pub created: i64,
+    /// The revision of the read that saw it.
+    pub seen_at: i64,
 }
 
 /// `tryAcquire`: put our key with the session lease if it is absent, and read the oldest key
-/// under the prefix, in one transaction.
+/// under the prefix and the two newest, in one transaction. Just written, ours is the newest,
+/// so the second newest is the key to wait for: a waiter can start watching it without
+/// another read (Go's Mutex reads it in a separate call).
 pub(super) async fn contend(client: &Client, prefix: &str, key: &str, lease_id: i64) -> Result<Contention> {
     let oldest = GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1);
+    let newest_two = GetOptions::new()
+        .with_prefix()
+        .with_sort(SortTarget::Create, SortOrder::Descend)
+        .with_limit(2)
+        .with_keys_only();
     let txn = Txn::new()
         .when([Compare::create_revision(key, CompareOp::Equal, 0)])
         .and_then([
             TxnOp::put(key, "", Some(PutOptions::new().with_lease(lease_id))),
-            TxnOp::get(prefix, Some(oldest.clone())),
+            TxnOp::get(prefix, Some(oldest.clone().with_keys_only())),
+            TxnOp::get(prefix, Some(newest_two)),
         ])
         .or_else([TxnOp::get(key, None), TxnOp::get(prefix, Some(oldest))]);
     let answer = call("writing the lock key", || {
@@ -77,18 +94,72 @@ pub(super) async fn contend(client: &Client, prefix: &str, key: &str, lease_id: 
     })
     .await?;
     let existed = !answer.succeeded();
+    let at = answer.header().map(|h| h.revision()).ok_or_else(|| Error::backend("etcd sent no revision"))?;
     let responses = answer.op_responses();
     let range = |i: usize| match responses.get(i) {
-        Some(TxnOpResponse::Get(get)) => Ok(get.kvs().first().map(|kv| kv.create_revision())),
+        Some(TxnOpResponse::Get(get)) => Ok(get.kvs().iter().map(|kv| (kv.key().to_vec(), kv.create_revision()))),
         _ => Err(Error::backend("etcd answered the lock transaction with unexpected responses")),
     };
     let revision = if existed {
-        range(0)?.ok_or_else(|| Error::backend("the lock key vanished inside its own transaction"))?
+        let (_, revision) =
+            range(0)?.next().ok_or_else(|| Error::backend("the lock key vanished inside its own transaction"))?;
+        revision
     } else {
-        answer.header().map(|h| h.revision()).ok_or_else(|| Error::backend("etcd sent no revision"))?
+        at
     };
-    let holds = range(1)?.is_none_or(|oldest| oldest == revision);
-    Ok(Contention { revision, existed, holds })
+    let holds = range(1)?.next().is_none_or(|(_, oldest)| oldest == revision);
+    let predecessor = if holds || existed {
+        None
+    } else {
+        let newest: Vec<_> = range(2)?.collect();
+        match newest.as_slice() {
+            [(_, ours), (older, created)] if *ours == revision && *created < revision => {
+                Some(Older { key: older.clone(), created: *created, seen_at: at })
+            }
+            _ => return Err(Error::backend("etcd's lock transaction did not show the key just written as newest")),
+        }
+    };
+    Ok(Contention { revision, existed, predecessor })
+}
+
+/// Where a waiter stands after a look at the lock.
+pub(super) enum Standing {
+    /// No key older than ours is left, and ours is still there: we hold the lock.
+    Holds,
+    /// Our key is gone (its lease ended, or someone deleted it): start over.
+    Vanished,
+    /// The newest key older than ours: wait for its delete.
+    Behind(Older),
+}
+
+/// `waitDeletes` and the check after it, in one read-only transaction (one linearizable read):
+/// the newest key older than ours, and our own key.
+pub(super) async fn look(client: &Client, prefix: &str, key: &str, revision: i64) -> Result<Standing> {
+    let newest_older = GetOptions::new()
+        .with_prefix()
+        .with_sort(SortTarget::Create, SortOrder::Descend)
+        .with_limit(1)
+        .with_keys_only()
+        .with_max_create_revision(revision - 1);
+    let txn = Txn::new()
+        .and_then([TxnOp::get(prefix, Some(newest_older)), TxnOp::get(key, Some(GetOptions::new().with_keys_only()))]);
+    let answer = call("reading the lock's waiters", || {
+        let (mut kv, txn) = (client.kv_client(), txn.clone());
+        async move { kv.txn(txn).await }
+    })
+    .await?;
+    let at = answer.header().map(|h| h.revision()).ok_or_else(|| Error::backend("etcd sent no revision"))?;
+    let first = |i: usize| match answer.op_responses().get(i) {
+        Some(TxnOpResponse::Get(get)) => Ok(get.kvs().first().map(|kv| (kv.key().to_vec(), kv.create_revision()))),
+        _ => Err(Error::backend("etcd answered the lock look-up with unexpected responses")),
+    };
+    if first(1)?.is_none_or(|(_, ours)| ours != revision) {
+        return Ok(Standing::Vanished);
+    }
+    Ok(match first(0)? {
+        Some((key, created)) => Standing::Behind(Older { key, created, seen_at: at }),
+        None => Standing::Holds,
+    })
 }
 
 /// Delete `key` only if it is still the one created at `revision`. True if it was deleted.
@@ -115,40 +186,35 @@ pub(super) async fn key_revision(client: &Client, key: &str) -> Result<Option<i6
     Ok(answer.kvs().first().map(|kv| kv.create_revision()))
 }
 
-/// `waitDeletes`: return once no key under the prefix has a create revision at or below
-/// `max_revision`, watching one key at a time: the newest of those older than ours.
-pub(super) async fn wait_for_older_keys(client: &Client, prefix: &str, max_revision: i64) -> Result<()> {
-    let newest_older = GetOptions::new()
-        .with_prefix()
-        .with_sort(SortTarget::Create, SortOrder::Descend)
-        .with_limit(1)
-        .with_max_create_revision(max_revision);
-    loop {
-        let answer = call("reading the lock's waiters", || {
-            let (mut kv, options) = (client.kv_client(), newest_older.clone());
-            async move { kv.get(prefix, Some(options)).await }
-        })
-        .await?;
-        let Some(kv) = answer.kvs().first() else { return Ok(()) };
-        let at = answer.header().map(|h| h.revision()).unwrap_or(0);
-        wait_for_delete(client, kv.key().to_vec(), at).await?;
-    }
-}
-
-/// `waitDelete`: watch one key from the revision it was seen at until it is deleted.
-async fn wait_for_delete(client: &Client, key: Vec<u8>, seen_at: i64) -> Result<()> {
-    let options = WatchOptions::new().with_start_revision(seen_at);
+/// `waitDelete`: wait until the key `older` names is deleted.
+///
+/// The watch starts from etcd's current revision, which puts it among etcd's "synced"
+/// watchers: they get events as they are written. A watch from a past revision (as Go's
+/// Mutex opens it, from the revision of its read) starts "unsynced" whenever anything was
+/// written since, and then waits for etcd's catch-up loop, which runs every 100 ms; under
+/// contention something always was, and every hand-over waited with it. Nothing is missed:
+/// if anything was written between the read and the watch, one more read says whether the
+/// key went meanwhile.
+pub(super) async fn wait_for_delete(client: &Client, older: &Older) -> Result<()> {
     let mut stream = call("watching the lock key", || {
-        let (mut watch, key, options) = (client.watch_client(), key.clone(), options.clone());
-        async move { watch.watch(key, Some(options)).await }
+        let (mut watch, key) = (client.watch_client(), older.key.clone());
+        async move { watch.watch(key, None).await }
     })
     .await?;
+    let mut checked = false;
     loop {
         let Some(answer) = stream.message().await.map_err(|e| map_error("watching the lock key", e))? else {
             return Err(Error::connection("etcd closed the watch on the lock key"));
         };
         if answer.events().iter().any(|event| event.event_type() == EventType::Delete) {
             return Ok(());
+        }
+        if answer.created() && !checked {
+            checked = true;
+            let from = answer.header().map_or(i64::MAX, |h| h.revision());
+            if from > older.seen_at && !still_there(client, older).await? {
+                return Ok(());
+            }
         }
         if answer.canceled() {
             return Err(Error::connection(format!(
@@ -157,4 +223,47 @@ async fn wait_for_delete(client: &Client, key: Vec<u8>, seen_at: i64) -> Result<
             )));
         }
     }
+}
+
+/// The holder's key: the oldest under the prefix, with its create revision and lease.
+pub(super) struct Holder {
+    pub key: String,
+    pub revision: i64,
+    /// 0 for a key written without a lease.
+    pub lease: i64,
+}
+
+/// The key holding the lock under `prefix`, if any (`Mutex.IsOwner` looks the same way).
+pub(super) async fn holder(client: &Client, prefix: &str) -> Result<Option<Holder>> {
+    let oldest =
+        GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1).with_keys_only();
+    let answer = call("reading the lock's holder", || {
+        let (mut kv, options) = (client.kv_client(), oldest.clone());
+        async move { kv.get(prefix, Some(options)).await }
+    })
+    .await?;
+    let Some(kv) = answer.kvs().first() else { return Ok(None) };
+    let key = String::from_utf8_lossy(kv.key()).into_owned();
+    Ok(Some(Holder { key, revision: kv.create_revision(), lease: kv.lease() }))
+}
+
+/// What is left of a lease, `None` if it has expired or been revoked.
+pub(super) async fn lease_left(client: &Client, lease: i64) -> Result<Option<Duration>> {
+    let answer = call("reading the holder's lease", || {
+        let mut leases = client.lease_client();
+        async move { leases.time_to_live(lease, None).await }
+    })
+    .await?;
+    Ok(u64::try_from(answer.ttl()).ok().map(Duration::from_secs))
+}
+
+/// Whether the very key `older` names (not a later one of the same name) still exists.
+async fn still_there(client: &Client, older: &Older) -> Result<bool> {
+    let options = GetOptions::new().with_keys_only();
+    let answer = call("reading the lock key", || {
+        let (mut kv, key, options) = (client.kv_client(), older.key.clone(), options.clone());
+        async move { kv.get(key, Some(options)).await }
+    })
+    .await?;
+    Ok(answer.kvs().first().is_some_and(|kv| kv.create_revision() == older.created))
 }

@@ -76,6 +76,15 @@ impl Session {
         lock(&self.holds).remove(&id);
     }
 
+    /// End the hold whose key was deleted from outside (a forced unlock), if it is one of
+    /// this session's. The lock layer marks it lost.
+    pub fn finish_hold(&self, key: &str, revision: i64) {
+        let found = lock(&self.holds).values().find(|hold| hold.key == key && hold.revision == revision).cloned();
+        if let Some(hold) = found {
+            hold.finish();
+        }
+    }
+
     /// The lease is gone: mark every hold lost and free the turns they kept.
     pub fn end(&self, why: String) {
         {

@@ -16,6 +16,7 @@
 
 mod config;
 mod path;
+mod query;
 mod recipe;
 mod session;
 
@@ -29,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::{Error, Result};
+use crate::lock::LockKind;
 use crate::url::ConnectUrl;
 use config::ZkConfig;
 use recipe::{delete_node, Stop};
@@ -170,6 +172,18 @@ impl Backend for ZkBackend {
             // Still retrying through a lost connection; it goes on in the background.
             Err(_) => Ok(Release::Released),
         }
+    }
+
+    async fn is_locked(&self, key: &str, _kind: LockKind) -> Result<bool> {
+        query::is_locked(&*self.session().await?, &path::lock_path(key)?).await
+    }
+
+    async fn remaining_lease(&self, key: &str, _kind: LockKind) -> Result<Option<Duration>> {
+        query::remaining_lease(&*self.session().await?, &path::lock_path(key)?).await
+    }
+
+    async fn force_unlock(&self, key: &str, _kind: LockKind) -> Result<bool> {
+        query::force_unlock(&*self.session().await?, &path::lock_path(key)?).await
     }
 
     async fn close(&self) {
