@@ -187,16 +187,24 @@ impl HoldTable {
         self.slots().len()
     }
 
-    /// Mark every owner's hold of `key` lost: for a forced unlock. The holds stay in the
-    /// table, so their owners' releases report the loss.
-    pub fn mark_lost(&self, key: &str, reason: LostReason) {
-        let slots: Vec<Arc<Slot>> =
-            self.slots().iter().filter(|((slot_key, _), _)| slot_key == key).map(|(_, slot)| slot.clone()).collect();
-        for slot in slots {
-            if let Some(hold) = slot.hold().as_ref() {
+    /// Mark lost this client's holds of `key` whose token is among `tokens` (those there
+    /// before a forced unlock). The holds stay in the table, so their owners' releases report
+    /// the loss.
+    pub fn mark_lost(&self, key: &str, tokens: &[u64], reason: LostReason) {
+        for slot in self.slots_of(key) {
+            if let Some(hold) = slot.hold().as_ref().filter(|hold| tokens.contains(&hold.held.token)) {
                 hold.lost.mark(reason.clone());
             }
         }
+    }
+
+    /// The fencing tokens of this client's holds of `key`, whoever the owner.
+    pub fn tokens_of(&self, key: &str) -> Vec<u64> {
+        self.slots_of(key).iter().filter_map(|slot| slot.hold().as_ref().map(|hold| hold.held.token)).collect()
+    }
+
+    fn slots_of(&self, key: &str) -> Vec<Arc<Slot>> {
+        self.slots().iter().filter(|((slot_key, _), _)| slot_key == key).map(|(_, slot)| slot.clone()).collect()
     }
 
     /// Take every hold out of the table: for client close.

@@ -452,8 +452,11 @@ impl Lock {
     pub async fn force_unlock(&self) -> Result<bool> {
         let inner = self.client.inner();
         inner.ensure_open()?;
+        // Only the holds there before the force end: a waiter of this client woken by its
+        // unlock message may hold the lock afresh by the time the call returns.
+        let forced = inner.holds.tokens_of(&self.key);
         let removed = inner.backend.force_unlock(&self.key, self.kind).await?;
-        inner.holds.mark_lost(&self.key, LostReason::Taken);
+        inner.holds.mark_lost(&self.key, &forced, LostReason::Taken);
         Ok(removed)
     }
 

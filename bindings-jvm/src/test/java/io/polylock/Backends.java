@@ -47,6 +47,20 @@ final class Backends {
             return url.startsWith("redis");
         }
 
+        /**
+         * Whether the store keeps each hold's own lease, so remainTimeToLive reads it: Redis, SQLite and mem do.
+         * ZooKeeper nodes and SQL session locks have no expiry in the store (-1, as Redisson says of a key without
+         * one); etcd keeps the holding session's lease, not the hold's.
+         */
+        boolean storeKeepsTheHoldsLease() {
+            return isRedis() || url.startsWith("sqlite") || url.startsWith("mem");
+        }
+
+        /** SQL session locks: only the session holding one can release it, so forceUnlock is refused. */
+        boolean isSqlSession() {
+            return url.startsWith("postgres") || url.startsWith("mysql");
+        }
+
         @Override
         public String toString() {
             return label;
