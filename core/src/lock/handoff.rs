@@ -288,19 +288,17 @@ impl Drop for Baton {
         let Some(reply) = self.reply.take() else { return };
         let (backend, from, landing) = (self.backend.clone(), self.from.clone(), self.run.landing.clone());
         self.runtime.spawn(async move {
-            let released = match landing.wait().await {
-                Landed::Held { .. } => backend.release(&from, 0).await,
-                Landed::Gone => Ok(Release::Gone),
-            };
-            let _ = reply.send(released);
+            let _ = reply.send(give_back(backend.as_ref(), &from, &landing).await);
         });
     }
 }
 
-/// Give back a hold nobody wants (its acquirer went away), once it is in the store.
-pub(crate) async fn give_back(backend: &dyn Backend, held: &HeldLock, run: &Run) {
-    if let Landed::Held { .. } = run.landing.wait().await {
-        let _ = backend.release(held, 0).await;
+/// Release a hold nobody is going to use (its owner let go, or its acquirer went away), once
+/// it is in the store; one whose transfer did not land is already gone.
+pub(crate) async fn give_back(backend: &dyn Backend, held: &HeldLock, landing: &Landing) -> Result<Release> {
+    match landing.wait().await {
+        Landed::Held { .. } => backend.release(held, 0).await,
+        Landed::Gone => Ok(Release::Gone),
     }
 }
 

@@ -250,5 +250,5 @@ pub(crate) async fn surrender(backend: &dyn Backend, hold: Hold) {
     let (held, run) = (hold.held.clone(), hold.run.clone());
     drop(hold);
     // Best effort and bounded: a store that is down lets the lease run out instead.
-    let _ = tokio::time::timeout(Duration::from_secs(2), super::handoff::give_back(backend, &held, &run)).await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), super::handoff::give_back(backend, &held, &run.landing)).await;
 }

@@ -305,7 +305,7 @@ impl Lock {
             let result = handoff::acquire_or_take_over(&backend, &request, waiters.as_ref()).await;
             if let Err(Ok(Some((acquired, run)))) = reply.send(result) {
                 let held = HeldLock::new(request.key, request.owner, request.kind, acquired);
-                handoff::give_back(backend.as_ref(), &held, &run).await;
+                let _ = handoff::give_back(backend.as_ref(), &held, &run.landing).await;
             }
         });
         let mut pending = PendingAcquire {
@@ -496,7 +496,7 @@ impl Drop for PendingAcquire {
             let inner = client.inner();
             if let Some((acquired, run)) = unread {
                 let held = HeldLock::new(key.clone(), owner, kind, acquired);
-                handoff::give_back(inner.backend.as_ref(), &held, &run).await;
+                let _ = handoff::give_back(inner.backend.as_ref(), &held, &run.landing).await;
             }
             // The task releases what it gets from now on; wait until it has.
             let _ = task.await;

@@ -134,24 +134,34 @@ return -1
     )
 });
 
-/// The fair lock's attempt: Redisson's queue discipline with a fencing counter.
-/// KEYS: lock, queue, timeouts, token. ARGV: lease ms, field, thread wait ms, now ms.
-/// Returns {-1, token} when acquired, else {ms to wait, -1}.
-pub(super) static FAIR_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+/// A fair-lock script: Redisson's preamble that drops the waiters at the head of the queue
+/// whose turn came and went (KEYS[2] = queue, KEYS[3] = timeouts; `now` is the ARGV holding
+/// the caller's clock in ms), then `body`.
+fn fair_script(now: &str, body: &str) -> Script {
+    Script::new(&format!(
         r"
--- drop waiters whose turn came and went
 while true do
   local first = redis.call('lindex', KEYS[2], 0)
   if first == false then break end
   local timeout = tonumber(redis.call('zscore', KEYS[3], first))
-  if timeout <= tonumber(ARGV[4]) then
+  if timeout <= tonumber({now}) then
     redis.call('zrem', KEYS[3], first)
     redis.call('lpop', KEYS[2])
   else
     break
   end
 end
+{body}"
+    ))
+}
+
+/// The fair lock's attempt: Redisson's queue discipline with a fencing counter.
+/// KEYS: lock, queue, timeouts, token. ARGV: lease ms, field, thread wait ms, now ms.
+/// Returns {-1, token} when acquired, else {ms to wait, -1}.
+pub(super) static FAIR_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
+    fair_script(
+        "ARGV[4]",
+        r"
 -- free, and nobody ahead of us: take it
 if redis.call('exists', KEYS[1]) == 0
    and (redis.call('exists', KEYS[2]) == 0 or redis.call('lindex', KEYS[2], 0) == ARGV[2]) then
@@ -218,19 +228,9 @@ return 1
 /// channel. KEYS: lock, queue, timeouts, channel. ARGV: field, holds left, publish command,
 /// unlock message, now ms. Returns -1 if not held by the owner, else the holds left.
 pub(super) static FAIR_RELEASE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    fair_script(
+        "ARGV[5]",
         r"
-while true do
-  local first = redis.call('lindex', KEYS[2], 0)
-  if first == false then break end
-  local timeout = tonumber(redis.call('zscore', KEYS[3], first))
-  if timeout <= tonumber(ARGV[5]) then
-    redis.call('zrem', KEYS[3], first)
-    redis.call('lpop', KEYS[2])
-  else
-    break
-  end
-end
 if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
   return -1
 end
@@ -331,19 +331,9 @@ return 0
 /// waiter in line on its own channel. KEYS: lock, queue, timeouts, channel.
 /// ARGV: publish command, unlock message, now ms. Returns 1 if there was a lock to delete.
 pub(super) static FAIR_FORCE_UNLOCK: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    fair_script(
+        "ARGV[3]",
         r"
-while true do
-  local first = redis.call('lindex', KEYS[2], 0)
-  if first == false then break end
-  local timeout = tonumber(redis.call('zscore', KEYS[3], first))
-  if timeout <= tonumber(ARGV[3]) then
-    redis.call('zrem', KEYS[3], first)
-    redis.call('lpop', KEYS[2])
-  else
-    break
-  end
-end
 if redis.call('del', KEYS[1]) == 1 then
   local next = redis.call('lindex', KEYS[2], 0)
   if next ~= false then
