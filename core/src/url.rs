@@ -93,6 +93,15 @@ impl ConnectUrl {
     }
 }
 
+/// Decode the percent-escapes of a URL's user, password or path part (a literal '+' stays
+/// a '+', as it does outside a query string).
+pub(crate) fn percent_decode(text: &str) -> String {
+    form_urlencoded::parse(format!("x={}", text.replace('+', "%2B")).as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
 /// Hide the password of a `user:password@host` authority, and the value of any option whose
 /// name says it is a secret.
 pub fn redact(url: &str) -> String {

@@ -12,7 +12,7 @@ use std::time::Duration;
 use etcd_client::{Certificate, ConnectOptions, Identity, TlsOptions};
 
 use crate::error::{Error, Result};
-use crate::url::ConnectUrl;
+use crate::url::{percent_decode, ConnectUrl};
 
 pub(super) const DEFAULT_PORT: u16 = 2379;
 
@@ -149,13 +149,6 @@ fn split_host_port(host: &str) -> std::result::Result<(String, u16), String> {
         Some(p) => p.parse().map_err(|_| format!("'{p}' is not a port number"))?,
     };
     Ok((name, port))
-}
-
-fn percent_decode(text: &str) -> String {
-    form_urlencoded::parse(format!("x={}", text.replace('+', "%2B")).as_bytes())
-        .next()
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

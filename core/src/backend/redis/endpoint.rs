@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::url::ConnectUrl;
+use crate::url::{percent_decode, ConnectUrl};
 
 pub(super) const DEFAULT_PORT: u16 = 6379;
 pub(super) const DEFAULT_SENTINEL_PORT: u16 = 26379;
@@ -137,13 +137,6 @@ fn parse_hosts(hosts: &str, default_port: u16) -> std::result::Result<Vec<(Strin
             Ok((name.to_string(), port))
         })
         .collect()
-}
-
-fn percent_decode(text: &str) -> String {
-    form_urlencoded::parse(format!("x={}", text.replace('+', "%2B")).as_bytes())
-        .next()
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::url::ConnectUrl;
+use crate::url::{percent_decode, ConnectUrl};
 
 pub(super) const DEFAULT_PORT: u16 = 2181;
 
@@ -93,13 +93,6 @@ impl ZkConfig {
             redacted,
         })
     }
-}
-
-fn percent_decode(text: &str) -> String {
-    form_urlencoded::parse(format!("x={}", text.replace('+', "%2B")).as_bytes())
-        .next()
-        .map(|(_, v)| v.into_owned())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]
