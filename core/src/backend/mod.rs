@@ -123,7 +123,8 @@ pub trait Backend: Send + Sync + 'static {
     /// Whether every hold of `kind` this backend grants, by `acquire` or `transfer`, has its
     /// token + 1 set aside (drawn from the counter, issued to nobody) for the owner it may be
     /// handed to, and `transfer` issues exactly that token. The new owner can then start
-    /// before the transfer has landed (see lock/handoff.rs).
+    /// before the transfer has landed (see lock/handoff.rs). The new owner's hold carries
+    /// `from`'s [`HoldState`] as it is, so a transfer must keep that state valid.
     fn reserves_next_token(&self, _kind: LockKind) -> bool {
         false
     }

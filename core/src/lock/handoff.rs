@@ -236,6 +236,8 @@ impl Baton {
         let (lander, landing) = Landing::in_flight();
         let (key, owner, kind, lease) = (request.key.clone(), request.owner, request.kind, request.lease);
         let lost = request.lost.clone();
+        // The hold moves as it is: its store-side state (a connection, a key) goes with it.
+        let state = self.from.state.clone();
         let runtime = self.runtime.clone();
         runtime.spawn(async move {
             let backend = self.backend.clone();
@@ -260,7 +262,7 @@ impl Baton {
             };
             lander.land(landed);
         });
-        Some((Acquired { token, attempt_started: started, state: None }, Run { passes, landing }))
+        Some((Acquired { token, attempt_started: started, state }, Run { passes, landing }))
     }
 
     /// Send the transfer to `to` and tell the releasing owner how it went.
