@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use super::poll::{acquire_by_attempts, Attempt, Backoff};
 use super::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::Result;
-use crate::lock::LockKind;
+use crate::lock::{LockKind, LostNotifier};
 use crate::owner::Owner;
 use crate::url::ConnectUrl;
 
@@ -127,7 +127,13 @@ impl Backend for MemBackend {
         Ok(Release::Released)
     }
 
-    async fn transfer(&self, from: &HeldLock, to: Owner, lease: Duration) -> Result<Option<Acquired>> {
+    async fn transfer(
+        &self,
+        from: &HeldLock,
+        to: Owner,
+        lease: Duration,
+        _lost: &LostNotifier,
+    ) -> Result<Option<Acquired>> {
         let mut tables = self.tables();
         let now = Instant::now();
         let takes_over = tables.held.get(&from.key).is_some_and(|e| Self::is_current(e, from, now) || e.owner == to);

@@ -110,7 +110,15 @@ pub trait Backend: Send + Sync + 'static {
     /// no longer held the lock, and then nothing changed. If the store shows `to` as the
     /// holder already (its own attempt, abandoned in flight, won the lock after `from`'s
     /// lease ran out), `to` takes it as a fresh hold. Only called for kinds `transfers` names.
-    async fn transfer(&self, _from: &HeldLock, _to: Owner, _lease: Duration) -> Result<Option<Acquired>> {
+    /// `lost` is the new owner's latch: backends that learn of loss by events (a session
+    /// ending, a connection dying) point the hold at it.
+    async fn transfer(
+        &self,
+        _from: &HeldLock,
+        _to: Owner,
+        _lease: Duration,
+        _lost: &LostNotifier,
+    ) -> Result<Option<Acquired>> {
         Ok(None)
     }
 

@@ -18,7 +18,7 @@ use tokio::sync::watch;
 use super::poll::{acquire_by_attempts, Attempt, Backoff};
 use super::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::{Error, Result};
-use crate::lock::LockKind;
+use crate::lock::{LockKind, LostNotifier};
 use crate::owner::Owner;
 use crate::url::ConnectUrl;
 
@@ -254,7 +254,13 @@ impl Backend for SqliteBackend {
         Ok(if was_current == Some(true) { Release::Released } else { Release::Gone })
     }
 
-    async fn transfer(&self, from: &HeldLock, to: Owner, lease: Duration) -> Result<Option<Acquired>> {
+    async fn transfer(
+        &self,
+        from: &HeldLock,
+        to: Owner,
+        lease: Duration,
+        _lost: &LostNotifier,
+    ) -> Result<Option<Acquired>> {
         let (key, owner, token) = (from.key.clone(), from.owner.to_string(), from.token as i64);
         let (to, lease_ms) = (to.to_string(), duration_ms(lease));
         let attempt_started = tokio::time::Instant::now();

@@ -29,7 +29,7 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::landing::{Landed, Landing};
-use super::lost::LostReason;
+use super::lost::{LostNotifier, LostReason};
 use crate::backend::{AcquireRequest, Acquired, Backend, HeldLock, Release};
 use crate::error::{Error, Result};
 use crate::lock::LockKind;
@@ -228,7 +228,7 @@ impl Baton {
         let passes = self.run.passes + 1;
         let started = Instant::now();
         if !self.backend.reserves_next_token(self.from.kind) {
-            let acquired = self.transfer(request.owner, request.lease).await.ok()??;
+            let acquired = self.transfer(request.owner, request.lease, &request.lost).await.ok()??;
             let landing = Landing::landed(started.elapsed());
             return Some((Acquired { attempt_started: started, ..acquired }, Run { passes, landing }));
         }
@@ -241,7 +241,7 @@ impl Baton {
         let runtime = self.runtime.clone();
         runtime.spawn(async move {
             let backend = self.backend.clone();
-            let landed = match self.transfer(owner, lease).await {
+            let landed = match self.transfer(owner, lease, &lost).await {
                 Ok(Some(acquired)) if acquired.token == token => Landed::Held { round_trip: started.elapsed() },
                 Ok(Some(acquired)) => {
                     // Another token was drawn since ours was set aside, so ours may not be
@@ -266,8 +266,8 @@ impl Baton {
     }
 
     /// Send the transfer to `to` and tell the releasing owner how it went.
-    async fn transfer(mut self, to: Owner, lease: Duration) -> Result<Option<Acquired>> {
-        let outcome = self.backend.transfer(&self.from, to, lease).await;
+    async fn transfer(mut self, to: Owner, lease: Duration, lost: &LostNotifier) -> Result<Option<Acquired>> {
+        let outcome = self.backend.transfer(&self.from, to, lease, lost).await;
         let reply = match &outcome {
             Ok(Some(_)) => Ok(Release::Released),
             Ok(None) => Ok(Release::Gone),

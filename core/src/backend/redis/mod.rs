@@ -22,7 +22,7 @@ use redis::Script;
 use super::poll::{acquire_by_attempts, Attempt, Backoff};
 use super::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::Result;
-use crate::lock::LockKind;
+use crate::lock::{LockKind, LostNotifier};
 use crate::owner::Owner;
 use crate::url::ConnectUrl;
 use endpoint::Endpoint;
@@ -220,7 +220,13 @@ impl Backend for RedisBackend {
         Ok(if released < 0 { Release::Gone } else { Release::Released })
     }
 
-    async fn transfer(&self, from: &HeldLock, to: Owner, lease: Duration) -> Result<Option<Acquired>> {
+    async fn transfer(
+        &self,
+        from: &HeldLock,
+        to: Owner,
+        lease: Duration,
+        _lost: &LostNotifier,
+    ) -> Result<Option<Acquired>> {
         let keys = LockKeys::new(&from.key);
         let script = match from.kind {
             LockKind::Token => &scripts::TOKEN_TRANSFER,
