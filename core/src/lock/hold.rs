@@ -1,5 +1,5 @@
 //! A client's table of what it holds: per (key, owner), the hold count, the fencing token,
-//! the lost latch and the task that keeps the lease (watchdog) or watches it run out.
+//! the lost latch, and the watchdog task that keeps a lease the owner did not fix.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -30,10 +30,9 @@ pub(crate) struct Hold {
     pub held: Arc<HeldLock>,
     pub lost: LostNotifier,
     pub watch: LostWatch,
-    /// When an explicit lease runs out. The timer marks the loss too, but it may fire a
-    /// moment after the store has already let the lock go; reads check the clock themselves.
-    lease_end: Option<Instant>,
-    keeper: AbortHandle,
+    /// The watchdog, for a hold without an explicit lease. An explicit lease has no task:
+    /// the lost latch reads the clock itself (see lost.rs).
+    keeper: Option<AbortHandle>,
 }
 
 impl Hold {
@@ -50,31 +49,34 @@ impl Hold {
         runtime: &tokio::runtime::Handle,
     ) -> Hold {
         let held = Arc::new(held);
-        let lease_end = match mode {
-            LeaseMode::Fixed { lease } => attempt_started.checked_add(lease),
-            LeaseMode::Watchdog { .. } => None,
-        };
         let keeper = match mode {
             LeaseMode::Watchdog { lease } => {
                 let landing = run.landing.clone();
-                runtime.spawn(watchdog(backend, held.clone(), lease, attempt_started, lost.clone(), landing))
+                let watchdog = watchdog(backend, held.clone(), lease, attempt_started, lost.clone(), landing);
+                Some(runtime.spawn(watchdog).abort_handle())
             }
-            LeaseMode::Fixed { lease } => runtime.spawn(expire_at(attempt_started + lease, lost.clone())),
+            LeaseMode::Fixed { lease } => {
+                // No task: the latch itself knows when the lease is over. A lease too long to
+                // represent never ends.
+                if let Some(end) = attempt_started.checked_add(lease) {
+                    lost.expire_at(end);
+                }
+                None
+            }
         };
-        Hold { count: 1, run, held, lost, watch, lease_end, keeper: keeper.abort_handle() }
+        Hold { count: 1, run, held, lost, watch, keeper }
     }
 
     pub fn is_lost(&self) -> bool {
-        if self.lease_end.is_some_and(|end| Instant::now() >= end) {
-            self.lost.mark(LostReason::LeaseExpired);
-        }
         self.lost.is_lost()
     }
 }
 
 impl Drop for Hold {
     fn drop(&mut self) {
-        self.keeper.abort();
+        if let Some(keeper) = &self.keeper {
+            keeper.abort();
+        }
     }
 }
 
@@ -123,11 +125,6 @@ async fn watchdog(
             Err(_) => next = Instant::now() + retry,
         }
     }
-}
-
-async fn expire_at(lease_end: Instant, lost: LostNotifier) {
-    sleep_until(lease_end).await;
-    lost.mark(LostReason::LeaseExpired);
 }
 
 /// One owner's place in the table. `turn` serializes that owner's acquisitions so that two

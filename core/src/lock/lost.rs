@@ -4,9 +4,10 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use tokio::sync::watch;
+use tokio::time::{sleep_until, Instant};
 
 /// Why a hold stopped being held without its owner releasing it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -36,23 +37,19 @@ impl fmt::Display for LostReason {
     }
 }
 
-/// The setting side of the latch. The first reason wins; later ones are ignored.
-#[derive(Debug, Clone)]
-pub struct LostNotifier(Arc<watch::Sender<Option<LostReason>>>, Arc<AtomicBool>);
-
-/// The reading side: cheap to clone and to query, and awaitable.
-#[derive(Debug, Clone)]
-pub struct LostWatch(watch::Receiver<Option<LostReason>>, Arc<AtomicBool>);
-
-pub(crate) fn lost_latch() -> (LostNotifier, LostWatch) {
-    let (tx, rx) = watch::channel(None);
-    let suspended = Arc::new(AtomicBool::new(false));
-    (LostNotifier(Arc::new(tx), suspended.clone()), LostWatch(rx, suspended))
+/// What both sides share.
+#[derive(Debug)]
+struct Latch {
+    reason: watch::Sender<Option<LostReason>>,
+    suspended: AtomicBool,
+    /// When an explicit lease runs out. The hold is lost from then on, and whoever looks
+    /// first records it: a timer task per hold would cost a spawn and an abort per lock+unlock.
+    lease_end: OnceLock<Instant>,
 }
 
-impl LostNotifier {
-    pub fn mark(&self, reason: LostReason) {
-        self.0.send_if_modified(|current| {
+impl Latch {
+    fn mark(&self, reason: LostReason) {
+        self.reason.send_if_modified(|current| {
             if current.is_none() {
                 *current = Some(reason);
                 true
@@ -62,48 +59,148 @@ impl LostNotifier {
         });
     }
 
+    /// Record a lease that has run out, so that it wins over any later reason.
+    fn settle(&self) {
+        if self.lease_end.get().is_some_and(|&end| Instant::now() >= end) {
+            self.mark(LostReason::LeaseExpired);
+        }
+    }
+
+    fn reason(&self) -> Option<LostReason> {
+        self.settle();
+        self.reason.borrow().clone()
+    }
+}
+
+/// The setting side of the latch. The first reason wins; later ones are ignored.
+#[derive(Debug, Clone)]
+pub struct LostNotifier(Arc<Latch>);
+
+/// The reading side: cheap to clone and to query, and awaitable.
+#[derive(Debug, Clone)]
+pub struct LostWatch(Arc<Latch>);
+
+pub(crate) fn lost_latch() -> (LostNotifier, LostWatch) {
+    let latch = Arc::new(Latch {
+        reason: watch::Sender::new(None),
+        suspended: AtomicBool::new(false),
+        lease_end: OnceLock::new(),
+    });
+    (LostNotifier(latch.clone()), LostWatch(latch))
+}
+
+impl LostNotifier {
+    pub fn mark(&self, reason: LostReason) {
+        self.0.settle();
+        self.0.mark(reason);
+    }
+
     pub fn is_lost(&self) -> bool {
-        self.0.borrow().is_some()
+        self.0.reason().is_some()
     }
 
     pub fn reason(&self) -> Option<LostReason> {
-        self.0.borrow().clone()
+        self.0.reason()
+    }
+
+    /// The hold's explicit lease ends at `end`: from then on it is lost with `LeaseExpired`
+    /// unless something else was first. Set once; a later call is ignored.
+    pub(crate) fn expire_at(&self, end: Instant) {
+        if self.0.lease_end.set(end).is_ok() {
+            // Wake any `wait` already under way so that it starts timing the lease.
+            self.0.reason.send_modify(|_| ());
+        }
     }
 
     /// Raised by a backend while its session's connection is down and it cannot tell whether
     /// the hold is still there (Curator's SUSPENDED); lowered when the connection is back with
     /// the session intact (Curator's RECONNECTED). A session that ends marks the hold lost.
     pub fn set_suspended(&self, suspended: bool) {
-        self.1.store(suspended, Ordering::SeqCst);
+        self.0.suspended.store(suspended, Ordering::SeqCst);
     }
 }
 
 impl LostWatch {
     pub fn is_lost(&self) -> bool {
-        self.0.borrow().is_some()
+        self.0.reason().is_some()
     }
 
     pub fn reason(&self) -> Option<LostReason> {
-        self.0.borrow().clone()
+        self.0.reason()
     }
 
     /// See [`LostNotifier::set_suspended`]; false once the hold is lost.
     pub fn is_suspended(&self) -> bool {
-        self.1.load(Ordering::SeqCst) && !self.is_lost()
+        self.0.suspended.load(Ordering::SeqCst) && !self.is_lost()
     }
 
     /// Resolves when the hold is lost. Never resolves for a hold that is released normally,
-    /// so race it against your own work rather than awaiting it alone.
+    /// so race it against your own work rather than awaiting it alone. Needs a tokio runtime
+    /// with its timer, which times an explicit lease.
     pub async fn wait(&self) -> LostReason {
-        let mut rx = self.0.clone();
+        let mut changes = self.0.reason.subscribe();
         loop {
-            if let Some(reason) = rx.borrow_and_update().clone() {
+            changes.borrow_and_update();
+            if let Some(reason) = self.0.reason() {
                 return reason;
             }
-            if rx.changed().await.is_err() {
-                // Every notifier is gone without marking: the hold can no longer be lost.
-                std::future::pending::<()>().await;
+            // The sender lives as long as this watch does, so `changed` cannot fail.
+            match self.0.lease_end.get() {
+                Some(&end) => {
+                    tokio::select! {
+                        _ = changes.changed() => {}
+                        _ = sleep_until(end) => {}
+                    }
+                }
+                None => {
+                    let _ = changes.changed().await;
+                }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_lease_that_runs_out_is_lost_without_a_timer_task() {
+        let (notifier, watch) = lost_latch();
+        notifier.expire_at(Instant::now() + Duration::from_millis(50));
+        assert!(!watch.is_lost());
+        let waiting = tokio::spawn({
+            let watch = watch.clone();
+            async move { watch.wait().await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(watch.reason(), Some(LostReason::LeaseExpired));
+        assert_eq!(waiting.await.unwrap(), LostReason::LeaseExpired);
+    }
+
+    #[tokio::test]
+    async fn an_expired_lease_wins_over_a_later_reason() {
+        let (notifier, watch) = lost_latch();
+        notifier.expire_at(Instant::now() + Duration::from_millis(30));
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        notifier.mark(LostReason::ClientClosed);
+        assert_eq!(watch.reason(), Some(LostReason::LeaseExpired));
+    }
+
+    #[tokio::test]
+    async fn the_first_reason_before_the_lease_ends_wins() {
+        let (notifier, watch) = lost_latch();
+        notifier.expire_at(Instant::now() + Duration::from_millis(30));
+        let waiting = tokio::spawn({
+            let watch = watch.clone();
+            async move { watch.wait().await }
+        });
+        tokio::task::yield_now().await;
+        notifier.mark(LostReason::Taken);
+        assert_eq!(waiting.await.unwrap(), LostReason::Taken);
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert_eq!(watch.reason(), Some(LostReason::Taken));
     }
 }
