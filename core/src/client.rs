@@ -75,7 +75,7 @@ impl Client {
             backend.close().await;
             return Err(err);
         }
-        Ok(Client {
+        let client = Client {
             inner: Arc::new(ClientInner {
                 id: ClientId::random(),
                 backend,
@@ -90,7 +90,9 @@ impl Client {
                 closing: CancellationToken::new(),
                 acquisitions: TaskTracker::new(),
             }),
-        })
+        };
+        client.inner.sweep_watchdogs();
+        Ok(client)
     }
 
     /// Connect to `$POLYLOCK_URL`, else to `sqlite://polylock.db`.
@@ -160,6 +162,24 @@ impl ClientInner {
 
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
+    }
+
+    /// Every sixth of the watchdog lease, start the watchdogs of the holds that still need
+    /// one, well before their first renewal is due at a third (see lock/hold.rs `Keeper`).
+    /// Ends when the client closes or is dropped.
+    fn sweep_watchdogs(self: &Arc<Self>) {
+        let every = self.watchdog_lease / 6;
+        let (client, closing) = (Arc::downgrade(self), self.closing.clone());
+        self.runtime.spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = closing.cancelled() => return,
+                    _ = tokio::time::sleep(every) => {}
+                }
+                let Some(client) = client.upgrade() else { return };
+                client.holds.start_watchdogs(&client.runtime);
+            }
+        });
     }
 
     pub fn closed_error(&self) -> Error {

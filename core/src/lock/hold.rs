@@ -30,14 +30,29 @@ pub(crate) struct Hold {
     pub held: Arc<HeldLock>,
     pub lost: LostNotifier,
     pub watch: LostWatch,
-    /// The watchdog, for a hold without an explicit lease. An explicit lease has no task:
-    /// the lost latch reads the clock itself (see lost.rs).
-    keeper: Option<AbortHandle>,
+    keeper: Keeper,
+}
+
+/// What keeps a hold's lease. Most holds are released long before their first renewal is
+/// due (a third of the lease), so a hold starts with no task at all: an explicit lease is
+/// timed by the lost latch itself (see lost.rs), and a watchdog is started only for a hold
+/// still there when the client's sweep passes ([`HoldTable::start_watchdogs`], every sixth
+/// of the lease), in time for that first renewal. A task per hold would cost a spawn and an
+/// abort per lock+unlock: from a C, Python or Java thread, two wake-ups of a runtime worker.
+enum Keeper {
+    /// An explicit lease.
+    Latch,
+    /// A watchdog lease whose watchdog has not started yet.
+    Due {
+        backend: Arc<dyn Backend>,
+        lease: Duration,
+        attempt_started: Instant,
+    },
+    Watchdog(AbortHandle),
 }
 
 impl Hold {
     /// Start keeping a fresh hold; `attempt_started` is the earliest the lease can have begun.
-    #[allow(clippy::too_many_arguments)]
     pub fn start(
         backend: Arc<dyn Backend>,
         held: HeldLock,
@@ -46,36 +61,42 @@ impl Hold {
         attempt_started: Instant,
         lost: LostNotifier,
         watch: LostWatch,
-        runtime: &tokio::runtime::Handle,
     ) -> Hold {
-        let held = Arc::new(held);
         let keeper = match mode {
-            LeaseMode::Watchdog { lease } => {
-                let landing = run.landing.clone();
-                let watchdog = watchdog(backend, held.clone(), lease, attempt_started, lost.clone(), landing);
-                Some(runtime.spawn(watchdog).abort_handle())
-            }
+            LeaseMode::Watchdog { lease } => Keeper::Due { backend, lease, attempt_started },
             LeaseMode::Fixed { lease } => {
-                // No task: the latch itself knows when the lease is over. A lease too long to
-                // represent never ends.
+                // A lease too long to represent never ends.
                 if let Some(end) = attempt_started.checked_add(lease) {
                     lost.expire_at(end);
                 }
-                None
+                Keeper::Latch
             }
         };
-        Hold { count: 1, run, held, lost, watch, keeper }
+        Hold { count: 1, run, held: Arc::new(held), lost, watch, keeper }
     }
 
     pub fn is_lost(&self) -> bool {
         self.lost.is_lost()
     }
+
+    /// Start the watchdog of a watchdog-lease hold, unless it has started already.
+    fn start_watchdog(&mut self, runtime: &tokio::runtime::Handle) {
+        if !matches!(self.keeper, Keeper::Due { .. }) {
+            return;
+        }
+        let Keeper::Due { backend, lease, attempt_started } = std::mem::replace(&mut self.keeper, Keeper::Latch) else {
+            return;
+        };
+        let (held, lost, landing) = (self.held.clone(), self.lost.clone(), self.run.landing.clone());
+        let task = runtime.spawn(watchdog(backend, held, lease, attempt_started, lost, landing));
+        self.keeper = Keeper::Watchdog(task.abort_handle());
+    }
 }
 
 impl Drop for Hold {
     fn drop(&mut self) {
-        if let Some(keeper) = &self.keeper {
-            keeper.abort();
+        if let Keeper::Watchdog(task) = &self.keeper {
+            task.abort();
         }
     }
 }
@@ -176,6 +197,15 @@ impl HoldTable {
     pub fn tidy_key(&self, key: &str, owner: Owner) {
         if let Some(slot) = self.existing(key, owner) {
             self.tidy(key, owner, slot);
+        }
+    }
+
+    /// Start the watchdog of every hold that needs one and has none yet (see [`Keeper`]).
+    pub fn start_watchdogs(&self, runtime: &tokio::runtime::Handle) {
+        for slot in self.slots().values() {
+            if let Some(hold) = slot.hold().as_mut() {
+                hold.start_watchdog(runtime);
+            }
         }
     }
 

@@ -265,7 +265,7 @@ impl Lock {
         let held = HeldLock::new(self.key.to_string(), self.owner, self.kind, acquired);
         let token = held.token;
         let backend = inner.backend.clone();
-        let hold = Hold::start(backend, held, run, mode, attempt_started, lost, watch.clone(), &inner.runtime);
+        let hold = Hold::start(backend, held, run, mode, attempt_started, lost, watch.clone());
         *slot.hold() = Some(hold);
         if inner.is_closed() {
             // `close` may have drained the table just before the hold went in. It set the
