@@ -57,7 +57,7 @@ impl RedisBackend {
     async fn attempt(
         &self,
         request: &AcquireRequest,
-        keys: &LockKeys,
+        keys: &LockKeys<'_>,
         field: &str,
         fair_wait: Duration,
     ) -> Result<Attempt> {
@@ -65,17 +65,17 @@ impl RedisBackend {
         let invocation = match request.kind {
             LockKind::Fair => {
                 let mut inv =
-                    script_with(&scripts::FAIR_ACQUIRE, &[&keys.lock, &keys.queue, &keys.timeouts, &keys.token]);
+                    script_with(&scripts::FAIR_ACQUIRE, &[keys.lock, &keys.queue(), &keys.timeouts(), &keys.token()]);
                 inv.arg(lease).arg(field).arg(millis(fair_wait)).arg(now_ms());
                 inv
             }
             LockKind::Token => {
-                let mut inv = script_with(&scripts::TOKEN_ACQUIRE, &[&keys.lock, &keys.token]);
+                let mut inv = script_with(&scripts::TOKEN_ACQUIRE, &[keys.lock, &keys.token()]);
                 inv.arg(field).arg(lease);
                 inv
             }
             _ => {
-                let mut inv = script_with(&scripts::REENTRANT_ACQUIRE, &[&keys.lock, &keys.token]);
+                let mut inv = script_with(&scripts::REENTRANT_ACQUIRE, &[keys.lock, &keys.token()]);
                 inv.arg(lease).arg(field);
                 inv
             }
@@ -88,17 +88,17 @@ impl RedisBackend {
         })
     }
 
-    async fn leave_fair_queue(&self, keys: &LockKeys, field: &str, fair_wait: Duration) -> Result<()> {
-        let mut invocation = script_with(&scripts::FAIR_LEAVE_QUEUE, &[&keys.queue, &keys.timeouts]);
+    async fn leave_fair_queue(&self, keys: &LockKeys<'_>, field: &str, fair_wait: Duration) -> Result<()> {
+        let mut invocation = script_with(&scripts::FAIR_LEAVE_QUEUE, &[&keys.queue(), &keys.timeouts()]);
         invocation.arg(field).arg(millis(fair_wait));
         self.link.invoke::<i64>(&invocation).await.map(drop)
     }
 }
 
-fn script_with<'a>(script: &'a Script, keys: &[&String]) -> redis::ScriptInvocation<'a> {
+fn script_with<'a>(script: &'a Script, keys: &[&str]) -> redis::ScriptInvocation<'a> {
     let mut invocation = script.prepare_invoke();
     for key in keys {
-        invocation.key(key.as_str());
+        invocation.key(*key);
     }
     invocation
 }
@@ -136,7 +136,7 @@ impl Backend for RedisBackend {
         } else {
             let channel = match request.kind {
                 LockKind::Fair => keys.waiter_channel(&field),
-                _ => keys.channel.clone(),
+                _ => keys.channel(),
             };
             // Subscribed before the next attempt, so a release in between still wakes us.
             match self.subscriptions.listen(&channel).await {
@@ -160,12 +160,12 @@ impl Backend for RedisBackend {
         let keys = LockKeys::new(&held.key);
         let invocation = match held.kind {
             LockKind::Token => {
-                let mut inv = script_with(&scripts::TOKEN_RENEW, &[&keys.lock]);
+                let mut inv = script_with(&scripts::TOKEN_RENEW, &[keys.lock]);
                 inv.arg(held.owner.to_string()).arg(millis(lease));
                 inv
             }
             _ => {
-                let mut inv = script_with(&scripts::HASH_RENEW, &[&keys.lock]);
+                let mut inv = script_with(&scripts::HASH_RENEW, &[keys.lock]);
                 inv.arg(millis(lease)).arg(held.owner.to_string());
                 inv
             }
@@ -179,7 +179,7 @@ impl Backend for RedisBackend {
             return Ok(Renewal::Renewed); // a plain key has no hold count
         }
         let keys = LockKeys::new(&held.key);
-        let mut invocation = script_with(&scripts::REENTRANT_REENTER, &[&keys.lock]);
+        let mut invocation = script_with(&scripts::REENTRANT_REENTER, &[keys.lock]);
         invocation.arg(held.owner.to_string());
         let still_held: i64 = self.link.invoke(&invocation).await?;
         Ok(if still_held == 1 { Renewal::Renewed } else { Renewal::Gone })
@@ -187,12 +187,13 @@ impl Backend for RedisBackend {
 
     async fn release(&self, held: &HeldLock, holds_left: u32) -> Result<Release> {
         let keys = LockKeys::new(&held.key);
+        let channel = keys.channel();
         let field = held.owner.to_string();
         let publish = self.link.publish_command();
         let released: i64 = match held.kind {
             LockKind::Token if holds_left > 0 => return Ok(Release::Released),
             LockKind::Token => {
-                let mut inv = script_with(&scripts::TOKEN_RELEASE, &[&keys.lock, &keys.channel]);
+                let mut inv = script_with(&scripts::TOKEN_RELEASE, &[keys.lock, &channel]);
                 inv.arg(&field).arg(publish).arg(UNLOCK_MESSAGE);
                 let released: i64 = self.link.invoke(&inv).await?;
                 if released == 1 {
@@ -203,19 +204,19 @@ impl Backend for RedisBackend {
             }
             LockKind::Fair => {
                 let mut inv =
-                    script_with(&scripts::FAIR_RELEASE, &[&keys.lock, &keys.queue, &keys.timeouts, &keys.channel]);
+                    script_with(&scripts::FAIR_RELEASE, &[keys.lock, &keys.queue(), &keys.timeouts(), &channel]);
                 inv.arg(&field).arg(holds_left).arg(publish).arg(UNLOCK_MESSAGE).arg(now_ms());
                 self.link.invoke(&inv).await?
             }
             _ => {
-                let mut inv = script_with(&scripts::REENTRANT_RELEASE, &[&keys.lock, &keys.channel]);
+                let mut inv = script_with(&scripts::REENTRANT_RELEASE, &[keys.lock, &channel]);
                 inv.arg(&field).arg(holds_left).arg(publish).arg(UNLOCK_MESSAGE);
                 self.link.invoke(&inv).await?
             }
         };
         if released == 0 && held.kind != LockKind::Fair {
             // Fair waiters are woken in queue order by the server; others may barge.
-            self.subscriptions.released_locally(&keys.channel);
+            self.subscriptions.released_locally(&channel);
         }
         Ok(if released < 0 { Release::Gone } else { Release::Released })
     }
@@ -233,7 +234,7 @@ impl Backend for RedisBackend {
             _ => &scripts::REENTRANT_TRANSFER,
         };
         let attempt_started = tokio::time::Instant::now();
-        let mut invocation = script_with(script, &[&keys.lock, &keys.token]);
+        let mut invocation = script_with(script, &[keys.lock, &keys.token()]);
         invocation.arg(from.owner.to_string()).arg(to.to_string()).arg(millis(lease));
         let token: i64 = self.link.invoke(&invocation).await?;
         Ok(u64::try_from(token).ok().filter(|&t| t > 0).map(|token| Acquired { token, attempt_started, state: None }))
@@ -251,13 +252,13 @@ impl Backend for RedisBackend {
 
     async fn is_locked(&self, key: &str, _kind: LockKind) -> Result<bool> {
         let keys = LockKeys::new(key);
-        let exists: i64 = self.link.invoke(&script_with(&scripts::IS_LOCKED, &[&keys.lock])).await?;
+        let exists: i64 = self.link.invoke(&script_with(&scripts::IS_LOCKED, &[keys.lock])).await?;
         Ok(exists == 1)
     }
 
     async fn remaining_lease(&self, key: &str, _kind: LockKind) -> Result<Option<Duration>> {
         let keys = LockKeys::new(key);
-        let pttl: i64 = self.link.invoke(&script_with(&scripts::REMAINING_LEASE, &[&keys.lock])).await?;
+        let pttl: i64 = self.link.invoke(&script_with(&scripts::REMAINING_LEASE, &[keys.lock])).await?;
         Ok(match pttl {
             -2 => None,
             ms if ms < 0 => Some(Duration::MAX), // a key without expiry (a foreign client's)
@@ -269,16 +270,18 @@ impl Backend for RedisBackend {
         let keys = LockKeys::new(key);
         let publish = self.link.publish_command();
         let removed: i64 = if kind == LockKind::Fair {
-            let mut inv =
-                script_with(&scripts::FAIR_FORCE_UNLOCK, &[&keys.lock, &keys.queue, &keys.timeouts, &keys.channel]);
+            let mut inv = script_with(
+                &scripts::FAIR_FORCE_UNLOCK,
+                &[keys.lock, &keys.queue(), &keys.timeouts(), &keys.channel()],
+            );
             inv.arg(publish).arg(UNLOCK_MESSAGE).arg(now_ms());
             self.link.invoke(&inv).await?
         } else {
-            let mut inv = script_with(&scripts::FORCE_UNLOCK, &[&keys.lock, &keys.channel]);
+            let mut inv = script_with(&scripts::FORCE_UNLOCK, &[keys.lock, &keys.channel()]);
             inv.arg(publish).arg(UNLOCK_MESSAGE);
             let removed = self.link.invoke(&inv).await?;
             if removed == 1 {
-                self.subscriptions.released_locally(&keys.channel);
+                self.subscriptions.released_locally(&keys.channel());
             }
             removed
         };

@@ -19,33 +19,42 @@ pub(super) fn prefixed(prefix: &str, name: &str) -> String {
     }
 }
 
-/// Every Redis key and channel that belongs to one lock.
-pub(super) struct LockKeys {
+/// Every Redis key and channel that belongs to one lock. Each is made when a script needs it:
+/// a call uses two or three of the five, and making all of them was a visible share of a
+/// lock+unlock pair's CPU.
+pub(super) struct LockKeys<'a> {
     /// The lock itself: a hash (reentrant, fair) or a string (token).
-    pub lock: String,
-    /// Where a full release is announced.
-    pub channel: String,
-    /// The fencing counter, shared with Redisson's RFencedLock.
-    pub token: String,
-    /// Fair lock: the queue of waiting owners, and their deadlines.
-    pub queue: String,
-    pub timeouts: String,
+    pub lock: &'a str,
 }
 
-impl LockKeys {
-    pub fn new(name: &str) -> Self {
-        LockKeys {
-            lock: name.to_string(),
-            channel: prefixed("redisson_lock__channel", name),
-            token: prefixed("redisson_lock_token", name),
-            queue: prefixed("redisson_lock_queue", name),
-            timeouts: prefixed("redisson_lock_timeout", name),
-        }
+impl<'a> LockKeys<'a> {
+    pub fn new(name: &'a str) -> Self {
+        LockKeys { lock: name }
+    }
+
+    /// Where a full release is announced.
+    pub fn channel(&self) -> String {
+        prefixed("redisson_lock__channel", self.lock)
+    }
+
+    /// The fencing counter, shared with Redisson's RFencedLock.
+    pub fn token(&self) -> String {
+        prefixed("redisson_lock_token", self.lock)
+    }
+
+    /// Fair lock: the queue of waiting owners.
+    pub fn queue(&self) -> String {
+        prefixed("redisson_lock_queue", self.lock)
+    }
+
+    /// Fair lock: the waiting owners' deadlines.
+    pub fn timeouts(&self) -> String {
+        prefixed("redisson_lock_timeout", self.lock)
     }
 
     /// The fair lock's private wake-up channel of one waiting owner.
     pub fn waiter_channel(&self, field: &str) -> String {
-        format!("{}:{field}", self.channel)
+        format!("{}:{field}", self.channel())
     }
 }
 
@@ -354,10 +363,10 @@ mod tests {
     fn keys_share_the_lock_hash_slot_as_redisson_names_them() {
         let keys = LockKeys::new("orders:42");
         assert_eq!(keys.lock, "orders:42");
-        assert_eq!(keys.channel, "redisson_lock__channel:{orders:42}");
-        assert_eq!(keys.token, "redisson_lock_token:{orders:42}");
-        assert_eq!(keys.queue, "redisson_lock_queue:{orders:42}");
-        assert_eq!(keys.timeouts, "redisson_lock_timeout:{orders:42}");
+        assert_eq!(keys.channel(), "redisson_lock__channel:{orders:42}");
+        assert_eq!(keys.token(), "redisson_lock_token:{orders:42}");
+        assert_eq!(keys.queue(), "redisson_lock_queue:{orders:42}");
+        assert_eq!(keys.timeouts(), "redisson_lock_timeout:{orders:42}");
         assert_eq!(keys.waiter_channel("u:1"), "redisson_lock__channel:{orders:42}:u:1");
         assert_eq!(prefixed("redisson_lock_token", "{user}:7"), "redisson_lock_token:{user}:7");
     }
