@@ -9,11 +9,12 @@ mod lost;
 mod name;
 
 use std::fmt;
+use std::future::Future;
 use std::str::FromStr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::{oneshot, OwnedMutexGuard};
+use tokio::sync::OwnedMutexGuard;
 use tokio::time::Instant;
 
 pub use guard::Guard;
@@ -281,13 +282,14 @@ impl Lock {
         Ok(Guard::new(self.clone(), token, watch))
     }
 
-    /// Run the backend's acquire in its own task, so that a caller dropping this future can
-    /// never strand a hold: the task sees the cancellation while waiting, a hold it gets after
-    /// the caller left is released by the task, and one that reached the caller's channel
-    /// unread is released when that channel is dropped. The owner's turn stays taken until
-    /// all of that is over, so the owner's next acquisition can never race with the cleanup
-    /// of this one (in stores that name a hold by its owner alone, such as Redisson's hash,
-    /// that cleanup would otherwise remove the next hold).
+    /// Run the backend's acquire in the caller's task (no spawn, no hop between threads for
+    /// a caller on a foreign thread), in such a way that a caller dropping this future can
+    /// never strand a hold: if it goes away before the answer, the acquisition is moved, as
+    /// it stands, into a task of its own, which sees the cancellation while waiting and
+    /// releases any hold it gets. The owner's turn stays taken until all of that is over, so
+    /// the owner's next acquisition can never race with the cleanup of this one (in stores
+    /// that name a hold by its owner alone, such as Redisson's hash, that cleanup would
+    /// otherwise remove the next hold).
     async fn run_acquire(
         &self,
         request: AcquireRequest,
@@ -296,30 +298,22 @@ impl Lock {
         let inner = self.client.inner();
         let backend = inner.backend.clone();
         let waiters = inner.backend.transfers(request.kind).then(|| inner.waiters.clone());
-        let (reply, answer) = oneshot::channel();
         let hold = (request.key.clone(), request.owner, request.kind);
         let cancel = request.cancel.clone();
-        let task_in_flight = inner.acquisitions.token();
-        let task = inner.runtime.spawn(async move {
-            let _in_flight = task_in_flight;
-            let result = handoff::acquire_or_take_over(&backend, &request, waiters.as_ref()).await;
-            if let Err(Ok(Some((acquired, run)))) = reply.send(result) {
-                let held = HeldLock::new(request.key, request.owner, request.kind, acquired);
-                let _ = handoff::give_back(backend.as_ref(), &held, &run.landing).await;
-            }
-        });
+        let work: Acquisition =
+            Box::pin(async move { handoff::acquire_or_take_over(&backend, &request, waiters.as_ref()).await });
         let mut pending = PendingAcquire {
-            answer,
+            work: Some(work),
             hold,
             client: self.client.clone(),
-            abandoned: Some((turn, task, inner.acquisitions.token())),
+            abandoned: Some((turn, inner.acquisitions.token())),
             _cancel_on_drop: cancel.drop_guard(),
         };
-        let answer = (&mut pending.answer).await;
-        // Answered: the task is done with the store. The caller keeps the turn until it has
-        // recorded the hold.
-        let (turn, _task, _in_flight) = pending.abandoned.take().expect("taken only here or in drop");
-        let answer = answer.unwrap_or_else(|_| Err(Error::backend("the acquire task stopped before it answered")));
+        let answer = pending.work.as_mut().expect("set above").as_mut().await;
+        // Answered: the store work is over. The caller keeps the turn until it has recorded
+        // the hold.
+        pending.work = None;
+        let (turn, _in_flight) = pending.abandoned.take().expect("taken only here or in drop");
         (turn, answer)
     }
 
@@ -467,39 +461,36 @@ impl Lock {
     }
 }
 
-/// The caller's end of an acquisition running in its own task.
+/// A backend acquisition (or a local handoff), boxed so that it can move into a task of its
+/// own part way through.
+type Acquisition = std::pin::Pin<Box<dyn Future<Output = Result<Option<(Acquired, handoff::Run)>>> + Send>>;
+
+/// An acquisition under way in the caller's task.
 struct PendingAcquire {
-    answer: oneshot::Receiver<Result<Option<(Acquired, handoff::Run)>>>,
+    /// `None` once it has answered.
+    work: Option<Acquisition>,
     hold: (String, Owner, LockKind),
     client: Client,
-    /// Until answered: the owner's turn and the task, for the cleanup if the caller leaves.
-    abandoned:
-        Option<(OwnedMutexGuard<()>, tokio::task::JoinHandle<()>, tokio_util::task::task_tracker::TaskTrackerToken)>,
-    /// Tells the task to stop waiting when the caller goes away.
+    /// Until answered: the owner's turn and the client's count of acquisitions in flight,
+    /// kept by the cleanup if the caller leaves.
+    abandoned: Option<(OwnedMutexGuard<()>, tokio_util::task::task_tracker::TaskTrackerToken)>,
+    /// Tells the acquisition to stop waiting when the caller goes away.
     _cancel_on_drop: tokio_util::sync::DropGuard,
 }
 
 impl Drop for PendingAcquire {
+    /// The caller went away before the answer: finish the acquisition in a task of its own
+    /// (it stops waiting, as the cancellation says) and give back whatever it got.
     fn drop(&mut self) {
-        let Some((turn, task, in_flight)) = self.abandoned.take() else { return };
-        // The task may have sent a hold just before the caller went away: close the channel
-        // (so later sends fail and the task releases) and give back anything already in it.
-        self.answer.close();
-        let unread = match self.answer.try_recv() {
-            Ok(Ok(Some(taken))) => Some(taken),
-            _ => None,
-        };
+        let (Some(work), Some((turn, in_flight))) = (self.work.take(), self.abandoned.take()) else { return };
         let (key, owner, kind) = self.hold.clone();
         let client = self.client.clone();
-        let inner = client.inner();
-        inner.runtime.clone().spawn(async move {
+        client.inner().runtime.clone().spawn(async move {
             let inner = client.inner();
-            if let Some((acquired, run)) = unread {
+            if let Ok(Some((acquired, run))) = work.await {
                 let held = HeldLock::new(key.clone(), owner, kind, acquired);
                 let _ = handoff::give_back(inner.backend.as_ref(), &held, &run.landing).await;
             }
-            // The task releases what it gets from now on; wait until it has.
-            let _ = task.await;
             drop(turn);
             drop(in_flight);
             inner.holds.tidy_key(&key, owner);
