@@ -175,11 +175,26 @@ pub(crate) async fn session_connection<DB: sqlx::Database>(
 /// Rounded up to whole milliseconds plus one, so a server timer (lock_timeout takes whole
 /// milliseconds) never ends the wait before the caller's deadline.
 pub(crate) fn wait_left(request: &AcquireRequest) -> Option<Duration> {
-    request.deadline.map(|deadline| {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let whole_ms = left.as_nanos().div_ceil(1_000_000);
-        Duration::from_millis(u64::try_from(whole_ms).unwrap_or(u64::MAX / 2).saturating_add(1))
-    })
+    request.deadline.map(wait_left_until)
+}
+
+/// [`wait_left`] for a known deadline.
+pub(crate) fn wait_left_until(deadline: Instant) -> Duration {
+    let left = deadline.saturating_duration_since(Instant::now());
+    let whole_ms = left.as_nanos().div_ceil(1_000_000);
+    Duration::from_millis(u64::try_from(whole_ms).unwrap_or(u64::MAX / 2).saturating_add(1))
+}
+
+/// Resolves when either the caller cancelled or the acquisition was dropped (see the
+/// session backends' `wait_for_lock`).
+pub(crate) async fn either_cancelled(
+    cancel: &tokio_util::sync::CancellationToken,
+    abandoned: &tokio_util::sync::CancellationToken,
+) {
+    tokio::select! {
+        _ = cancel.cancelled() => {}
+        _ = abandoned.cancelled() => {}
+    }
 }
 
 pub(crate) fn try_once(request: &AcquireRequest) -> bool {
