@@ -20,7 +20,28 @@
 //! database session.
 //!
 //! Both kinds take a fencing token from `polylock_fencing(name, token)`, bumped while the lock
-//! is already held, so tokens grow in the order the lock was granted.
+//! is already held, so tokens grow in the order the lock was granted. Each acquisition draws
+//! two (the counter goes up by 2, a new name starts at 2) and issues the first; the second is
+//! set aside for a local handoff.
+//!
+//! Local handoffs (lock/handoff.rs; both kinds): when an owner releases a lock another owner
+//! of the same client waits for, the lock moves without ever being free. A session lock stays
+//! on its connection (the new owner's hold carries the same session), which draws the token
+//! set aside (`UPDATE polylock_fencing SET token = token + 1`) on that very connection, so a
+//! killed session fails the transfer instead of handing on a lock it lost; a failed transfer
+//! closes the connection, which frees the lock. A lease lock's ShedLock row is rewritten to
+//! the new owner (`locked_by`, `locked_at`, `lock_until` from the database clock, only while
+//! it is still the old owner's and live) with the counter bump, in one statement on
+//! PostgreSQL and one transaction on MySQL. The new owner starts at once with the reserved
+//! token; a transfer that finds the hold gone marks it lost, and whoever holds the lock then
+//! has a greater token. A waiter handed the lock drops its own store attempt: a blocked
+//! `pg_advisory_lock` / `GET_LOCK` is cancelled on the server (and anything it was granted
+//! meanwhile given up) before its connection goes back to the pool, and a lease attempt runs
+//! to its end in a task of its own and gives back a row it won for nobody. Known limit: a
+//! session lock's connection monitor marks only the owner that took the lock from the
+//! database; after a handoff, the new owner learns of a killed session at its next renewal
+//! (a third of the watchdog lease) or at release, because `Backend::transfer` is not given
+//! the new owner's lost latch.
 //!
 //! Connections: a shared pool (`pool_size`, default 4) for lease statements, fencing and
 //! cancels, and a session pool (up to `max_sessions`, default 64) from which each held *or
@@ -175,11 +196,26 @@ pub(crate) async fn session_connection<DB: sqlx::Database>(
 /// Rounded up to whole milliseconds plus one, so a server timer (lock_timeout takes whole
 /// milliseconds) never ends the wait before the caller's deadline.
 pub(crate) fn wait_left(request: &AcquireRequest) -> Option<Duration> {
-    request.deadline.map(|deadline| {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let whole_ms = left.as_nanos().div_ceil(1_000_000);
-        Duration::from_millis(u64::try_from(whole_ms).unwrap_or(u64::MAX / 2).saturating_add(1))
-    })
+    request.deadline.map(wait_left_until)
+}
+
+/// [`wait_left`] for a known deadline.
+pub(crate) fn wait_left_until(deadline: Instant) -> Duration {
+    let left = deadline.saturating_duration_since(Instant::now());
+    let whole_ms = left.as_nanos().div_ceil(1_000_000);
+    Duration::from_millis(u64::try_from(whole_ms).unwrap_or(u64::MAX / 2).saturating_add(1))
+}
+
+/// Resolves when either the caller cancelled or the acquisition was dropped (see the
+/// session backends' `wait_for_lock`).
+pub(crate) async fn either_cancelled(
+    cancel: &tokio_util::sync::CancellationToken,
+    abandoned: &tokio_util::sync::CancellationToken,
+) {
+    tokio::select! {
+        _ = cancel.cancelled() => {}
+        _ = abandoned.cancelled() => {}
+    }
 }
 
 pub(crate) fn try_once(request: &AcquireRequest) -> bool {

@@ -7,19 +7,22 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
-use sqlx::pool::PoolConnection;
 use sqlx::{MySql, Row};
 use tokio::sync::watch;
 use tokio::time::{timeout, Instant};
+use tokio_util::sync::CancellationToken;
 
 use super::errors::{map_error, mysql_number};
 use super::names::{lease_name, mysql_lock_name};
-use super::session::{Session, SessionConn};
-use super::{locked_by, session_connection, session_force_unlock_refused, try_once, wait_left, SqlConfig};
+use super::session::{Session, SessionConn, Unrecorded};
+use super::{
+    either_cancelled, locked_by, session_connection, session_force_unlock_refused, try_once, wait_left_until, SqlConfig,
+};
 use crate::backend::poll::{acquire_by_attempts, Attempt, Backoff};
 use crate::backend::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::{Error, Result};
 use crate::lock::LockKind;
+use crate::owner::Owner;
 use crate::url::ConnectUrl;
 
 /// sqlx's own MySQL URL options that polylock passes through.
@@ -46,11 +49,20 @@ const ER_DUP_ENTRY: u16 = 1062;
 const FOREVER_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
 
 pub(crate) struct MySqlBackend {
+    lease_table: LeaseTable,
     shared: MySqlPool,
     sessions: MySqlPool,
     config: SqlConfig,
     table: String,
     released: watch::Sender<u64>,
+}
+
+/// Whether a lock wait ended because it was interrupted (`KILL QUERY`): error 1317, or NULL.
+fn interrupted(outcome: &std::result::Result<Option<i64>, sqlx::Error>) -> bool {
+    match outcome {
+        Ok(got) => got.is_none(),
+        Err(err) => mysql_number(err) == Some(1317),
+    }
 }
 
 impl MySqlBackend {
@@ -69,7 +81,9 @@ impl MySqlBackend {
             .acquire_timeout(config.connect_timeout)
             .connect_lazy_with(options);
         let table = config.table.clone();
-        let backend = MySqlBackend { shared, sessions, config, table, released: watch::channel(0).0 };
+        let lease_table =
+            LeaseTable { shared: shared.clone(), table: table.clone(), shown_url: config.shown_url.clone() };
+        let backend = MySqlBackend { lease_table, shared, sessions, config, table, released: watch::channel(0).0 };
         backend.create_schema().await?;
         Ok(backend)
     }
@@ -96,117 +110,153 @@ impl MySqlBackend {
         Ok(())
     }
 
-    /// Bump and return the fencing counter of `name`, while the lock is held. LAST_INSERT_ID(x)
-    /// makes the new value the statement's insert id, so this is one round trip.
+    async fn acquire_session(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
+        let name = mysql_lock_name(&request.key);
+        let Some(conn) =
+            session_connection(&self.sessions, request, self.config.max_sessions).await.map_err(|e| self.err(e))?
+        else {
+            return Ok(None);
+        };
+        // Until a session records the lock, dropping this acquisition closes the connection.
+        let mut conn = Unrecorded::new(conn);
+        let attempt_started = Instant::now();
+        let row = sqlx::query("SELECT GET_LOCK(?, 0), CONNECTION_ID()")
+            .bind(&name)
+            .fetch_one(&mut **conn.conn())
+            .await
+            .map_err(|e| self.err(e))?;
+        let (got, connection_id): (Option<i64>, u64) = (row.get(0), row.get(1));
+        let mut conn = if got == Some(1) {
+            conn
+        } else if try_once(request) || request.cancel.is_cancelled() {
+            drop(conn.into_inner()); // holds nothing: back to the pool
+            return Ok(None);
+        } else {
+            match self.wait_for_lock(request, conn, &name, connection_id).await? {
+                Some(conn) => conn,
+                None => return Ok(None),
+            }
+        };
+        // An error drops the connection unrecorded, which closes it and frees the lock.
+        let token = self.lease_table.next_token(&mut **conn.conn(), &name).await?;
+        let session = Session::start(
+            SessionConn::MySql { conn: conn.into_inner(), name },
+            attempt_started + request.lease,
+            self.config.session_check,
+            request.lost.clone(),
+        );
+        Ok(Some(Acquired { token, attempt_started, state: session.into_state() }))
+    }
+
+    /// Block in `GET_LOCK(name, timeout)` until the deadline; `Some` holding the lock. The
+    /// wait runs in a task of its own, so it ends cleanly however it is given up: a
+    /// cancellation, or this acquisition being dropped (a waiter handed the lock by another
+    /// owner of this client drops its own attempt), interrupts it with `KILL QUERY`, and a
+    /// connection whose wait was interrupted goes back to the pool rather than being closed.
+    async fn wait_for_lock(
+        &self,
+        request: &AcquireRequest,
+        mut conn: Unrecorded<MySql>,
+        name: &str,
+        connection_id: u64,
+    ) -> Result<Option<Unrecorded<MySql>>> {
+        let forever = request.deadline.is_none();
+        let (shared, cancel, shown_url) = (self.shared.clone(), request.cancel.clone(), self.config.shown_url.clone());
+        let (deadline, name) = (request.deadline, name.to_string());
+        let abandoned = CancellationToken::new();
+        let _abandon_when_dropped = abandoned.clone().drop_guard();
+        let wait = tokio::spawn(async move {
+            loop {
+                // MariaDB answers NULL to a negative ("forever") timeout: a year it is, asked
+                // again if it ever runs out.
+                let seconds = match deadline {
+                    Some(deadline) => wait_left_until(deadline).as_secs_f64(),
+                    None => FOREVER_SECONDS,
+                };
+                let (outcome, cancelled) = {
+                    let wait = sqlx::query_scalar::<_, Option<i64>>("SELECT GET_LOCK(?, ?)")
+                        .bind(&name)
+                        .bind(seconds)
+                        .fetch_one(&mut **conn.conn());
+                    tokio::pin!(wait);
+                    tokio::select! {
+                        outcome = &mut wait => (Some(outcome), false),
+                        _ = either_cancelled(&cancel, &abandoned) => {
+                            let _ = sqlx::query(&format!("KILL QUERY {connection_id}")).execute(&shared).await;
+                            (timeout(Duration::from_secs(5), &mut wait).await.ok(), true)
+                        }
+                    }
+                };
+                let Some(outcome) = outcome else {
+                    return Err(Error::backend("the database did not answer a cancelled lock wait"));
+                };
+                return match outcome {
+                    Ok(Some(1)) if !cancelled => Ok(Some(conn)),
+                    Ok(Some(0)) if !cancelled && forever => continue,
+                    Ok(Some(0)) if !cancelled => {
+                        drop(conn.into_inner()); // timed out holding nothing: back to the pool
+                        Ok(None)
+                    }
+                    // Interrupted by our KILL QUERY (1317, or NULL on some versions), which is
+                    // used up. The kill can land after the lock was granted, and the lock
+                    // outlives the interrupted statement: the session gives it up before the
+                    // connection goes back to the pool.
+                    _ if cancelled && interrupted(&outcome) => {
+                        let released =
+                            sqlx::query("SELECT RELEASE_LOCK(?)").bind(&name).execute(&mut **conn.conn()).await;
+                        if released.is_ok() {
+                            drop(conn.into_inner());
+                        }
+                        Ok(None)
+                    }
+                    // Granted (or ended) just before the kill, which could still hit a later
+                    // statement: the connection is closed (dropped unrecorded), the lock with it.
+                    Ok(_) => Ok(None),
+                    Err(err) => Err(map_error(&shown_url, err)),
+                };
+            }
+        });
+        wait.await.unwrap_or_else(|_| Err(Error::backend("the lock wait stopped with the runtime")))
+    }
+}
+
+/// The statements on the shared pool that need only owned state, so a lease attempt can run
+/// in a task of its own: a waiter handed the lock locally drops its attempt, and a MySQL
+/// statement dropped half way leaves its connection out of step (sqlx's check on returning
+/// it to the pool then waits for ever, and the pool runs dry).
+#[derive(Clone)]
+struct LeaseTable {
+    shared: MySqlPool,
+    table: String,
+    shown_url: String,
+}
+
+impl LeaseTable {
+    fn err(&self, err: sqlx::Error) -> Error {
+        map_error(&self.shown_url, err)
+    }
+
+    /// Draw two tokens from the fencing counter of `name`, while the lock is held, and return
+    /// the first: the second is set aside for the owner the hold may be handed to (see
+    /// `transfer`). A new name starts at 2, issuing 1. LAST_INSERT_ID(x) makes the new value
+    /// the statement's insert id, so this is one round trip.
     async fn next_token<'e, E: sqlx::MySqlExecutor<'e>>(&self, executor: E, name: &str) -> Result<u64> {
         let done = sqlx::query(
-            "INSERT INTO polylock_fencing (name, token) VALUES (?, LAST_INSERT_ID(1))
-             ON DUPLICATE KEY UPDATE token = LAST_INSERT_ID(token + 1)",
+            "INSERT INTO polylock_fencing (name, token) VALUES (?, LAST_INSERT_ID(2))
+             ON DUPLICATE KEY UPDATE token = LAST_INSERT_ID(token + 2)",
         )
         .bind(name)
         .execute(executor)
         .await
         .map_err(|e| self.err(e))?;
-        Ok(done.last_insert_id())
-    }
-
-    async fn acquire_session(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
-        let name = mysql_lock_name(&request.key);
-        let Some(mut conn) =
-            session_connection(&self.sessions, request, self.config.max_sessions).await.map_err(|e| self.err(e))?
-        else {
-            return Ok(None);
-        };
-        let attempt_started = Instant::now();
-        let row = sqlx::query("SELECT GET_LOCK(?, 0), CONNECTION_ID()")
-            .bind(&name)
-            .fetch_one(&mut *conn)
-            .await
-            .map_err(|e| self.err(e))?;
-        let (got, connection_id): (Option<i64>, u64) = (row.get(0), row.get(1));
-        let mut locked = got == Some(1);
-        if !locked && !try_once(request) && !request.cancel.is_cancelled() {
-            match self.wait_for_lock(request, &mut conn, &name, connection_id).await {
-                Ok(true) => locked = true,
-                Ok(false) => return Ok(None),
-                Err(err) => {
-                    let _ = conn.close().await;
-                    return Err(err);
-                }
-            }
-        }
-        if !locked {
-            return Ok(None);
-        }
-        match self.next_token(&mut *conn, &name).await {
-            Ok(token) => {
-                let session = Session::start(
-                    SessionConn::MySql { conn, name },
-                    attempt_started + request.lease,
-                    self.config.session_check,
-                    request.lost.clone(),
-                );
-                Ok(Some(Acquired { token, attempt_started, state: session.into_state() }))
-            }
-            Err(err) => {
-                let _ = conn.close().await;
-                Err(err)
-            }
-        }
-    }
-
-    /// Block in `GET_LOCK(name, timeout)` until the deadline (a negative timeout waits
-    /// forever); a cancellation interrupts it with `KILL QUERY`.
-    async fn wait_for_lock(
-        &self,
-        request: &AcquireRequest,
-        conn: &mut PoolConnection<MySql>,
-        name: &str,
-        connection_id: u64,
-    ) -> Result<bool> {
-        // MariaDB answers NULL to a negative ("forever") timeout: a year it is, asked again if
-        // it ever runs out.
-        let seconds = wait_left(request).map_or(FOREVER_SECONDS, |left| left.as_secs_f64());
-        let (outcome, cancelled) = {
-            let wait = sqlx::query_scalar::<_, Option<i64>>("SELECT GET_LOCK(?, ?)")
-                .bind(name)
-                .bind(seconds)
-                .fetch_one(&mut **conn);
-            tokio::pin!(wait);
-            tokio::select! {
-                outcome = &mut wait => (Some(outcome), false),
-                _ = request.cancel.cancelled() => {
-                    let _ = sqlx::query(&format!("KILL QUERY {connection_id}")).execute(&self.shared).await;
-                    (timeout(Duration::from_secs(5), &mut wait).await.ok(), true)
-                }
-            }
-        };
-        let Some(outcome) = outcome else {
-            return Err(Error::backend("the database did not answer a cancelled lock wait"));
-        };
-        if cancelled {
-            // The lock may have been granted just before the cancel, and a late cancel could
-            // hit a later statement: the connection is closed, which frees whatever it holds.
-            drop(outcome);
-            conn.close_on_drop();
-            return Ok(false);
-        }
-        match outcome {
-            Ok(Some(0)) if request.deadline.is_none() => {
-                Box::pin(self.wait_for_lock(request, conn, name, connection_id)).await
-            }
-            Ok(got) => Ok(got == Some(1)),
-            // 1317: query execution was interrupted.
-            Err(err) if mysql_number(&err) == Some(1317) => Ok(false),
-            Err(err) => Err(self.err(err)),
-        }
+        Ok(done.last_insert_id() - 1)
     }
 
     /// One ShedLock-style attempt: take an expired row, else insert a new one; bump the
     /// fencing counter only once the row is ours.
-    async fn lease_attempt(&self, request: &AcquireRequest, name: &str, by: &str) -> Result<Attempt> {
+    async fn attempt(&self, lease: Duration, name: &str, by: &str) -> Result<Attempt> {
         let table = &self.table;
-        let micros = i64::try_from(request.lease.as_micros()).unwrap_or(i64::MAX);
+        let micros = i64::try_from(lease.as_micros()).unwrap_or(i64::MAX);
         let taken = sqlx::query(&format!(
             "UPDATE {table} SET lock_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND,
                  locked_at = UTC_TIMESTAMP(3), locked_by = ?
@@ -280,8 +330,25 @@ impl Backend for MySqlBackend {
                 let name = lease_name(&request.key);
                 let by = locked_by(&request.owner);
                 let mut wakeups = self.released.subscribe();
-                acquire_by_attempts(request, LEASE_BACKOFF, &mut wakeups, || self.lease_attempt(request, &name, &by))
-                    .await
+                acquire_by_attempts(request, LEASE_BACKOFF, &mut wakeups, || {
+                    let (table, name, by, lease) = (self.lease_table.clone(), name.clone(), by.clone(), request.lease);
+                    async move {
+                        // A task of its own (see LeaseTable); a row won after the caller went
+                        // away is given straight back.
+                        let abandoned = CancellationToken::new();
+                        let _abandon_when_dropped = abandoned.clone().drop_guard();
+                        tokio::spawn(async move {
+                            let attempt = table.attempt(lease, &name, &by).await;
+                            if abandoned.is_cancelled() && matches!(attempt, Ok(Attempt::Acquired { .. })) {
+                                let _ = table.give_back_lease(&name, &by).await;
+                            }
+                            attempt
+                        })
+                        .await
+                        .unwrap_or_else(|_| Err(Error::backend("a lease attempt stopped with the runtime")))
+                    }
+                })
+                .await
             }
             _ => self.acquire_session(request).await,
         }
@@ -306,6 +373,58 @@ impl Backend for MySqlBackend {
         Ok(if done.rows_affected() == 1 { Renewal::Renewed } else { Renewal::Gone })
     }
 
+    /// A session lock stays with its connection, which draws the token set aside; a lease
+    /// lock's ShedLock row is rewritten to the new owner and the counter bumped in one
+    /// transaction, so the row never looks free to anyone in between, and a transfer cut off
+    /// half way changes nothing.
+    async fn transfer(&self, from: &HeldLock, to: Owner, lease: Duration) -> Result<Option<Acquired>> {
+        let attempt_started = Instant::now();
+        if from.kind != LockKind::Lease {
+            let token =
+                Session::transfer_held(from, mysql_lock_name(&from.key), lease).await.map_err(|e| self.err(e))?;
+            return Ok(token.map(|token| Acquired { token, attempt_started, state: from.state.clone() }));
+        }
+        let (name, from_by, to_by) = (lease_name(&from.key), locked_by(&from.owner), locked_by(&to));
+        let micros = i64::try_from(lease.as_micros()).unwrap_or(i64::MAX);
+        let mut tx = self.shared.begin().await.map_err(|e| self.err(e))?;
+        let moved = sqlx::query(&format!(
+            "UPDATE {} SET locked_by = ?, locked_at = UTC_TIMESTAMP(3),
+                 lock_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND
+             WHERE name = ? AND locked_by IN (?, ?) AND lock_until > UTC_TIMESTAMP(3)",
+            self.table
+        ))
+        .bind(&to_by)
+        .bind(micros)
+        .bind(&name)
+        .bind(&from_by)
+        .bind(&to_by)
+        .execute(&mut *tx)
+        .await
+        .map_err(|e| self.err(e))?;
+        if moved.rows_affected() != 1 {
+            return Ok(None); // dropping the transaction rolls it back
+        }
+        let fenced = sqlx::query("UPDATE polylock_fencing SET token = LAST_INSERT_ID(token + 1) WHERE name = ?")
+            .bind(&name)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.err(e))?;
+        if fenced.rows_affected() != 1 {
+            return Ok(None);
+        }
+        tx.commit().await.map_err(|e| self.err(e))?;
+        Ok(Some(Acquired { token: fenced.last_insert_id() - 1, attempt_started, state: None }))
+    }
+
+    fn transfers(&self, kind: LockKind) -> bool {
+        matches!(kind, LockKind::Reentrant | LockKind::Lease)
+    }
+
+    /// Every acquisition draws two tokens and issues the first; a transfer draws one.
+    fn reserves_next_token(&self, kind: LockKind) -> bool {
+        self.transfers(kind)
+    }
+
     async fn release(&self, held: &HeldLock, holds_left: u32) -> Result<Release> {
         if held.kind != LockKind::Lease {
             return Ok(Session::release_held(held, holds_left).await);
@@ -323,7 +442,7 @@ impl Backend for MySqlBackend {
             .map_err(|e| self.err(e))?;
             count == 1
         } else {
-            let ours = self.give_back_lease(&name, &by).await?;
+            let ours = self.lease_table.give_back_lease(&name, &by).await?;
             self.released.send_modify(|n| *n = n.wrapping_add(1));
             ours
         };

@@ -6,20 +6,24 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Row};
 use tokio::sync::{watch, OnceCell};
 use tokio::time::{timeout, Instant};
+use tokio_util::sync::CancellationToken;
 
 use super::errors::{db_code, map_error};
 use super::names::{lease_name, postgres_advisory_key};
-use super::session::{Session, SessionConn};
-use super::{locked_by, millis, session_connection, session_force_unlock_refused, try_once, wait_left, SqlConfig};
+use super::session::{Session, SessionConn, Unrecorded};
+use super::{
+    either_cancelled, locked_by, millis, session_connection, session_force_unlock_refused, try_once, wait_left,
+    SqlConfig,
+};
 use crate::backend::poll::{acquire_by_attempts, Attempt, Backoff};
 use crate::backend::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::{Error, Result};
 use crate::lock::LockKind;
+use crate::owner::Owner;
 use crate::url::ConnectUrl;
 
 /// sqlx's own PostgreSQL URL options that polylock passes through.
@@ -37,6 +41,7 @@ const LEASE_FALLBACK: Backoff = Backoff { min: Duration::from_millis(10), max: D
 const SCHEMA_LOCK_KEY: i64 = 0x706f_6c79_6c6f_636b; // "polylock"
 
 pub(crate) struct PgBackend {
+    lease_table: LeaseTable,
     shared: PgPool,
     sessions: PgPool,
     config: SqlConfig,
@@ -64,7 +69,10 @@ impl PgBackend {
             .acquire_timeout(config.connect_timeout)
             .connect_lazy_with(options);
         let table = config.table.clone();
+        let lease_table =
+            LeaseTable { shared: shared.clone(), table: table.clone(), shown_url: config.shown_url.clone() };
         let backend = PgBackend {
+            lease_table,
             shared,
             sessions,
             config,
@@ -98,140 +106,115 @@ impl PgBackend {
         tx.commit().await.map_err(|e| self.err(e))
     }
 
-    /// Bump and return the fencing counter of `name`. Called only while the lock is held.
+    /// Draw two tokens from the fencing counter of `name` and return the first: the second is
+    /// set aside for the owner the hold may be handed to (see `transfer`). A new name starts at
+    /// 2, issuing 1. Called only while the lock is held.
     async fn next_token<'e, E: sqlx::PgExecutor<'e>>(&self, executor: E, name: &str) -> Result<u64> {
-        let token: i64 = sqlx::query_scalar(
-            "INSERT INTO polylock_fencing (name, token) VALUES ($1, 1)
-             ON CONFLICT (name) DO UPDATE SET token = polylock_fencing.token + 1 RETURNING token",
+        let reserved: i64 = sqlx::query_scalar(
+            "INSERT INTO polylock_fencing (name, token) VALUES ($1, 2)
+             ON CONFLICT (name) DO UPDATE SET token = polylock_fencing.token + 2 RETURNING token",
         )
         .bind(name)
         .fetch_one(executor)
         .await
         .map_err(|e| self.err(e))?;
-        Ok(token as u64)
+        Ok(reserved as u64 - 1)
     }
 
     async fn acquire_session(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
         let key = postgres_advisory_key(&request.key);
-        let Some(mut conn) =
+        let Some(conn) =
             session_connection(&self.sessions, request, self.config.max_sessions).await.map_err(|e| self.err(e))?
         else {
             return Ok(None);
         };
+        // Until a session records the lock, dropping this acquisition closes the connection.
+        let mut conn = Unrecorded::new(conn);
         let attempt_started = Instant::now();
         let row = sqlx::query("SELECT pg_try_advisory_lock($1), pg_backend_pid()")
             .bind(key)
-            .fetch_one(&mut *conn)
+            .fetch_one(&mut **conn.conn())
             .await
             .map_err(|e| self.err(e))?;
-        let (mut locked, pid): (bool, i32) = (row.get(0), row.get(1));
-        if !locked && !try_once(request) && !request.cancel.is_cancelled() {
-            match self.wait_for_lock(request, &mut conn, key, pid).await {
-                Ok(true) => locked = true,
-                Ok(false) => return Ok(None),
-                Err(err) => {
-                    let _ = conn.close().await;
-                    return Err(err);
-                }
-            }
-        }
-        if !locked {
+        let (locked, pid): (bool, i32) = (row.get(0), row.get(1));
+        let mut conn = if locked {
+            conn
+        } else if try_once(request) || request.cancel.is_cancelled() {
+            drop(conn.into_inner()); // holds nothing: back to the pool
             return Ok(None);
-        }
-        match self.next_token(&mut *conn, &request.key).await {
-            Ok(token) => {
-                let lease_end = attempt_started + request.lease;
-                let session = Session::start(
-                    SessionConn::Postgres { conn, key },
-                    lease_end,
-                    self.config.session_check,
-                    request.lost.clone(),
-                );
-                Ok(Some(Acquired { token, attempt_started, state: session.into_state() }))
+        } else {
+            match self.wait_for_lock(request, conn, key, pid).await? {
+                Some(conn) => conn,
+                None => return Ok(None),
             }
-            Err(err) => {
-                let _ = conn.close().await; // frees the lock with the session
-                Err(err)
-            }
-        }
+        };
+        // An error drops the connection unrecorded, which closes it and frees the lock.
+        let token = self.next_token(&mut **conn.conn(), &request.key).await?;
+        let session = Session::start(
+            SessionConn::Postgres { conn: conn.into_inner(), key },
+            attempt_started + request.lease,
+            self.config.session_check,
+            request.lost.clone(),
+        );
+        Ok(Some(Acquired { token, attempt_started, state: session.into_state() }))
     }
 
-    /// Block in `pg_advisory_lock` under `lock_timeout` until the deadline; a cancellation
-    /// cancels the server-side wait. False if the wait ended without the lock.
+    /// Block in `pg_advisory_lock` under `lock_timeout` until the deadline; `Some` holding
+    /// the lock. The wait runs in a task of its own, so it ends cleanly however it is given up:
+    /// a cancellation, or this acquisition being dropped (a waiter handed the lock by another
+    /// owner of this client drops its own attempt), cancels it on the server with
+    /// `pg_cancel_backend`, and a connection whose wait was cancelled goes back to the pool
+    /// rather than being closed, so local handoffs do not cost a new connection each.
     async fn wait_for_lock(
         &self,
         request: &AcquireRequest,
-        conn: &mut PoolConnection<Postgres>,
+        mut conn: Unrecorded<Postgres>,
         key: i64,
         pid: i32,
-    ) -> Result<bool> {
+    ) -> Result<Option<Unrecorded<Postgres>>> {
         // 0 disables the timeout: wait forever. set_config runs before the lock in one statement.
-        let lock_timeout = wait_left(request).map_or(0, millis).to_string();
-        let (outcome, cancelled) = {
-            let wait = sqlx::query("SELECT set_config('lock_timeout', $1, false), pg_advisory_lock($2)")
-                .bind(format!("{lock_timeout}ms"))
-                .bind(key)
-                .execute(&mut **conn);
-            tokio::pin!(wait);
-            tokio::select! {
-                outcome = &mut wait => (Some(outcome), false),
-                _ = request.cancel.cancelled() => {
-                    let _ = sqlx::query("SELECT pg_cancel_backend($1)").bind(pid).execute(&self.shared).await;
-                    (timeout(Duration::from_secs(5), &mut wait).await.ok(), true)
+        let lock_timeout = format!("{}ms", wait_left(request).map_or(0, millis));
+        let (shared, cancel, shown_url) = (self.shared.clone(), request.cancel.clone(), self.config.shown_url.clone());
+        let abandoned = CancellationToken::new();
+        let _abandon_when_dropped = abandoned.clone().drop_guard();
+        let wait = tokio::spawn(async move {
+            let (outcome, cancelled) = {
+                let wait = sqlx::query("SELECT set_config('lock_timeout', $1, false), pg_advisory_lock($2)")
+                    .bind(lock_timeout)
+                    .bind(key)
+                    .execute(&mut **conn.conn());
+                tokio::pin!(wait);
+                tokio::select! {
+                    outcome = &mut wait => (Some(outcome), false),
+                    _ = either_cancelled(&cancel, &abandoned) => {
+                        let _ = sqlx::query("SELECT pg_cancel_backend($1)").bind(pid).execute(&shared).await;
+                        (timeout(Duration::from_secs(5), &mut wait).await.ok(), true)
+                    }
                 }
+            };
+            let Some(outcome) = outcome else {
+                return Err(Error::backend("the database did not answer a cancelled lock wait"));
+            };
+            match outcome {
+                Ok(_) if !cancelled => Ok(Some(conn)),
+                // lock_not_available (lock_timeout) or query_canceled (our cancel, used up).
+                // A cancel can land after the lock was granted and before the statement
+                // answered, and a session lock outlives the failed statement: the session
+                // gives up whatever it holds before the connection goes back to the pool.
+                Err(err) if matches!(db_code(&err).as_deref(), Some("55P03" | "57014")) => {
+                    let unlocked = sqlx::query("SELECT pg_advisory_unlock_all()").execute(&mut **conn.conn()).await;
+                    if unlocked.is_ok() {
+                        drop(conn.into_inner());
+                    }
+                    Ok(None)
+                }
+                // Granted just before the cancel, which could still hit a later statement: the
+                // connection is closed (dropped unrecorded), and the lock with it.
+                Ok(_) => Ok(None),
+                Err(err) => Err(map_error(&shown_url, err)),
             }
-        };
-        let Some(outcome) = outcome else {
-            return Err(Error::backend("the database did not answer a cancelled lock wait"));
-        };
-        if cancelled {
-            // The lock may have been granted just before the cancel, and a late cancel could
-            // hit a later statement: the connection is closed, which frees whatever it holds.
-            drop(outcome);
-            conn.close_on_drop();
-            return Ok(false);
-        }
-        match outcome {
-            Ok(_) => Ok(true),
-            // lock_not_available (lock_timeout) or query_canceled: the wait ended, nothing held.
-            Err(err) if matches!(db_code(&err).as_deref(), Some("55P03" | "57014")) => Ok(false),
-            Err(err) => Err(self.err(err)),
-        }
-    }
-
-    /// One ShedLock-style attempt, in one statement: take the row if it is free or expired,
-    /// bump the fencing counter only if we did, and report the holder's time left otherwise.
-    async fn lease_attempt(&self, request: &AcquireRequest, name: &str, by: &str) -> Result<Attempt> {
-        let table = &self.table;
-        let row = sqlx::query(&format!(
-            "WITH won AS (
-                 INSERT INTO {table} (name, lock_until, locked_at, locked_by)
-                 VALUES ($1, timezone('utc', now()) + $2 * interval '1 millisecond', timezone('utc', now()), $3)
-                 ON CONFLICT (name) DO UPDATE
-                     SET lock_until = EXCLUDED.lock_until, locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by
-                     WHERE {table}.lock_until <= timezone('utc', now())
-                 RETURNING name),
-             fence AS (
-                 INSERT INTO polylock_fencing (name, token) SELECT name, 1 FROM won
-                 ON CONFLICT (name) DO UPDATE SET token = polylock_fencing.token + 1
-                 RETURNING token)
-             SELECT (SELECT token FROM fence),
-                    (SELECT (extract(epoch FROM lock_until - timezone('utc', now())) * 1000)::bigint
-                     FROM {table} WHERE name = $1)"
-        ))
-        .bind(name)
-        .bind(millis(request.lease) as f64)
-        .bind(by)
-        .fetch_one(&self.shared)
-        .await
-        .map_err(|e| self.err(e))?;
-        let (token, left): (Option<i64>, Option<i64>) = (row.get(0), row.get(1));
-        Ok(match token {
-            Some(token) => Attempt::Acquired { token: token as u64, state: None },
-            None => Attempt::Busy {
-                holder_lease_left: left.filter(|ms| *ms > 0).map(|ms| Duration::from_millis(ms as u64)),
-            },
-        })
+        });
+        wait.await.unwrap_or_else(|_| Err(Error::backend("the lock wait stopped with the runtime")))
     }
 
     /// Start (once) the task that turns NOTIFYs on the release channel into wake-ups.
@@ -267,6 +250,91 @@ impl PgBackend {
     }
 }
 
+/// The lease statements, with only owned state, so an attempt can run in a task of its own:
+/// a waiter handed the lock locally drops its attempt, whose statement may still land, and an
+/// attempt that won for an acquirer that is gone gives the row straight back.
+#[derive(Clone)]
+struct LeaseTable {
+    shared: PgPool,
+    table: String,
+    shown_url: String,
+}
+
+impl LeaseTable {
+    fn err(&self, err: sqlx::Error) -> Error {
+        map_error(&self.shown_url, err)
+    }
+
+    /// One ShedLock-style attempt, in one statement: take the row if it is free or expired,
+    /// bump the fencing counter only if we did, and report the holder's time left otherwise.
+    async fn attempt(&self, lease: Duration, name: &str, by: &str) -> Result<Attempt> {
+        let table = &self.table;
+        let row = sqlx::query(&format!(
+            "WITH won AS (
+                 INSERT INTO {table} (name, lock_until, locked_at, locked_by)
+                 VALUES ($1, timezone('utc', now()) + $2 * interval '1 millisecond', timezone('utc', now()), $3)
+                 ON CONFLICT (name) DO UPDATE
+                     SET lock_until = EXCLUDED.lock_until, locked_at = EXCLUDED.locked_at, locked_by = EXCLUDED.locked_by
+                     WHERE {table}.lock_until <= timezone('utc', now())
+                 RETURNING name),
+             fence AS (
+                 INSERT INTO polylock_fencing (name, token) SELECT name, 2 FROM won
+                 ON CONFLICT (name) DO UPDATE SET token = polylock_fencing.token + 2
+                 RETURNING token - 1 AS token)
+             SELECT (SELECT token FROM fence),
+                    (SELECT (extract(epoch FROM lock_until - timezone('utc', now())) * 1000)::bigint
+                     FROM {table} WHERE name = $1)"
+        ))
+        .bind(name)
+        .bind(millis(lease) as f64)
+        .bind(by)
+        .fetch_one(&self.shared)
+        .await
+        .map_err(|e| self.err(e))?;
+        let (token, left): (Option<i64>, Option<i64>) = (row.get(0), row.get(1));
+        Ok(match token {
+            Some(token) => Attempt::Acquired { token: token as u64, state: None },
+            None => Attempt::Busy {
+                holder_lease_left: left.filter(|ms| *ms > 0).map(|ms| Duration::from_millis(ms as u64)),
+            },
+        })
+    }
+
+    /// End `by`'s lease on `name` now and announce it, as a release does.
+    async fn give_back(&self, name: &str, by: &str) -> Result<i64> {
+        sqlx::query_scalar(&format!(
+            "WITH released AS (
+                 UPDATE {} SET lock_until = timezone('utc', now())
+                 WHERE name = $1 AND locked_by = $2 AND lock_until > timezone('utc', now())
+                 RETURNING name)
+             SELECT count(pg_notify('{RELEASE_CHANNEL}', name)::text) FROM released",
+            self.table
+        ))
+        .bind(name)
+        .bind(by)
+        .fetch_one(&self.shared)
+        .await
+        .map_err(|e| self.err(e))
+    }
+
+    /// [`LeaseTable::attempt`] in a task of its own, which gives back a row it won after the
+    /// caller went away.
+    async fn attempt_to_the_end(&self, lease: Duration, name: &str, by: &str) -> Result<Attempt> {
+        let (table, name, by) = (self.clone(), name.to_string(), by.to_string());
+        let abandoned = CancellationToken::new();
+        let _abandon_when_dropped = abandoned.clone().drop_guard();
+        tokio::spawn(async move {
+            let attempt = table.attempt(lease, &name, &by).await;
+            if abandoned.is_cancelled() && matches!(attempt, Ok(Attempt::Acquired { .. })) {
+                let _ = table.give_back(&name, &by).await;
+            }
+            attempt
+        })
+        .await
+        .unwrap_or_else(|_| Err(Error::backend("a lease attempt stopped with the runtime")))
+    }
+}
+
 impl Drop for PgBackend {
     /// A client dropped without `close()` must not leave its LISTEN task running.
     fn drop(&mut self) {
@@ -285,8 +353,10 @@ impl Backend for PgBackend {
                 let name = lease_name(&request.key);
                 let by = locked_by(&request.owner);
                 let mut wakeups = self.released.subscribe();
-                acquire_by_attempts(request, LEASE_FALLBACK, &mut wakeups, || self.lease_attempt(request, &name, &by))
-                    .await
+                acquire_by_attempts(request, LEASE_FALLBACK, &mut wakeups, || {
+                    self.lease_table.attempt_to_the_end(request.lease, &name, &by)
+                })
+                .await
             }
             _ => self.acquire_session(request).await,
         }
@@ -308,6 +378,47 @@ impl Backend for PgBackend {
         .await
         .map_err(|e| self.err(e))?;
         Ok(if updated.rows_affected() == 1 { Renewal::Renewed } else { Renewal::Gone })
+    }
+
+    /// A session lock stays with its connection, which draws the token set aside; a lease
+    /// lock's ShedLock row is rewritten to the new owner and the counter bumped in one
+    /// statement, so the row never looks free to anyone in between.
+    async fn transfer(&self, from: &HeldLock, to: Owner, lease: Duration) -> Result<Option<Acquired>> {
+        let attempt_started = Instant::now();
+        if from.kind != LockKind::Lease {
+            let token = Session::transfer_held(from, from.key.clone(), lease).await.map_err(|e| self.err(e))?;
+            return Ok(token.map(|token| Acquired { token, attempt_started, state: from.state.clone() }));
+        }
+        let table = &self.table;
+        let token: Option<i64> = sqlx::query_scalar(&format!(
+            "WITH moved AS (
+                 UPDATE {table} SET locked_by = $3, locked_at = timezone('utc', now()),
+                     lock_until = timezone('utc', now()) + $4 * interval '1 millisecond'
+                 WHERE name = $1 AND locked_by IN ($2, $3) AND lock_until > timezone('utc', now())
+                 RETURNING name),
+             fence AS (
+                 INSERT INTO polylock_fencing (name, token) SELECT name, 2 FROM moved
+                 ON CONFLICT (name) DO UPDATE SET token = polylock_fencing.token + 1
+                 RETURNING token - 1 AS token)
+             SELECT (SELECT token FROM fence)"
+        ))
+        .bind(lease_name(&from.key))
+        .bind(locked_by(&from.owner))
+        .bind(locked_by(&to))
+        .bind(millis(lease) as f64)
+        .fetch_one(&self.shared)
+        .await
+        .map_err(|e| self.err(e))?;
+        Ok(token.map(|token| Acquired { token: token as u64, attempt_started, state: None }))
+    }
+
+    fn transfers(&self, kind: LockKind) -> bool {
+        matches!(kind, LockKind::Reentrant | LockKind::Lease)
+    }
+
+    /// Every acquisition draws two tokens and issues the first; a transfer draws one.
+    fn reserves_next_token(&self, kind: LockKind) -> bool {
+        self.transfers(kind)
     }
 
     async fn release(&self, held: &HeldLock, holds_left: u32) -> Result<Release> {

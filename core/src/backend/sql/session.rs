@@ -56,12 +56,68 @@ impl SessionConn {
         }
     }
 
+    /// Draw the next fencing token of `fencing_name` on the session's own connection, for a
+    /// hold handed to another owner of this client: the lock never leaves the session, and a
+    /// session that died fails the statement instead of handing on a lock it no longer has.
+    async fn draw_next_token(&mut self, fencing_name: &str) -> Result<u64, sqlx::Error> {
+        match self {
+            SessionConn::Postgres { conn, .. } => {
+                let token: i64 =
+                    sqlx::query_scalar("UPDATE polylock_fencing SET token = token + 1 WHERE name = $1 RETURNING token")
+                        .bind(fencing_name)
+                        .fetch_optional(&mut **conn)
+                        .await?
+                        .ok_or(sqlx::Error::RowNotFound)?;
+                Ok(token as u64)
+            }
+            SessionConn::MySql { conn, .. } => {
+                let done = sqlx::query("UPDATE polylock_fencing SET token = LAST_INSERT_ID(token + 1) WHERE name = ?")
+                    .bind(fencing_name)
+                    .execute(&mut **conn)
+                    .await?;
+                if done.rows_affected() != 1 {
+                    return Err(sqlx::Error::RowNotFound);
+                }
+                Ok(done.last_insert_id())
+            }
+        }
+    }
+
     /// Close the connection, which frees anything its session held.
     async fn close(self) {
         let _ = match self {
             SessionConn::Postgres { conn, .. } => conn.close().await,
             SessionConn::MySql { conn, .. } => conn.close().await,
         };
+    }
+}
+
+/// A session connection between the moment it may have taken a lock and the moment the lock
+/// is recorded in a [`Session`]. The acquisition can be dropped anywhere in between (a waiter
+/// handed the lock locally drops its own attempt): dropped, the connection is closed, and the
+/// lock with its session, instead of going back to the pool still holding it.
+pub(crate) struct Unrecorded<DB: sqlx::Database>(Option<PoolConnection<DB>>);
+
+impl<DB: sqlx::Database> Unrecorded<DB> {
+    pub fn new(conn: PoolConnection<DB>) -> Self {
+        Unrecorded(Some(conn))
+    }
+
+    /// The connection, to record in a session or to give back holding nothing.
+    pub fn into_inner(mut self) -> PoolConnection<DB> {
+        self.0.take().expect("an Unrecorded connection is taken out once")
+    }
+
+    pub fn conn(&mut self) -> &mut PoolConnection<DB> {
+        self.0.as_mut().expect("an Unrecorded connection is taken out once")
+    }
+}
+
+impl<DB: sqlx::Database> Drop for Unrecorded<DB> {
+    fn drop(&mut self) {
+        if let Some(conn) = self.0.as_mut() {
+            conn.close_on_drop();
+        }
     }
 }
 
@@ -120,15 +176,21 @@ pub(crate) struct Session {
     conn: ConnSlot,
     lease_end: SyncMutex<Instant>,
     monitor: SyncMutex<Option<AbortHandle>>,
+    /// The latch the monitor marks; `None` once the hold was handed to another owner (whose
+    /// latch the backend is not given: that owner learns of a dead session at its next
+    /// renewal or release instead).
+    lost: Arc<SyncMutex<Option<LostNotifier>>>,
 }
 
 impl Session {
     /// Start holding through `conn`, with a lease that ends at `lease_end` unless renewed.
     pub fn start(conn: SessionConn, lease_end: Instant, check: Duration, lost: LostNotifier) -> Arc<Session> {
+        let lost = Arc::new(SyncMutex::new(Some(lost)));
         let session = Arc::new(Session {
             conn: Arc::new(Mutex::new(Some(conn))),
             lease_end: SyncMutex::new(lease_end),
             monitor: SyncMutex::new(None),
+            lost: lost.clone(),
         });
         let task = tokio::spawn(monitor(Arc::downgrade(&session), check, lost));
         *session.monitor.lock().unwrap_or_else(|e| e.into_inner()) = Some(task.abort_handle());
@@ -184,6 +246,42 @@ impl Session {
         holds
     }
 
+    /// The backend's transfer for a session lock: the session keeps the lock and draws the
+    /// token set aside for the next owner (`Ok(None)` when the session was already closed).
+    /// The issued token is the one before the new reservation. A connection that fails is
+    /// closed, which frees the lock: nothing stays held that nobody owns.
+    pub async fn transfer_held(
+        held: &HeldLock,
+        fencing_name: String,
+        lease: Duration,
+    ) -> Result<Option<u64>, sqlx::Error> {
+        let Some(session) = Session::of(held) else { return Ok(None) };
+        let sent = Instant::now();
+        let slot = session.conn.clone();
+        let reserved = in_own_task(
+            async move {
+                let mut guard = slot.lock_owned().await;
+                let Some(conn) = guard.as_mut() else { return Ok(None) };
+                let failed = match timeout(CHECK_TIMEOUT, conn.draw_next_token(&fencing_name)).await {
+                    Ok(Ok(reserved)) => return Ok(Some(reserved)),
+                    Ok(Err(err)) => err,
+                    Err(_) => sqlx::Error::Io(std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer")),
+                };
+                if let Some(conn) = guard.take() {
+                    conn.close().await;
+                }
+                Err(failed)
+            },
+            Err(sqlx::Error::WorkerCrashed),
+        )
+        .await?;
+        if reserved.is_some() {
+            *session.lease_end.lock().unwrap_or_else(|e| e.into_inner()) = sent + lease;
+            *session.lost.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        }
+        Ok(reserved.map(|reserved| reserved - 1))
+    }
+
     /// Whether the session is alive and holds the lock (for a release that leaves holds).
     pub async fn check(&self) -> bool {
         matches!(check_conn(self.conn.clone()).await, Check::Holds)
@@ -227,7 +325,12 @@ impl Drop for Session {
 
 /// Ping the session every `check` and end the hold when its lease runs out. Holds only a
 /// weak reference, so a hold that is dropped stops its monitor.
-async fn monitor(session: std::sync::Weak<Session>, check: Duration, lost: LostNotifier) {
+async fn monitor(session: std::sync::Weak<Session>, check: Duration, lost: Arc<SyncMutex<Option<LostNotifier>>>) {
+    let mark = |reason: LostReason| {
+        if let Some(lost) = lost.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            lost.mark(reason);
+        }
+    };
     loop {
         let Some(lease_end) = session.upgrade().map(|s| s.lease_end()) else { return };
         sleep_until((Instant::now() + check).min(lease_end)).await;
@@ -248,7 +351,7 @@ async fn monitor(session: std::sync::Weak<Session>, check: Duration, lost: LostN
             )
             .await;
             if closed {
-                lost.mark(LostReason::LeaseExpired);
+                mark(LostReason::LeaseExpired);
             }
             return;
         }
@@ -256,7 +359,7 @@ async fn monitor(session: std::sync::Weak<Session>, check: Duration, lost: LostN
             Check::Holds => continue,
             Check::Closed => return,
             Check::Gone(why) => {
-                lost.mark(LostReason::SessionEnded(why));
+                mark(LostReason::SessionEnded(why));
                 return;
             }
         }
