@@ -293,3 +293,31 @@ async fn mysql_handoffs_that_cannot_land_are_lost_and_fenced_out() {
     .await;
     other.close().await;
 }
+
+/// After a session lock changed hands locally, the connection check reports a killed session
+/// to the owner the lock moved to, at its next check, not at its next renewal or release.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_killed_session_after_a_handoff_is_reported_to_the_new_owner() {
+    let url = with_option(&postgres_url(), "session_check=100ms");
+    let admin = sqlx::PgPool::connect(&url.replace("?session_check=100ms", "")).await.unwrap();
+    let name = unique("killed-after-handoff");
+    let client = Client::connect(&url).await.unwrap();
+    let first = client.lock(&name).unwrap().acquire().await.unwrap();
+    let waiter = client.lock(&name).unwrap();
+    let waiting = tokio::spawn(async move { waiter.acquire().await.unwrap() });
+    sleep(Duration::from_millis(200)).await;
+    let first_token = first.fencing_token();
+    first.release().await.unwrap();
+    let second = timeout(Duration::from_secs(3), waiting).await.expect("the waiter was handed the lock").unwrap();
+    assert_eq!(second.fencing_token(), first_token + 1, "handed over, not taken afresh");
+    sleep(Duration::from_millis(300)).await; // the transfer has landed; the check runs again
+    assert!(!second.is_lost());
+
+    let pid: i32 = sqlx::query_scalar(&pg_holder_pid_sql()).bind(name_key(&name)).fetch_one(&admin).await.unwrap();
+    sqlx::query("SELECT pg_terminate_backend($1)").bind(pid).execute(&admin).await.unwrap();
+    let reason = timeout(Duration::from_secs(2), second.lost())
+        .await
+        .expect("the new owner hears of the killed session from the connection check");
+    assert!(matches!(reason, LostReason::SessionEnded(_)), "{reason:?}");
+    client.close().await;
+}

@@ -21,7 +21,7 @@ use super::{
 use crate::backend::poll::{acquire_by_attempts, Attempt, Backoff};
 use crate::backend::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::{Error, Result};
-use crate::lock::LockKind;
+use crate::lock::{LockKind, LostNotifier};
 use crate::owner::Owner;
 use crate::url::ConnectUrl;
 
@@ -377,11 +377,17 @@ impl Backend for MySqlBackend {
     /// lock's ShedLock row is rewritten to the new owner and the counter bumped in one
     /// transaction, so the row never looks free to anyone in between, and a transfer cut off
     /// half way changes nothing.
-    async fn transfer(&self, from: &HeldLock, to: Owner, lease: Duration) -> Result<Option<Acquired>> {
+    async fn transfer(
+        &self,
+        from: &HeldLock,
+        to: Owner,
+        lease: Duration,
+        lost: &LostNotifier,
+    ) -> Result<Option<Acquired>> {
         let attempt_started = Instant::now();
         if from.kind != LockKind::Lease {
             let token =
-                Session::transfer_held(from, mysql_lock_name(&from.key), lease).await.map_err(|e| self.err(e))?;
+                Session::transfer_held(from, mysql_lock_name(&from.key), lease, lost).await.map_err(|e| self.err(e))?;
             return Ok(token.map(|token| Acquired { token, attempt_started, state: from.state.clone() }));
         }
         let (name, from_by, to_by) = (lease_name(&from.key), locked_by(&from.owner), locked_by(&to));

@@ -22,7 +22,7 @@ use super::{
 use crate::backend::poll::{acquire_by_attempts, Attempt, Backoff};
 use crate::backend::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::{Error, Result};
-use crate::lock::LockKind;
+use crate::lock::{LockKind, LostNotifier};
 use crate::owner::Owner;
 use crate::url::ConnectUrl;
 
@@ -383,10 +383,16 @@ impl Backend for PgBackend {
     /// A session lock stays with its connection, which draws the token set aside; a lease
     /// lock's ShedLock row is rewritten to the new owner and the counter bumped in one
     /// statement, so the row never looks free to anyone in between.
-    async fn transfer(&self, from: &HeldLock, to: Owner, lease: Duration) -> Result<Option<Acquired>> {
+    async fn transfer(
+        &self,
+        from: &HeldLock,
+        to: Owner,
+        lease: Duration,
+        lost: &LostNotifier,
+    ) -> Result<Option<Acquired>> {
         let attempt_started = Instant::now();
         if from.kind != LockKind::Lease {
-            let token = Session::transfer_held(from, from.key.clone(), lease).await.map_err(|e| self.err(e))?;
+            let token = Session::transfer_held(from, from.key.clone(), lease, lost).await.map_err(|e| self.err(e))?;
             return Ok(token.map(|token| Acquired { token, attempt_started, state: from.state.clone() }));
         }
         let table = &self.table;

@@ -254,6 +254,7 @@ impl Session {
         held: &HeldLock,
         fencing_name: String,
         lease: Duration,
+        lost: &LostNotifier,
     ) -> Result<Option<u64>, sqlx::Error> {
         let Some(session) = Session::of(held) else { return Ok(None) };
         let sent = Instant::now();
@@ -277,7 +278,8 @@ impl Session {
         .await?;
         if reserved.is_some() {
             *session.lease_end.lock().unwrap_or_else(|e| e.into_inner()) = sent + lease;
-            *session.lost.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            // From now on the connection check reports to the new owner.
+            *session.lost.lock().unwrap_or_else(|e| e.into_inner()) = Some(lost.clone());
         }
         Ok(reserved.map(|reserved| reserved - 1))
     }
