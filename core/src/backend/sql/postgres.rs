@@ -444,19 +444,7 @@ impl Backend for PgBackend {
             .map_err(|e| self.err(e))?
         } else {
             // Like ShedLock's unlock, the row stays with lock_until = now; only ours is touched.
-            let released = sqlx::query_scalar(&format!(
-                "WITH released AS (
-                     UPDATE {} SET lock_until = timezone('utc', now())
-                     WHERE name = $1 AND locked_by = $2 AND lock_until > timezone('utc', now())
-                     RETURNING name)
-                 SELECT count(pg_notify('{RELEASE_CHANNEL}', name)::text) FROM released",
-                self.table
-            ))
-            .bind(&name)
-            .bind(&by)
-            .fetch_one(&self.shared)
-            .await
-            .map_err(|e| self.err(e))?;
+            let released = self.lease_table.give_back(&name, &by).await?;
             self.released.send_modify(|n| *n = n.wrapping_add(1));
             released
         };
