@@ -164,13 +164,34 @@ fn open_connection(path: &str) -> Result<Connection> {
         conn.busy_timeout(BUSY_TIMEOUT)?;
         // WAL lets waiters read while the holder writes. NORMAL sync is durable against
         // process crashes, the failure that matters for a single-host lock.
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        switch_to_wal(conn)?;
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         conn.execute_batch(SCHEMA)
     };
     let conn = Connection::open_with_flags(path, flags).map_err(|e| map_error(path, e))?;
     setup(&conn).map_err(|e| map_error(path, e))?;
     Ok(conn)
+}
+
+/// `PRAGMA journal_mode=WAL`, retried while another connection holds the database: on a new
+/// file that several processes open at once, SQLite answers this pragma with "database is
+/// locked" at once instead of waiting out the busy timeout as other statements do.
+fn switch_to_wal(conn: &Connection) -> rusqlite::Result<()> {
+    let give_up_at = std::time::Instant::now() + BUSY_TIMEOUT;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(err)
+                if matches!(err.sqlite_error_code(), Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked))
+                    && std::time::Instant::now() + pause < give_up_at =>
+            {
+                // On the blocking pool (see `open`), so a plain sleep is fine.
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            outcome => return outcome,
+        }
+    }
 }
 
 fn map_error(path: &str, err: rusqlite::Error) -> Error {
@@ -317,5 +338,36 @@ impl Backend for SqliteBackend {
             .await?;
         self.released.send_modify(|n| *n = n.wrapping_add(1));
         Ok(was_live == Some(true))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Connections opening one new database file at once (as `polylock run` processes do)
+    /// all get it set up; none fails with "database is locked".
+    #[test]
+    fn connections_opening_a_new_file_at_once_all_succeed() {
+        for round in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("locks.db").display().to_string();
+            let start = std::sync::Barrier::new(8);
+            std::thread::scope(|scope| {
+                let opening: Vec<_> = (0..8)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            start.wait();
+                            open_connection(&path).map(drop)
+                        })
+                    })
+                    .collect();
+                for opened in opening {
+                    if let Err(err) = opened.join().unwrap() {
+                        panic!("round {round}: {err} ({:?})", std::error::Error::source(&err));
+                    }
+                }
+            });
+        }
     }
 }
