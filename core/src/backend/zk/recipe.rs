@@ -11,6 +11,7 @@
 //!    delete succeeds or the session is gone (Curator's guaranteed delete).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -92,8 +93,27 @@ pub(super) async fn contend(
     let prefix = format!("{path}/{}", node_prefix(&uuid::Uuid::new_v4()));
     let mut ours =
         Abandon { session: session.clone(), parent: path.to_string(), prefix: prefix.clone(), node: None, kept: false };
+    let outcome = contend_as(&mut ours, session, acls, path, &prefix, data, give_up).await;
+    if matches!(outcome, Err(Stop::GaveUp)) {
+        // The caller stops here, and may exit the process next: delete our node before
+        // answering, so that it does not stand in the queue until the session times out.
+        ours.delete_now().await;
+    }
+    outcome
+}
+
+/// [`contend`], with `ours` recording our node for the cleanup.
+async fn contend_as(
+    ours: &mut Abandon,
+    session: &Arc<Session>,
+    acls: zk::Acls<'static>,
+    path: &str,
+    prefix: &str,
+    data: &[u8],
+    give_up: &CancellationToken,
+) -> std::result::Result<Held, Stop> {
     let at = Instant::now();
-    let (node, czxid, listed) = create_protected(session, acls, path, &prefix, data, give_up).await?;
+    let (node, czxid, listed) = create_protected(session, acls, path, prefix, data, give_up).await?;
     ours.node = Some(node.clone());
     let name = node.rsplit('/').next().unwrap_or_default().to_string();
     let mut listed = listed.map(|children| (at, children));
@@ -228,6 +248,21 @@ struct Abandon {
     node: Option<String>,
     /// Set when the node became the lock holder's: nothing to clean up.
     kept: bool,
+}
+
+/// How long a contender that gives up waits for its node's delete before leaving the rest
+/// to the background.
+const DELETE_NOW_LIMIT: Duration = Duration::from_secs(2);
+
+impl Abandon {
+    /// Delete our node now, if it is known and the delete is quick; otherwise the drop goes on
+    /// trying in the background.
+    async fn delete_now(&mut self) {
+        let Some(node) = self.node.clone() else { return };
+        if let Ok(Ok(_)) = tokio::time::timeout(DELETE_NOW_LIMIT, delete_node(&self.session, &node)).await {
+            self.kept = true; // nothing left to clean up
+        }
+    }
 }
 
 impl Drop for Abandon {
