@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use polylock::{AcquireOptions, Client, ErrorKind, Lock, LockKind, LostReason};
 use tokio::time::{sleep, timeout, Instant};
+mod common;
+use common::{mariadb_url, postgres_url};
 
 /// A fresh store per test: a private mem:// store, an SQLite file in a temp dir, or a
 /// private namespace on the test redis-server (tests/services), once per lock kind.
@@ -76,16 +78,6 @@ fn stores(options: &str) -> Vec<Store> {
 
 fn is_sql(url: &str) -> bool {
     ["postgres:", "postgresql:", "mysql:", "mariadb:"].iter().any(|scheme| url.starts_with(scheme))
-}
-
-fn postgres_url() -> String {
-    std::env::var("POLYLOCK_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://polylock:polylock@127.0.0.1:15432/polylock".to_string())
-}
-
-fn mariadb_url() -> String {
-    std::env::var("POLYLOCK_TEST_MARIADB_URL")
-        .unwrap_or_else(|_| "mysql://polylock:polylock@127.0.0.1:13306/polylock".to_string())
 }
 
 async fn connect(store: &Store) -> Client {

@@ -7,16 +7,8 @@ use std::time::Duration;
 use polylock::{sql_names, AcquireOptions, Client, ErrorKind, LostReason};
 use sqlx::Row;
 use tokio::time::timeout;
-
-fn postgres_url() -> String {
-    std::env::var("POLYLOCK_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://polylock:polylock@127.0.0.1:15432/polylock".to_string())
-}
-
-fn mariadb_url() -> String {
-    std::env::var("POLYLOCK_TEST_MARIADB_URL")
-        .unwrap_or_else(|_| "mysql://polylock:polylock@127.0.0.1:13306/polylock".to_string())
-}
+mod common;
+use common::{mariadb_url, postgres_url};
 
 fn unique(name: &str) -> String {
     format!("sqltest-{}-{name}", std::process::id())

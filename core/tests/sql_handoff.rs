@@ -9,16 +9,8 @@ use std::time::Duration;
 
 use polylock::{sql_names, AcquireOptions, Client, ErrorKind, LockKind, LostReason};
 use tokio::time::{sleep, timeout, Instant};
-
-fn postgres_url() -> String {
-    std::env::var("POLYLOCK_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://polylock:polylock@127.0.0.1:15432/polylock".to_string())
-}
-
-fn mariadb_url() -> String {
-    std::env::var("POLYLOCK_TEST_MARIADB_URL")
-        .unwrap_or_else(|_| "mysql://polylock:polylock@127.0.0.1:13306/polylock".to_string())
-}
+mod common;
+use common::{mariadb_url, postgres_url};
 
 fn unique(name: &str) -> String {
     format!("sqlhandoff-{}-{name}", std::process::id())

@@ -10,16 +10,8 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use polylock::{AcquireOptions, Client, LockKind};
-
-fn postgres_url() -> String {
-    std::env::var("POLYLOCK_TEST_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://polylock:polylock@127.0.0.1:15432/polylock".to_string())
-}
-
-fn mariadb_url() -> String {
-    std::env::var("POLYLOCK_TEST_MARIADB_URL")
-        .unwrap_or_else(|_| "mysql://polylock:polylock@127.0.0.1:13306/polylock".to_string())
-}
+mod common;
+use common::{mariadb_url, postgres_url};
 
 /// `scheme://user:password@host:port/db` as (JDBC URL, user, password).
 fn jdbc(url: &str, jdbc_scheme: &str) -> (String, String, String) {
