@@ -338,8 +338,10 @@ pub(crate) async fn acquire_or_take_over(
                 acquired = &mut acquire => Woke::Acquired(acquired),
             }
             // Our own store attempt is dropped here, while the lock is still held by the
-            // owner that signalled, and before it sends a transfer or release: both go down
-            // the same connection in order, so the attempt cannot land after either.
+            // owner that signalled, and before it sends a transfer or release. Where both go
+            // down one connection in order (Redis), the attempt cannot land after either;
+            // where a dropped statement may still land (pooled SQL connections), the backend
+            // gives back whatever it wins for an acquirer that is gone.
         };
         drop(registration);
         match woke {

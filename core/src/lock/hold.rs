@@ -81,15 +81,15 @@ impl Hold {
 
     /// Start the watchdog of a watchdog-lease hold, unless it has started already.
     fn start_watchdog(&mut self, runtime: &tokio::runtime::Handle) {
-        if !matches!(self.keeper, Keeper::Due { .. }) {
-            return;
-        }
-        let Keeper::Due { backend, lease, attempt_started } = std::mem::replace(&mut self.keeper, Keeper::Latch) else {
-            return;
+        self.keeper = match std::mem::replace(&mut self.keeper, Keeper::Latch) {
+            Keeper::Due { backend, lease, attempt_started } => {
+                let (held, lost, landing) = (self.held.clone(), self.lost.clone(), self.run.landing.clone());
+                Keeper::Watchdog(
+                    runtime.spawn(watchdog(backend, held, lease, attempt_started, lost, landing)).abort_handle(),
+                )
+            }
+            started_or_none => started_or_none,
         };
-        let (held, lost, landing) = (self.held.clone(), self.lost.clone(), self.run.landing.clone());
-        let task = runtime.spawn(watchdog(backend, held, lease, attempt_started, lost, landing));
-        self.keeper = Keeper::Watchdog(task.abort_handle());
     }
 }
 

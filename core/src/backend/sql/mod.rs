@@ -206,15 +206,34 @@ pub(crate) fn wait_left_until(deadline: Instant) -> Duration {
     Duration::from_millis(u64::try_from(whole_ms).unwrap_or(u64::MAX / 2).saturating_add(1))
 }
 
-/// Resolves when either the caller cancelled or the acquisition was dropped (see the
-/// session backends' `wait_for_lock`).
-pub(crate) async fn either_cancelled(
+/// How long a lock wait interrupted on the server has to answer before its connection is
+/// given up.
+const INTERRUPTED_ANSWER_LIMIT: Duration = Duration::from_secs(5);
+
+/// The answer of a blocking lock statement (`wait`), unless the caller cancels or the
+/// acquisition is dropped (`abandoned`) first: then `interrupt` stops the statement on the
+/// server (from another connection) and the statement gets a short while to answer (see the
+/// session backends' `wait_for_lock`). Returns the answer, `None` if none came, and whether
+/// the statement was interrupted.
+pub(crate) async fn answer_or_interrupt<T>(
+    wait: impl std::future::Future<Output = T>,
+    interrupt: impl std::future::Future<Output = ()>,
     cancel: &tokio_util::sync::CancellationToken,
     abandoned: &tokio_util::sync::CancellationToken,
-) {
+) -> (Option<T>, bool) {
+    tokio::pin!(wait);
+    let given_up = async {
+        tokio::select! {
+            _ = cancel.cancelled() => {}
+            _ = abandoned.cancelled() => {}
+        }
+    };
     tokio::select! {
-        _ = cancel.cancelled() => {}
-        _ = abandoned.cancelled() => {}
+        outcome = &mut wait => (Some(outcome), false),
+        _ = given_up => {
+            interrupt.await;
+            (tokio::time::timeout(INTERRUPTED_ANSWER_LIMIT, &mut wait).await.ok(), true)
+        }
     }
 }
 

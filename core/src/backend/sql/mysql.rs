@@ -9,14 +9,15 @@ use async_trait::async_trait;
 use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
 use sqlx::{MySql, Row};
 use tokio::sync::watch;
-use tokio::time::{timeout, Instant};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::errors::{map_error, mysql_number};
 use super::names::{lease_name, mysql_lock_name};
 use super::session::{Session, SessionConn, Unrecorded};
 use super::{
-    either_cancelled, locked_by, session_connection, session_force_unlock_refused, try_once, wait_left_until, SqlConfig,
+    answer_or_interrupt, locked_by, session_connection, session_force_unlock_refused, try_once, wait_left_until,
+    SqlConfig,
 };
 use crate::backend::poll::{acquire_by_attempts, Attempt, Backoff};
 use crate::backend::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
@@ -178,14 +179,11 @@ impl MySqlBackend {
                         .bind(&name)
                         .bind(seconds)
                         .fetch_one(&mut **conn.conn());
-                    tokio::pin!(wait);
-                    tokio::select! {
-                        outcome = &mut wait => (Some(outcome), false),
-                        _ = either_cancelled(&cancel, &abandoned) => {
-                            let _ = sqlx::query(&format!("KILL QUERY {connection_id}")).execute(&shared).await;
-                            (timeout(Duration::from_secs(5), &mut wait).await.ok(), true)
-                        }
-                    }
+                    let kill = format!("KILL QUERY {connection_id}");
+                    let interrupt = async {
+                        let _ = sqlx::query(&kill).execute(&shared).await;
+                    };
+                    answer_or_interrupt(wait, interrupt, &cancel, &abandoned).await
                 };
                 let Some(outcome) = outcome else {
                     return Err(Error::backend("the database did not answer a cancelled lock wait"));

@@ -9,14 +9,14 @@ use async_trait::async_trait;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 use sqlx::{Postgres, Row};
 use tokio::sync::{watch, OnceCell};
-use tokio::time::{timeout, Instant};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::errors::{db_code, map_error};
 use super::names::{lease_name, postgres_advisory_key};
 use super::session::{Session, SessionConn, Unrecorded};
 use super::{
-    either_cancelled, locked_by, millis, session_connection, session_force_unlock_refused, try_once, wait_left,
+    answer_or_interrupt, locked_by, millis, session_connection, session_force_unlock_refused, try_once, wait_left,
     SqlConfig,
 };
 use crate::backend::poll::{acquire_by_attempts, Attempt, Backoff};
@@ -183,14 +183,10 @@ impl PgBackend {
                     .bind(lock_timeout)
                     .bind(key)
                     .execute(&mut **conn.conn());
-                tokio::pin!(wait);
-                tokio::select! {
-                    outcome = &mut wait => (Some(outcome), false),
-                    _ = either_cancelled(&cancel, &abandoned) => {
-                        let _ = sqlx::query("SELECT pg_cancel_backend($1)").bind(pid).execute(&shared).await;
-                        (timeout(Duration::from_secs(5), &mut wait).await.ok(), true)
-                    }
-                }
+                let interrupt = async {
+                    let _ = sqlx::query("SELECT pg_cancel_backend($1)").bind(pid).execute(&shared).await;
+                };
+                answer_or_interrupt(wait, interrupt, &cancel, &abandoned).await
             };
             let Some(outcome) = outcome else {
                 return Err(Error::backend("the database did not answer a cancelled lock wait"));

@@ -246,7 +246,8 @@ struct Abandon {
     prefix: String,
     /// The create's outcome, once known.
     node: Option<String>,
-    /// Set when the node became the lock holder's: nothing to clean up.
+    /// Set when there is nothing to clean up: the node became the lock holder's, or it was
+    /// deleted already (`delete_now`).
     kept: bool,
 }
 
