@@ -2,8 +2,10 @@
 //!
 //! - latency: one worker, lock+unlock of one name, p50/p99 and pairs/s; the floor is a raw
 //!   etcd-client put (with a lease) + delete of one key, the least any etcd lock can do;
-//! - contended: [`WORKERS`] clients (one etcd session each) on one name, each: acquire,
-//!   hold [`HOLD`], release, [`OUTSIDE`] outside: utilisation, hand-overs/s and shares.
+//! - contended: the Redis and SQL sections' workload, one client whose [`WORKERS`] owners
+//!   contend for one name (the threads or tasks of one service); then [`WORKERS`] clients
+//!   (one etcd session each, like separate processes) on one name, each: acquire, hold
+//!   [`HOLD`], release, [`OUTSIDE`] outside: utilisation, hand-overs/s and shares.
 //!
 //! Keys live under `polylock-bench-<pid>` and are gone when released.
 
@@ -12,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use polylock::{AcquireOptions, Client};
 
+use crate::polylock_side::PolylockSide;
+use crate::redis::contended::{self, ContendedStats};
 use crate::report::{count, line, millis, percent, ratio};
 use crate::Result;
 
@@ -71,8 +75,8 @@ async fn run_async(budget: EtcdBudget, url: &str) -> Result<()> {
     };
     println!(
         "# {SECTION}: polylock on {shown} beside the same server's floor (etcd-client put with a lease + delete \
-         of one key, one worker); latency = lock+unlock of one name, one worker, {} s each; contended = {WORKERS} \
-         clients (one session each) on one name, each: acquire, hold {} ms, release, {} ms outside, {} s",
+         of one key, one worker); latency = lock+unlock of one name, one worker, {} s each; contended = one client's {WORKERS} \
+         owners, then {WORKERS} clients (one session each), on one name, each: acquire, hold {} ms, release, {} ms outside, {} s",
         budget.latency.as_secs_f64(),
         HOLD.as_millis(),
         OUTSIDE.as_millis(),
@@ -106,7 +110,21 @@ async fn run_async(budget: EtcdBudget, url: &str) -> Result<()> {
         ],
     );
     client.close().await;
+    contended_in_one_client(url, &format!("{prefix}-one-client"), budget.contended).await?;
     contended(url, &format!("{prefix}-contended"), budget.contended).await
+}
+
+/// The Redis and SQL sections' workload: one client, [`contended::WORKERS`] owners of it on one
+/// name.
+async fn contended_in_one_client(url: &str, name: &str, budget: Duration) -> Result<()> {
+    let side = Arc::new(PolylockSide::connect(url).await?);
+    let timeline = contended::on_one_name(side.clone(), name, budget).await?;
+    side.close().await;
+    contended::report(
+        SECTION,
+        &format!("one client, {} owners contend", contended::WORKERS),
+        &ContendedStats::of(&timeline),
+    )
 }
 
 fn skip(shown: &str, why: &str) -> Result<()> {

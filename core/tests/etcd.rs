@@ -107,6 +107,52 @@ async fn keys_follow_etcds_mutex_layout_under_one_session_lease() {
     guard.release().await.unwrap();
 }
 
+/// Owners of one client that contend for one name each queue a key of their own, under a
+/// session lease of their own (etcd's layout allows one key per lease and name); the
+/// sessions are reused by later contention, and closing the client revokes them all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn owners_of_one_client_queue_under_leases_of_their_own_and_close_revokes_them() {
+    let client = connect(&etcd_url()).await;
+    let mut raw = raw(&etcd_url()).await;
+    let name = unique("lanes");
+    let holder = client.lock(&name).unwrap().acquire().await.unwrap();
+    let waiters: Vec<_> = (0..3)
+        .map(|_| {
+            let lock = client.lock(&name).unwrap();
+            tokio::spawn(async move { lock.acquire().await.unwrap().release().await.unwrap() })
+        })
+        .collect();
+    let queued = wait_for_contenders(&mut raw, &name, 4).await;
+    let leases: std::collections::HashSet<i64> = queued.iter().map(|(_, _, lease)| *lease).collect();
+    assert_eq!(leases.len(), 4, "one lease per queued owner: {queued:?}");
+    for (key, _, lease) in &queued {
+        assert_eq!(key, &format!("{name}/{lease:x}"), "etcd's Mutex layout for every owner");
+    }
+    holder.release().await.unwrap();
+    for waiter in waiters {
+        timeout(Duration::from_secs(10), waiter).await.expect("every waiter got its turn").unwrap();
+    }
+    // The same contention again reuses those sessions instead of granting more.
+    let holder = client.lock(&name).unwrap().acquire().await.unwrap();
+    let waiters: Vec<_> = (0..3)
+        .map(|_| {
+            let lock = client.lock(&name).unwrap();
+            tokio::spawn(async move { lock.acquire().await.unwrap().release().await.unwrap() })
+        })
+        .collect();
+    let again = wait_for_contenders(&mut raw, &name, 4).await;
+    assert!(again.iter().all(|(_, _, lease)| leases.contains(lease)), "sessions are reused: {again:?}");
+    holder.release().await.unwrap();
+    for waiter in waiters {
+        timeout(Duration::from_secs(10), waiter).await.expect("every waiter got its turn").unwrap();
+    }
+    client.close().await;
+    for lease in leases {
+        let left = raw.lease_time_to_live(lease, None).await.unwrap().ttl();
+        assert!(left <= 0, "lease {lease:x} was revoked on close (ttl {left})");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcdctl_holds_and_polylock_waits() {
     let name = unique("ctl-holds");

@@ -316,6 +316,45 @@ async fn tasks_contending_never_overlap_and_tokens_follow_time() {
     }
 }
 
+/// etcd and ZooKeeper queue every contender in order, and a release wakes a waiter of the
+/// same client directly: that shortcut must still leave a waiter of another client, queued
+/// between two owners of one client, to go in its turn, with tokens in that order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_elsewhere_queued_between_two_owners_of_one_client_goes_in_its_turn() {
+    for store in stores("").into_iter().filter(|s| s.url.starts_with("zk:") || s.url.starts_with("etcd:")) {
+        let (here, elsewhere) = (connect(&store).await, connect(&store).await);
+        let first = store.lock(&here, "queue").acquire().await.unwrap();
+        let (tx, mut order) = tokio::sync::mpsc::unbounded_channel();
+        let waiter = |lock: Lock, who: &'static str| {
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let guard = lock.acquire().await.unwrap();
+                tx.send((who, guard.fencing_token())).unwrap();
+                sleep(Duration::from_millis(100)).await;
+                guard.release().await.unwrap();
+            })
+        };
+        let other = waiter(store.lock(&elsewhere, "queue"), "other client");
+        sleep(Duration::from_millis(300)).await; // queued behind `first`
+        let second = waiter(store.lock(&here, "queue"), "same client");
+        sleep(Duration::from_millis(300)).await; // queued behind `other`
+        let first_token = first.fencing_token();
+        first.release().await.unwrap();
+        let (who, token) =
+            timeout(Duration::from_secs(10), order.recv()).await.expect("the next waiter got the lock").unwrap();
+        assert_eq!(who, "other client", "{}: the waiter queued first goes first", store.url);
+        assert!(token > first_token);
+        let (who, last) =
+            timeout(Duration::from_secs(10), order.recv()).await.expect("the last waiter got it").unwrap();
+        assert_eq!(who, "same client", "{}", store.url);
+        assert!(last > token, "{}: tokens follow the queue", store.url);
+        other.await.unwrap();
+        second.await.unwrap();
+        here.close().await;
+        elsewhere.close().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_gets_typed_errors() {
     for store in stores("") {

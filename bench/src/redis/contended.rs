@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::locks::LockSide;
 use crate::measure::Throughput;
+use crate::report::{count, line, millis, percent};
 use crate::Result;
 
 /// Workers contending for the one name, each its own owner.
@@ -111,6 +112,26 @@ impl ContendedStats {
             self.holds.held / count as u32
         }
     }
+}
+
+/// Print one polylock contended line (holds, utilisation, hand-over latency, overlaps), as
+/// the SQL, etcd and ZooKeeper sections report the workload; overlapping holds are an error.
+pub fn report(section: &str, label: &str, stats: &ContendedStats) -> Result<()> {
+    let handoff = |d: Option<Duration>| d.map_or_else(|| "n/a".to_string(), millis);
+    line(
+        section,
+        label,
+        &[
+            format!("polylock {} holds", count(stats.holds.ops() as f64)),
+            format!("utilisation {}", percent(stats.holds.utilisation())),
+            format!("hand-over p50 {} p99 {}", handoff(stats.handoff_p50), handoff(stats.handoff_p99)),
+            format!("overlaps {}", stats.overlaps),
+        ],
+    );
+    if stats.overlaps > 0 {
+        return Err(format!("{section} {label}: {} holds overlapped", stats.overlaps).into());
+    }
+    Ok(())
 }
 
 /// Nearest-rank percentile of sorted nanoseconds.

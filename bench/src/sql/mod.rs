@@ -13,7 +13,7 @@ use sqlx::{Connection, Executor};
 
 use crate::polylock_side::{PolylockSide, LEASE};
 use crate::redis::contended::{self, ContendedStats};
-use crate::report::{count, line, millis, percent, ratio};
+use crate::report::{count, line, millis, ratio};
 use crate::Result;
 
 /// A published laptop figure for a PostgreSQL advisory lock+unlock, for scale.
@@ -228,21 +228,7 @@ async fn measure(db: Database, budget: SqlBudget, url: &str, prefix: &str, raw: 
             budget.contended,
         )
         .await?;
-        let stats = ContendedStats::of(&timeline);
-        let handoff = |d: Option<Duration>| d.map_or_else(|| "n/a".to_string(), millis);
-        line(
-            section,
-            label,
-            &[
-                format!("polylock {} holds", count(stats.holds.ops() as f64)),
-                format!("utilisation {}", percent(stats.holds.utilisation())),
-                format!("hand-over p50 {} p99 {}", handoff(stats.handoff_p50), handoff(stats.handoff_p99)),
-                format!("overlaps {}", stats.overlaps),
-            ],
-        );
-        if stats.overlaps > 0 {
-            return Err(format!("{section} {label}: {} holds overlapped", stats.overlaps).into());
-        }
+        contended::report(section, label, &ContendedStats::of(&timeline))?;
     }
     side.close().await;
     client.close().await;

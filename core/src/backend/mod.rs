@@ -8,6 +8,7 @@ pub(crate) mod poll;
 mod redis;
 pub mod sql;
 mod sqlite;
+mod successors;
 mod zk;
 
 use std::any::Any;

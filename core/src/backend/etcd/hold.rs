@@ -1,5 +1,5 @@
 //! What the backend keeps per hold: the key and its create revision (the fencing token), the
-//! owner's turn within the client, and the lease that polylock gives each hold on top of the
+//! lane (session) the key is under, and the lease that polylock gives each hold on top of the
 //! session. A hold's lease is kept here, not in etcd: the key is deleted when the lease runs
 //! out without renewal (an explicit lease, or a watchdog that stopped), while the session
 //! lease bounds how long a crashed client's keys outlive it.
@@ -11,7 +11,7 @@ use etcd_client::Client;
 use tokio::task::AbortHandle;
 use tokio::time::{sleep, sleep_until, Instant};
 
-use super::gate::Turn;
+use super::lanes::Lane;
 use super::mutex::delete_if_revision;
 use super::session::Session;
 use crate::lock::LostNotifier;
@@ -27,7 +27,8 @@ pub(super) struct EtcdHold {
 struct HoldState {
     /// When the hold's lease runs out unless renewed.
     expires_at: Instant,
-    turn: Option<Turn>,
+    /// Freed for the next owner of this client once the key is gone.
+    lane: Option<Lane>,
     expiry: Option<AbortHandle>,
     session_entry: Option<u64>,
 }
@@ -41,7 +42,7 @@ impl EtcdHold {
         revision: i64,
         lost: LostNotifier,
         session: Arc<Session>,
-        turn: Option<Turn>,
+        lane: Option<Lane>,
         expires_at: Instant,
     ) -> Arc<EtcdHold> {
         let hold = Arc::new(EtcdHold {
@@ -49,7 +50,7 @@ impl EtcdHold {
             revision,
             lost,
             session: session.clone(),
-            state: Mutex::new(HoldState { expires_at, turn, expiry: None, session_entry: None }),
+            state: Mutex::new(HoldState { expires_at, lane, expiry: None, session_entry: None }),
         });
         let expiry = tokio::spawn(expire(client.clone(), Arc::downgrade(&hold)));
         {
@@ -70,11 +71,11 @@ impl EtcdHold {
     }
 
     /// The hold is over (released, expired, or its session ended): stop its timer, leave the
-    /// session's list and give the client's next owner its turn. Idempotent.
+    /// session's list and free its lane. Idempotent.
     pub fn finish(&self) {
-        let (turn, expiry, entry) = {
+        let (lane, expiry, entry) = {
             let mut state = self.state();
-            (state.turn.take(), state.expiry.take(), state.session_entry.take())
+            (state.lane.take(), state.expiry.take(), state.session_entry.take())
         };
         if let Some(expiry) = expiry {
             expiry.abort();
@@ -82,7 +83,7 @@ impl EtcdHold {
         if let Some(entry) = entry {
             self.session.forget(entry);
         }
-        drop(turn);
+        drop(lane);
     }
 }
 

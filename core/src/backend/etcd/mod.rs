@@ -1,22 +1,24 @@
 //! `etcd://` and `etcds://`: etcd's own concurrency.Mutex, shared with `etcdctl lock` and Go
 //! services that lock the same name.
 //!
-//! - One session lease per client, kept alive in the background and revoked on close; every
-//!   lock key of the client lives under it ([`session`]). When it ends, every hold is lost.
+//! - A session lease per client, kept alive in the background and revoked on close; every
+//!   lock key of the client lives under one ([`session`]). When it ends, every hold under it
+//!   is lost. Owners of one client that contend for one name at once each get a session of
+//!   their own, so each has its own key in the queue ([`lanes`]).
 //! - The key layout and the wait are concurrency.Mutex's ([`mutex`]): `<name>/<lease hex>`,
-//!   lowest create revision holds, each waiter watches only the key just older than its own.
+//!   lowest create revision holds, each waiter watches only the key just older than its own;
+//!   when that key is a hold of this client, its release wakes the waiter at once
+//!   (backend/successors.rs).
 //! - The fencing token is the holder key's create revision.
-//! - Owners of one client take turns before writing their (shared) session key ([`gate`]).
 //! - polylock's per-hold lease is kept by the client ([`hold`]): the key is deleted when the
 //!   hold's lease runs out unrenewed; the session TTL bounds what a crashed client leaves.
 
 mod endpoint;
-mod gate;
 mod hold;
+mod lanes;
 mod mutex;
 mod session;
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,22 +26,23 @@ use async_trait::async_trait;
 use etcd_client::Client;
 use tokio::time::{sleep, sleep_until, timeout, Instant};
 
+use super::successors::Successors;
 use super::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::{Error, ErrorKind, Result};
 use crate::lock::LockKind;
 use crate::url::ConnectUrl;
 use endpoint::Endpoint;
-use gate::Gates;
 use hold::EtcdHold;
+use lanes::Lanes;
 use mutex::{Older, Standing};
 use session::Session;
 
 pub(crate) struct EtcdBackend {
     client: Client,
     endpoint: Endpoint,
-    session: tokio::sync::Mutex<Option<Arc<Session>>>,
-    gates: Arc<Gates>,
-    closed: AtomicBool,
+    lanes: Arc<Lanes>,
+    /// Waiters of this client, by the key (and its create revision) each waits behind.
+    successors: Arc<Successors<(Vec<u8>, i64)>>,
 }
 
 /// How one pass of the Mutex protocol ended.
@@ -71,31 +74,9 @@ impl EtcdBackend {
             .await
             .map_err(|_| Error::connection(format!("etcd at {} did not answer in time", endpoint.redacted)))?
             .map_err(|e| unreachable(map_error("connecting", e)))?;
-        // The session starts now, so that a wrong address or password fails here, not at the
-        // first lock.
-        let session =
-            Session::start(&client, endpoint.session_ttl_secs, endpoint.timeout).await.map_err(unreachable)?;
-        Ok(EtcdBackend {
-            client,
-            endpoint,
-            session: tokio::sync::Mutex::new(Some(session)),
-            gates: Arc::default(),
-            closed: AtomicBool::new(false),
-        })
-    }
-
-    /// The live session, or a new one if the last has ended.
-    async fn session(&self) -> Result<Arc<Session>> {
-        let mut current = self.session.lock().await;
-        if let Some(session) = current.as_ref().filter(|s| !s.is_ended()) {
-            return Ok(session.clone());
-        }
-        if self.closed.load(Ordering::SeqCst) {
-            return Err(Error::connection("the etcd client is closed"));
-        }
-        let session = Session::start(&self.client, self.endpoint.session_ttl_secs, self.endpoint.timeout).await?;
-        *current = Some(session.clone());
-        Ok(session)
+        let lanes =
+            Lanes::start(client.clone(), endpoint.session_ttl_secs, endpoint.timeout).await.map_err(unreachable)?;
+        Ok(EtcdBackend { client, endpoint, lanes, successors: Arc::default() })
     }
 
     /// One pass: write our key; while an older key is left, wait for the newest of them to
@@ -104,8 +85,8 @@ impl EtcdBackend {
         let started = Instant::now();
         let contention = mutex::contend(&self.client, prefix, key, session.lease_id).await?;
         if contention.existed {
-            // Left by an earlier hold of this session whose delete did not get through (the
-            // turns keep other owners of this client out). Reusing it would repeat an old
+            // Left by an earlier hold of this session whose delete did not get through (a lane
+            // serves one owner of this client at a time). Reusing it would repeat an old
             // fencing token, so replace it.
             mutex::delete_if_revision(&self.client, key, contention.revision).await?;
             return Ok(Pass::Again);
@@ -126,11 +107,15 @@ impl EtcdBackend {
                 self.give_up(session, key, revision).await;
                 return Ok(Pass::GaveUp);
             }
+            // Set up before the watch, so that a release here in between is not missed.
+            let successor = self.successors.wait_behind((older.key.clone(), older.created));
             let next = tokio::select! {
                 biased;
                 _ = request.cancel.cancelled() => None,
                 _ = sleep_until_some(deadline) => None,
                 _ = session.ended.cancelled() => return Ok(Pass::Again),
+                // The key we wait behind was held here, and its owner has let go.
+                _ = successor.released.cancelled() => Some((Standing::Holds, Instant::now())),
                 next = self.after_delete(prefix, key, revision, &older) => Some(next?),
             };
             let Some(next) = next else {
@@ -186,22 +171,22 @@ impl EtcdBackend {
 impl Backend for EtcdBackend {
     async fn acquire(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
         let prefix = format!("{}/", request.key);
-        // Our turn among this client's owners first: they share the session key.
-        let turn = tokio::select! {
-            biased;
-            turn = self.gates.turn(&request.key) => turn,
-            _ = request.cancel.cancelled() => return Ok(None),
-            _ = sleep_until_some(request.deadline) => return Ok(None),
-        };
         let mut pause = RETRY_MIN;
         loop {
-            let session = self.session().await?;
+            let give_up = async {
+                tokio::select! {
+                    _ = request.cancel.cancelled() => {}
+                    _ = sleep_until_some(request.deadline) => {}
+                }
+            };
+            let Some(lane) = self.lanes.take(&prefix, give_up).await? else { return Ok(None) };
+            let session = lane.session.clone();
             let key = format!("{prefix}{:x}", session.lease_id);
             match self.pass(request, &session, &prefix, &key).await {
                 Ok(Pass::Acquired { revision, started }) => {
                     let expires_at = started + request.lease;
                     let lost = request.lost.clone();
-                    let hold = EtcdHold::start(&self.client, key, revision, lost, session, Some(turn), expires_at);
+                    let hold = EtcdHold::start(&self.client, key, revision, lost, session, Some(lane), expires_at);
                     let token = u64::try_from(revision).map_err(|_| Error::backend("etcd sent a negative revision"))?;
                     return Ok(Some(Acquired { token, attempt_started: started, state: Some(hold) }));
                 }
@@ -249,6 +234,8 @@ impl Backend for EtcdBackend {
         let Some(hold) = etcd_hold(held) else { return Ok(Release::Gone) };
         // However this ends (even if the caller stops waiting), the hold is over.
         let _finish = FinishOnDrop(hold.clone());
+        // A waiter of this client queued right behind us goes now (backend/successors.rs).
+        self.successors.released(&(hold.key.as_bytes().to_vec(), hold.revision));
         match mutex::delete_if_revision(&self.client, &hold.key, hold.revision).await {
             Ok(true) => Ok(Release::Released),
             Ok(false) => Ok(Release::Gone),
@@ -291,8 +278,8 @@ impl Backend for EtcdBackend {
         loop {
             let Some(holder) = mutex::holder(&self.client, &prefix).await? else { return Ok(false) };
             if mutex::delete_if_revision(&self.client, &holder.key, holder.revision).await? {
-                // One of ours: end the hold here too, so this client's next owner gets its turn.
-                if let Some(session) = self.session.lock().await.as_ref() {
+                // One of ours: end the hold here too, so that its lane is free again.
+                for session in self.lanes.sessions().await {
                     session.finish_hold(&holder.key, holder.revision);
                 }
                 return Ok(true);
@@ -301,8 +288,7 @@ impl Backend for EtcdBackend {
     }
 
     async fn close(&self) {
-        self.closed.store(true, Ordering::SeqCst);
-        if let Some(session) = self.session.lock().await.take() {
+        for session in self.lanes.close().await {
             session.close(&self.client, self.endpoint.timeout).await;
         }
     }
@@ -311,7 +297,7 @@ impl Backend for EtcdBackend {
 impl Drop for EtcdBackend {
     /// Dropped without close: stop the keep-alives; the lease then runs out on its own.
     fn drop(&mut self) {
-        if let Some(session) = self.session.get_mut().take() {
+        for session in self.lanes.try_sessions().unwrap_or_default() {
             session.end("the client was dropped".into());
         }
     }

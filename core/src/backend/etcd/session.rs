@@ -1,8 +1,9 @@
-//! The client's session: one etcd lease, kept alive in the background every third of its TTL
-//! (as etcd's concurrency.Session does), revoked on close. Every lock key of the client is
-//! attached to it, so a crashed client's locks go when the lease runs out. When the lease
-//! ends (revoked, expired, or keep-alives failing for a whole TTL) every hold taken under it
-//! is marked lost, and the next acquisition starts a new session.
+//! One session of the client (lanes.rs says when there are several): one etcd lease, kept
+//! alive in the background every third of its TTL (as etcd's concurrency.Session does),
+//! revoked on close. Every lock key of the session is attached to it, so a crashed client's
+//! locks go when the lease runs out. When the lease ends (revoked, expired, or keep-alives
+//! failing for a whole TTL) every hold taken under it is marked lost, and the lane gets a new
+//! session for later acquisitions.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -85,7 +86,7 @@ impl Session {
         }
     }
 
-    /// The lease is gone: mark every hold lost and free the turns they kept.
+    /// The lease is gone: mark every hold lost and free the lanes they kept.
     pub fn end(&self, why: String) {
         {
             let mut reason = lock(&self.reason);

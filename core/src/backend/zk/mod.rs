@@ -160,6 +160,8 @@ impl Backend for ZkBackend {
         }
         hold.released.cancel();
         hold.session.forget(hold.hold_id);
+        // A waiter of this session queued right behind us goes now (backend/successors.rs).
+        hold.session.successors.released(&hold.node);
         let deleting = tokio::spawn({
             let (session, node) = (hold.session.clone(), hold.node.clone());
             async move { delete_node(&session, &node).await }

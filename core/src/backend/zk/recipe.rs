@@ -6,7 +6,11 @@
 //!    creating another (Curator's `withProtection`).
 //! 2. List the children and sort them by sequence. Lowest holds the lock.
 //! 3. Otherwise watch the next-lower node only (getData with a watch, as Curator does) and go
-//!    back to 2 when it changes. No polling: the watch is the only wake-up.
+//!    back to 2 when it changes. No polling: the watch is the only wake-up from outside.
+//!    When the next-lower node is a hold of this same session, its release wakes the waiter
+//!    directly, before the delete reaches the server (backend/successors.rs says why that is
+//!    safe). Both nodes live in one session: if it ends before the delete lands, the waiter's
+//!    hold is lost with it.
 //! 4. A contender that gives up (deadline, cancellation) deletes its node, retrying until the
 //!    delete succeeds or the session is gone (Curator's guaranteed delete).
 
@@ -142,12 +146,25 @@ async fn contend_as(
             return Err(Stop::GaveUp);
         }
         let predecessor = format!("{path}/{}", contenders[index - 1].1);
+        // Set up before the watch, so that a release by a holder of this client in between
+        // is not missed.
+        let successor = session.successors.wait_behind(predecessor.clone());
         let watcher = match retry_on_loss!(session, give_up, |client| client.get_and_watch_data(&predecessor))? {
             Ok((_, _, watcher)) => watcher,
             Err(zk::Error::NoNode) => continue,
             Err(err) => return Err(map_error(err, &format!("watching {predecessor}")).into()),
         };
         tokio::select! {
+            biased;
+            _ = successor.released.cancelled() => {
+                // Our predecessor held the lock, and its owner, in this client, has let go:
+                // no node older than ours is left but its own, whose delete is on its way.
+                if session.is_ended() {
+                    return Err(Stop::Restart);
+                }
+                ours.kept = true;
+                return Ok(Held { node, token: czxid, at: Instant::now() });
+            }
             _ = watcher.changed() => {}
             _ = give_up.cancelled() => return Err(Stop::GaveUp),
         }

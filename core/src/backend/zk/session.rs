@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use zookeeper_client as zk;
 
 use super::config::ZkConfig;
+use crate::backend::successors::Successors;
 use crate::error::{Error, Result};
 use crate::lock::{LostNotifier, LostReason};
 
@@ -33,6 +34,8 @@ pub(super) struct Session {
     client: Mutex<Option<zk::Client>>,
     pub id: zk::SessionId,
     registry: Arc<Registry>,
+    /// Waiters in this session, by the node each waits behind (see backend/successors.rs).
+    pub successors: Arc<Successors<String>>,
     monitor: AbortHandle,
 }
 
@@ -160,7 +163,13 @@ impl Session {
                 }
             }
         });
-        Ok(Arc::new(Session { client: Mutex::new(Some(client)), id, registry, monitor: monitor.abort_handle() }))
+        Ok(Arc::new(Session {
+            client: Mutex::new(Some(client)),
+            id,
+            registry,
+            successors: Arc::default(),
+            monitor: monitor.abort_handle(),
+        }))
     }
 
     /// A handle for one operation; a `Connection` error once the backend is closed.
