@@ -82,6 +82,56 @@ async fn mysql_owners_of_one_client_take_turns_in_token_order() {
     owners_of_one_client_take_turns(&mariadb_url()).await;
 }
 
+/// Local handoffs are bounded: a client whose owners keep the lock busy between themselves
+/// still lets another client's waiter in. A session lock's run ends with a plain release (the
+/// waiter elsewhere is first in the server's queue); a lease lock's with a stand-aside.
+async fn a_busy_client_does_not_starve_another_clients_waiter(url: &str) {
+    for kind in KINDS {
+        let name = unique(&format!("starve-{kind}-{}", url.len()));
+        let busy = Client::connect(url).await.unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut tasks = Vec::new();
+        for _ in 0..4 {
+            let (lock, stop) = (busy.lock(&name).unwrap().with_kind(kind), stop.clone());
+            tasks.push(tokio::spawn(async move {
+                while !stop.load(Ordering::Relaxed) {
+                    let guard = lock.acquire().await.unwrap();
+                    sleep(Duration::from_millis(1)).await;
+                    guard.release().await.unwrap();
+                }
+            }));
+        }
+        sleep(Duration::from_millis(100)).await;
+        let other = Client::connect(url).await.unwrap();
+        let started = Instant::now();
+        let got = other
+            .lock(&name)
+            .unwrap()
+            .with_kind(kind)
+            .acquire_with(AcquireOptions::default().wait(Duration::from_secs(10)))
+            .await;
+        stop.store(true, Ordering::Relaxed);
+        let guard = got.unwrap_or_else(|e| panic!("{url} {kind}: the other client's waiter was starved: {e}"));
+        eprintln!("{kind}: the other client's waiter got in after {:?}", started.elapsed());
+        guard.release().await.unwrap();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        busy.close().await;
+        other.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_busy_client_does_not_starve_another_clients_waiter() {
+    a_busy_client_does_not_starve_another_clients_waiter(&postgres_url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mysql_a_busy_client_does_not_starve_another_clients_waiter() {
+    a_busy_client_does_not_starve_another_clients_waiter(&mariadb_url()).await;
+}
+
 /// A handoff moves the ShedLock row to the new owner without freeing it, and a session lock
 /// stays on the same database session.
 async fn a_release_moves_the_hold_to_the_waiter(url: &str, holder_of: impl AsyncFn(LockKind, &str) -> String) {

@@ -138,6 +138,15 @@ pub trait Backend: Send + Sync + 'static {
         false
     }
 
+    /// Whether the store itself hands a released lock of `kind` to whoever has waited for it
+    /// longest, any client's, in one step (PostgreSQL's and MySQL's lock queues). A run of
+    /// local handoffs then ends with a plain release: waiters elsewhere are first in that
+    /// queue. Elsewhere this client's owners stand aside for a moment first, so that a waiter
+    /// woken by a message gets in (see lock/handoff.rs).
+    fn grants_in_order(&self, _kind: LockKind) -> bool {
+        false
+    }
+
     /// Whether anyone (any client, any owner) holds the lock `key` right now.
     async fn is_locked(&self, _key: &str, _kind: LockKind) -> Result<bool> {
         Err(not_supported("is_locked"))

@@ -18,8 +18,10 @@
 //! run of local handoffs, so the run is bounded: after [`MAX_LOCAL_PASSES`] handoffs in a
 //! row the lock is released to the store as usual, as in Dice, Marathe and Shavit's cohort
 //! locks, and this client's owners stand aside for a few round trips so that a waiter
-//! elsewhere, woken by the unlock message, gets in before they take it straight back. Kinds
-//! that promise an order (fair locks) never take part.
+//! elsewhere, woken by the unlock message, gets in before they take it straight back. Where
+//! the store's own queue hands the lock to its oldest waiter (`Backend::grants_in_order`:
+//! PostgreSQL and MySQL session locks), nobody stands aside: the waiters elsewhere are ahead
+//! of ours in that queue already. Kinds that promise an order (fair locks) never take part.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};

@@ -369,12 +369,16 @@ impl Lock {
         let released = if handoffs && !run.is_over() {
             self.hand_over_or_release(held, run).await?
         } else if handoffs {
-            // The run of handoffs is over: waiters of other clients get their turn.
-            let round_trip = match landed {
-                landing::Landed::Held { round_trip } => round_trip,
-                landing::Landed::Gone => Duration::ZERO,
-            };
-            inner.waiters.stand_aside(&self.key, held.kind, round_trip);
+            // The run of handoffs is over: waiters of other clients get their turn. A store
+            // that serves its waiters in order gives it to the oldest of them by itself; this
+            // client's owners keep their places in its queue.
+            if !inner.backend.grants_in_order(held.kind) {
+                let round_trip = match landed {
+                    landing::Landed::Held { round_trip } => round_trip,
+                    landing::Landed::Gone => Duration::ZERO,
+                };
+                inner.waiters.stand_aside(&self.key, held.kind, round_trip);
+            }
             inner.backend.release(&held, 0).await?
         } else {
             inner.backend.release(&held, holds_left).await?

@@ -251,10 +251,46 @@ impl LeaseTable {
     }
 
     /// One ShedLock-style attempt: take an expired row, else insert a new one; bump the
-    /// fencing counter only once the row is ours.
+    /// fencing counter only once the row is ours. Once a name has a row and a counter (every
+    /// acquisition after its first), taking the row and drawing the tokens is one statement,
+    /// and a busy lock costs one more read.
     async fn attempt(&self, lease: Duration, name: &str, by: &str) -> Result<Attempt> {
         let table = &self.table;
         let micros = i64::try_from(lease.as_micros()).unwrap_or(i64::MAX);
+        let taken = sqlx::query(&format!(
+            "UPDATE {table} AS s JOIN polylock_fencing AS f ON f.name = s.name
+             SET s.lock_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND,
+                 s.locked_at = UTC_TIMESTAMP(3), s.locked_by = ?,
+                 f.token = LAST_INSERT_ID(f.token + 2)
+             WHERE s.name = ? AND s.lock_until <= UTC_TIMESTAMP(3)"
+        ))
+        .bind(micros)
+        .bind(by)
+        .bind(name)
+        .execute(&self.shared)
+        .await
+        .map_err(|e| self.err(e))?;
+        if taken.rows_affected() > 0 && taken.last_insert_id() > 0 {
+            return Ok(Attempt::Acquired { token: taken.last_insert_id() - 1, state: None });
+        }
+        let left: Option<Option<i64>> = sqlx::query_scalar(&format!(
+            "SELECT TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(3), lock_until) FROM {table} WHERE name = ?"
+        ))
+        .bind(name)
+        .fetch_optional(&self.shared)
+        .await
+        .map_err(|e| self.err(e))?;
+        match left {
+            Some(Some(us)) if us > 0 => Ok(Attempt::Busy { holder_lease_left: Some(Duration::from_micros(us as u64)) }),
+            // No row yet, no counter yet, or it expired just now: the long way.
+            _ => self.first_attempt(micros, name, by).await,
+        }
+    }
+
+    /// An attempt on a name without a row or a counter: take the row if it is expired, else
+    /// insert it, then draw the tokens.
+    async fn first_attempt(&self, micros: i64, name: &str, by: &str) -> Result<Attempt> {
+        let table = &self.table;
         let taken = sqlx::query(&format!(
             "UPDATE {table} SET lock_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND,
                  locked_at = UTC_TIMESTAMP(3), locked_by = ?
@@ -373,7 +409,7 @@ impl Backend for MySqlBackend {
 
     /// A session lock stays with its connection, which draws the token set aside; a lease
     /// lock's ShedLock row is rewritten to the new owner and the counter bumped in one
-    /// transaction, so the row never looks free to anyone in between, and a transfer cut off
+    /// statement, so the row never looks free to anyone in between, and a transfer cut off
     /// half way changes nothing.
     async fn transfer(
         &self,
@@ -390,11 +426,15 @@ impl Backend for MySqlBackend {
         }
         let (name, from_by, to_by) = (lease_name(&from.key), locked_by(&from.owner), locked_by(&to));
         let micros = i64::try_from(lease.as_micros()).unwrap_or(i64::MAX);
-        let mut tx = self.shared.begin().await.map_err(|e| self.err(e))?;
+        // One statement, so one round trip and atomic under autocommit: the row moves and the
+        // counter steps only together. LAST_INSERT_ID(x) makes the new counter the statement's
+        // insert id; it stays 0 when no row matched.
         let moved = sqlx::query(&format!(
-            "UPDATE {} SET locked_by = ?, locked_at = UTC_TIMESTAMP(3),
-                 lock_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND
-             WHERE name = ? AND locked_by IN (?, ?) AND lock_until > UTC_TIMESTAMP(3)",
+            "UPDATE {} AS s JOIN polylock_fencing AS f ON f.name = s.name
+             SET s.locked_by = ?, s.locked_at = UTC_TIMESTAMP(3),
+                 s.lock_until = UTC_TIMESTAMP(3) + INTERVAL ? MICROSECOND,
+                 f.token = LAST_INSERT_ID(f.token + 1)
+             WHERE s.name = ? AND s.locked_by IN (?, ?) AND s.lock_until > UTC_TIMESTAMP(3)",
             self.table
         ))
         .bind(&to_by)
@@ -402,22 +442,19 @@ impl Backend for MySqlBackend {
         .bind(&name)
         .bind(&from_by)
         .bind(&to_by)
-        .execute(&mut *tx)
+        .execute(&self.shared)
         .await
         .map_err(|e| self.err(e))?;
-        if moved.rows_affected() != 1 {
-            return Ok(None); // dropping the transaction rolls it back
-        }
-        let fenced = sqlx::query("UPDATE polylock_fencing SET token = LAST_INSERT_ID(token + 1) WHERE name = ?")
-            .bind(&name)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.err(e))?;
-        if fenced.rows_affected() != 1 {
+        if moved.rows_affected() == 0 || moved.last_insert_id() == 0 {
             return Ok(None);
         }
-        tx.commit().await.map_err(|e| self.err(e))?;
-        Ok(Some(Acquired { token: fenced.last_insert_id() - 1, attempt_started, state: None }))
+        Ok(Some(Acquired { token: moved.last_insert_id() - 1, attempt_started, state: None }))
+    }
+
+    /// Waiters for a session lock queue in the server (`GET_LOCK`, a metadata lock), which grants it to the oldest
+    /// when it is released.
+    fn grants_in_order(&self, kind: LockKind) -> bool {
+        kind == LockKind::Reentrant
     }
 
     fn transfers(&self, kind: LockKind) -> bool {
