@@ -153,6 +153,54 @@ async fn owners_of_one_client_queue_under_leases_of_their_own_and_close_revokes_
     }
 }
 
+/// The extra session leases of a burst of contention are revoked once idle for a session TTL;
+/// the first one stays, and later contention gets new ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn extra_session_leases_are_revoked_once_idle_for_a_ttl() {
+    let client = connect(&format!("{}?ttl=2s", etcd_url())).await;
+    let mut raw = raw(&etcd_url()).await;
+    let name = unique("idle-lanes");
+    let holder = client.lock(&name).unwrap().acquire().await.unwrap();
+    let waiters: Vec<_> = (0..3)
+        .map(|_| {
+            let lock = client.lock(&name).unwrap();
+            tokio::spawn(async move { lock.acquire().await.unwrap().release().await.unwrap() })
+        })
+        .collect();
+    let queued = wait_for_contenders(&mut raw, &name, 4).await;
+    holder.release().await.unwrap();
+    for waiter in waiters {
+        timeout(Duration::from_secs(10), waiter).await.expect("every waiter got its turn").unwrap();
+    }
+    let first = queued[0].2; // the holder's: the client's first session
+    let alive = |raw: &mut etcd_client::Client, lease: i64| {
+        let mut leases = raw.lease_client();
+        async move { leases.time_to_live(lease, None).await.unwrap().ttl() > 0 }
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut extra_alive = 0;
+        for (_, _, lease) in &queued[1..] {
+            extra_alive += usize::from(alive(&mut raw, *lease).await);
+        }
+        if extra_alive == 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{extra_alive} idle extra leases were never revoked");
+        sleep(Duration::from_millis(250)).await;
+    }
+    assert!(alive(&mut raw, first).await, "the first session stays");
+    // Contention after that gets sessions again.
+    let holder = client.lock(&name).unwrap().acquire().await.unwrap();
+    let waiter = client.lock(&name).unwrap();
+    let waiting = tokio::spawn(async move { waiter.acquire().await.unwrap().release().await.unwrap() });
+    let again = wait_for_contenders(&mut raw, &name, 2).await;
+    assert_ne!(again[0].2, again[1].2, "a lease of its own for the waiter: {again:?}");
+    holder.release().await.unwrap();
+    timeout(Duration::from_secs(10), waiting).await.unwrap().unwrap();
+    client.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcdctl_holds_and_polylock_waits() {
     let name = unique("ctl-holds");

@@ -10,15 +10,17 @@
 //! without a round trip (backend/successors.rs).
 //!
 //! At most [`MAX_LANES`] sessions per client: owners beyond that wait here, in no particular
-//! order, for one of them to leave the name.
+//! order, for one of them to leave the name. A session beyond the first that has had no key
+//! for a whole session TTL is revoked, so a burst of contention does not leave leases behind.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use etcd_client::Client;
 use tokio::sync::Notify;
+use tokio::time::Instant;
 
 use super::session::Session;
 use crate::error::{Error, Result};
@@ -30,13 +32,57 @@ pub(super) struct Lanes {
     client: Client,
     ttl_secs: i64,
     call_timeout: Duration,
-    /// Lane i's session, replaced when it has ended; `None` once closed. Taken while a lane
-    /// is chosen, so two owners never choose the same one.
-    sessions: tokio::sync::Mutex<Option<Vec<Arc<Session>>>>,
-    /// The lanes with a key (or about to have one) under each lock prefix.
-    busy: std::sync::Mutex<HashMap<String, HashSet<usize>>>,
+    /// Lane i's session (`None`: revoked while idle, granted again on need), replaced when it
+    /// has ended; `None` as a whole once closed. Locked while a lane is chosen, so two owners
+    /// never choose the same one.
+    sessions: tokio::sync::Mutex<Option<Vec<Option<Arc<Session>>>>>,
+    use_: std::sync::Mutex<Use>,
     /// Signalled whenever a lane leaves a prefix.
     freed: Notify,
+}
+
+/// Which lanes have a key (or are about to) under which lock prefix, and since when each
+/// lane has had none at all.
+#[derive(Default)]
+struct Use {
+    by_prefix: HashMap<String, HashSet<usize>>,
+    /// Per lane: the prefixes it is taken for.
+    taken: Vec<usize>,
+    /// Per lane: when it last left a prefix.
+    left_at: Vec<Option<Instant>>,
+}
+
+impl Use {
+    fn is_taken(&self, prefix: &str, index: usize) -> bool {
+        self.by_prefix.get(prefix).is_some_and(|lanes| lanes.contains(&index))
+    }
+
+    fn take(&mut self, prefix: &str, index: usize) {
+        if self.taken.len() <= index {
+            self.taken.resize(index + 1, 0);
+            self.left_at.resize(index + 1, None);
+        }
+        self.by_prefix.entry(prefix.to_string()).or_default().insert(index);
+        self.taken[index] += 1;
+    }
+
+    fn leave(&mut self, prefix: &str, index: usize) {
+        if let Some(lanes) = self.by_prefix.get_mut(prefix) {
+            if lanes.remove(&index) {
+                self.taken[index] -= 1;
+                self.left_at[index] = Some(Instant::now());
+            }
+            if lanes.is_empty() {
+                self.by_prefix.remove(prefix);
+            }
+        }
+    }
+
+    /// Whether lane `index` has had no key for at least `idle`.
+    fn idle_for(&self, index: usize, idle: Duration) -> bool {
+        self.taken.get(index).copied().unwrap_or(0) == 0
+            && self.left_at.get(index).copied().flatten().is_some_and(|left| left.elapsed() >= idle)
+    }
 }
 
 /// One lane taken for one lock prefix; dropping it frees the lane for that prefix.
@@ -52,18 +98,24 @@ impl Lanes {
     /// connect, not at the first lock.
     pub async fn start(client: Client, ttl_secs: i64, call_timeout: Duration) -> Result<Arc<Lanes>> {
         let first = Session::start(&client, ttl_secs, call_timeout).await?;
-        Ok(Arc::new(Lanes {
+        let lanes = Arc::new(Lanes {
             client,
             ttl_secs,
             call_timeout,
-            sessions: tokio::sync::Mutex::new(Some(vec![first])),
-            busy: std::sync::Mutex::default(),
+            sessions: tokio::sync::Mutex::new(Some(vec![Some(first)])),
+            use_: std::sync::Mutex::default(),
             freed: Notify::new(),
-        }))
+        });
+        tokio::spawn(revoke_idle_lanes(Arc::downgrade(&lanes), session_ttl(&lanes)));
+        Ok(lanes)
     }
 
-    fn busy(&self) -> std::sync::MutexGuard<'_, HashMap<String, HashSet<usize>>> {
-        self.busy.lock().unwrap_or_else(|e| e.into_inner())
+    fn use_(&self) -> std::sync::MutexGuard<'_, Use> {
+        self.use_.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    async fn grant(&self) -> Result<Arc<Session>> {
+        Session::start(&self.client, self.ttl_secs, self.call_timeout).await
     }
 
     /// A lane with no key under `prefix`: a live session of this client, a new one if every
@@ -79,25 +131,30 @@ impl Lanes {
             {
                 let mut sessions = self.sessions.lock().await;
                 let sessions = sessions.as_mut().ok_or_else(|| Error::connection("the etcd client is closed"))?;
-                let free = {
-                    let busy = self.busy();
-                    let taken = busy.get(prefix);
-                    (0..sessions.len()).find(|i| taken.is_none_or(|taken| !taken.contains(i)))
+                let (free, vacant) = {
+                    let use_ = self.use_();
+                    let free = (0..sessions.len()).find(|&i| sessions[i].is_some() && !use_.is_taken(prefix, i));
+                    (free, sessions.iter().position(Option::is_none))
                 };
-                let index = match free {
-                    Some(index) => Some(index),
-                    None if sessions.len() < MAX_LANES => {
-                        sessions.push(Session::start(&self.client, self.ttl_secs, self.call_timeout).await?);
+                let index = match (free, vacant) {
+                    (Some(index), _) => Some(index),
+                    (None, Some(index)) => Some(index),
+                    (None, None) if sessions.len() < MAX_LANES => {
+                        sessions.push(None);
                         Some(sessions.len() - 1)
                     }
-                    None => None,
+                    (None, None) => None,
                 };
                 if let Some(index) = index {
-                    if sessions[index].is_ended() {
-                        sessions[index] = Session::start(&self.client, self.ttl_secs, self.call_timeout).await?;
-                    }
-                    self.busy().entry(prefix.to_string()).or_default().insert(index);
-                    let session = sessions[index].clone();
+                    let session = match &sessions[index] {
+                        Some(session) if !session.is_ended() => session.clone(),
+                        _ => {
+                            let session = self.grant().await?;
+                            sessions[index] = Some(session.clone());
+                            session
+                        }
+                    };
+                    self.use_().take(prefix, index);
                     return Ok(Some(Lane { lanes: self.clone(), prefix: prefix.to_string(), index, session }));
                 }
             }
@@ -108,35 +165,53 @@ impl Lanes {
         }
     }
 
-    /// Every session there is now, live or not.
+    /// Every session there is now.
     pub async fn sessions(&self) -> Vec<Arc<Session>> {
-        self.sessions.lock().await.clone().unwrap_or_default()
+        self.sessions.lock().await.iter().flatten().flatten().cloned().collect()
     }
 
     /// Refuse new lanes and hand back every session, to be closed.
     pub async fn close(&self) -> Vec<Arc<Session>> {
         let sessions = self.sessions.lock().await.take().unwrap_or_default();
         self.freed.notify_waiters();
-        sessions
+        sessions.into_iter().flatten().collect()
     }
 
-    /// The sessions, without waiting (for Drop): `None` if they are being chosen right now.
-    pub fn try_sessions(&self) -> Option<Vec<Arc<Session>>> {
-        self.sessions.try_lock().ok().map(|sessions| sessions.clone().unwrap_or_default())
+    /// The sessions, without waiting (for Drop): empty if they are being chosen right now.
+    pub fn try_sessions(&self) -> Vec<Arc<Session>> {
+        match self.sessions.try_lock() {
+            Ok(sessions) => sessions.iter().flatten().flatten().cloned().collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Take the sessions of lanes beyond the first that have had no key for `idle`.
+    async fn take_idle(&self, idle: Duration) -> Vec<Arc<Session>> {
+        let mut sessions = self.sessions.lock().await;
+        let Some(sessions) = sessions.as_mut() else { return Vec::new() };
+        let use_ = self.use_();
+        (1..sessions.len()).filter(|&i| use_.idle_for(i, idle)).filter_map(|i| sessions[i].take()).collect()
+    }
+}
+
+fn session_ttl(lanes: &Lanes) -> Duration {
+    Duration::from_secs(lanes.ttl_secs.max(1) as u64)
+}
+
+/// Every half TTL, revoke the sessions of lanes (beyond the first) idle for a whole TTL.
+async fn revoke_idle_lanes(lanes: Weak<Lanes>, ttl: Duration) {
+    loop {
+        tokio::time::sleep(ttl / 2).await;
+        let Some(lanes) = lanes.upgrade() else { return };
+        for session in lanes.take_idle(ttl).await {
+            session.close(&lanes.client, lanes.call_timeout).await;
+        }
     }
 }
 
 impl Drop for Lane {
     fn drop(&mut self) {
-        {
-            let mut busy = self.lanes.busy();
-            if let Some(taken) = busy.get_mut(&self.prefix) {
-                taken.remove(&self.index);
-                if taken.is_empty() {
-                    busy.remove(&self.prefix);
-                }
-            }
-        }
+        self.lanes.use_().leave(&self.prefix, self.index);
         self.lanes.freed.notify_waiters();
     }
 }
