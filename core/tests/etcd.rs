@@ -107,6 +107,37 @@ async fn keys_follow_etcds_mutex_layout_under_one_session_lease() {
     guard.release().await.unwrap();
 }
 
+/// A holder of `name` in `client` and `waiters` more owners of it queued behind, once etcd
+/// shows all their keys.
+struct Queue {
+    holder: polylock::Guard,
+    waiters: Vec<tokio::task::JoinHandle<()>>,
+    keys: Vec<(String, i64, i64)>,
+}
+
+async fn queue_up(client: &Client, raw: &mut etcd_client::Client, name: &str, waiters: usize) -> Queue {
+    let holder = client.lock(name).unwrap().acquire().await.unwrap();
+    let waiters = (0..waiters)
+        .map(|_| {
+            let lock = client.lock(name).unwrap();
+            tokio::spawn(async move { lock.acquire().await.unwrap().release().await.unwrap() })
+        })
+        .collect::<Vec<_>>();
+    let keys = wait_for_contenders(raw, name, waiters.len() + 1).await;
+    Queue { holder, waiters, keys }
+}
+
+impl Queue {
+    /// Release the holder and let every waiter have its turn; returns the keys seen queued.
+    async fn finish(self) -> Vec<(String, i64, i64)> {
+        self.holder.release().await.unwrap();
+        for waiter in self.waiters {
+            timeout(Duration::from_secs(10), waiter).await.expect("every waiter got its turn").unwrap();
+        }
+        self.keys
+    }
+}
+
 /// Owners of one client that contend for one name each queue a key of their own, under a
 /// session lease of their own (etcd's layout allows one key per lease and name); the
 /// sessions are reused by later contention, and closing the client revokes them all.
@@ -115,37 +146,17 @@ async fn owners_of_one_client_queue_under_leases_of_their_own_and_close_revokes_
     let client = connect(&etcd_url()).await;
     let mut raw = raw(&etcd_url()).await;
     let name = unique("lanes");
-    let holder = client.lock(&name).unwrap().acquire().await.unwrap();
-    let waiters: Vec<_> = (0..3)
-        .map(|_| {
-            let lock = client.lock(&name).unwrap();
-            tokio::spawn(async move { lock.acquire().await.unwrap().release().await.unwrap() })
-        })
-        .collect();
-    let queued = wait_for_contenders(&mut raw, &name, 4).await;
-    let leases: std::collections::HashSet<i64> = queued.iter().map(|(_, _, lease)| *lease).collect();
-    assert_eq!(leases.len(), 4, "one lease per queued owner: {queued:?}");
-    for (key, _, lease) in &queued {
+    let queued = queue_up(&client, &mut raw, &name, 3).await;
+    let leases: std::collections::HashSet<i64> = queued.keys.iter().map(|(_, _, lease)| *lease).collect();
+    assert_eq!(leases.len(), 4, "one lease per queued owner: {:?}", queued.keys);
+    for (key, _, lease) in &queued.keys {
         assert_eq!(key, &format!("{name}/{lease:x}"), "etcd's Mutex layout for every owner");
     }
-    holder.release().await.unwrap();
-    for waiter in waiters {
-        timeout(Duration::from_secs(10), waiter).await.expect("every waiter got its turn").unwrap();
-    }
+    queued.finish().await;
     // The same contention again reuses those sessions instead of granting more.
-    let holder = client.lock(&name).unwrap().acquire().await.unwrap();
-    let waiters: Vec<_> = (0..3)
-        .map(|_| {
-            let lock = client.lock(&name).unwrap();
-            tokio::spawn(async move { lock.acquire().await.unwrap().release().await.unwrap() })
-        })
-        .collect();
-    let again = wait_for_contenders(&mut raw, &name, 4).await;
-    assert!(again.iter().all(|(_, _, lease)| leases.contains(lease)), "sessions are reused: {again:?}");
-    holder.release().await.unwrap();
-    for waiter in waiters {
-        timeout(Duration::from_secs(10), waiter).await.expect("every waiter got its turn").unwrap();
-    }
+    let again = queue_up(&client, &mut raw, &name, 3).await;
+    assert!(again.keys.iter().all(|(_, _, lease)| leases.contains(lease)), "sessions are reused: {:?}", again.keys);
+    again.finish().await;
     client.close().await;
     for lease in leases {
         let left = raw.lease_time_to_live(lease, None).await.unwrap().ttl();
@@ -160,18 +171,7 @@ async fn extra_session_leases_are_revoked_once_idle_for_a_ttl() {
     let client = connect(&format!("{}?ttl=2s", etcd_url())).await;
     let mut raw = raw(&etcd_url()).await;
     let name = unique("idle-lanes");
-    let holder = client.lock(&name).unwrap().acquire().await.unwrap();
-    let waiters: Vec<_> = (0..3)
-        .map(|_| {
-            let lock = client.lock(&name).unwrap();
-            tokio::spawn(async move { lock.acquire().await.unwrap().release().await.unwrap() })
-        })
-        .collect();
-    let queued = wait_for_contenders(&mut raw, &name, 4).await;
-    holder.release().await.unwrap();
-    for waiter in waiters {
-        timeout(Duration::from_secs(10), waiter).await.expect("every waiter got its turn").unwrap();
-    }
+    let queued = queue_up(&client, &mut raw, &name, 3).await.finish().await;
     let first = queued[0].2; // the holder's: the client's first session
     let alive = |raw: &mut etcd_client::Client, lease: i64| {
         let mut leases = raw.lease_client();
