@@ -111,7 +111,14 @@ impl Guard {
     pub fn release<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
         let guard = locked(&self.guard).take().ok_or_else(|| self.released_error())?;
         self.stop_watching();
-        settle::spawn(env, async move { guard.release().await.into_napi() })
+        let waited_for = guard.lock().is_waited_for_here();
+        let release = async move { guard.release().await.into_napi() };
+        if waited_for {
+            // Poll it here, so the acquire it hands the lock to settles here too (settle.rs).
+            settle::spawn_here(env, release)
+        } else {
+            settle::spawn(env, release)
+        }
     }
 
     /// Acquire the lock again as this guard's owner (reentrancy): resolves at once to a new

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
 import polylock from '../index.js'
-import { tempDir, uniqueName, REDIS_URL } from './helpers.mjs'
+import { tempDir, uniqueName, sleep, REDIS_URL } from './helpers.mjs'
 
 const CHILD = fileURLToPath(new URL('./fixtures/child.mjs', import.meta.url))
 const EXIT_LIMIT_MS = 5000
@@ -86,6 +86,33 @@ test('waiting for a lock does not block the event loop', async () => {
     assert.equal(err.code, 'POLYLOCK_TIMEOUT')
     assert.ok(ticks >= 20, `only ${ticks} timer ticks ran during a 500 ms wait`)
     await holder.release()
+  } finally {
+    await client.close()
+  }
+})
+
+test('a release handed to a waiting acquire of the same client settles it before the release returns', {
+  skip: !REDIS_URL && 'needs POLYLOCK_TEST_REDIS_URL',
+}, async () => {
+  // Redis hands the lock over with a token set aside, so the waiter needs no round trip: the
+  // binding polls it on this thread as the release hands it over (src/settle.rs), and its
+  // Promise is settled by the time release() returns, not after a trip through the runtime.
+  const client = await polylock.connect(REDIS_URL)
+  try {
+    const lock = client.lock(uniqueName('handoff-here'))
+    const holder = await lock.acquire()
+    let waiter = null
+    const waiting = lock.acquire().then((guard) => (waiter = guard))
+    await sleep(200) // queued behind the holder
+    const released = holder.release()
+    // Microtask turns only (index.js chains a reaction or two): no event-loop turn, so a
+    // settlement queued from the runtime's threads cannot have arrived yet.
+    for (let turn = 0; turn < 10; turn++) await Promise.resolve()
+    assert.ok(waiter, 'the waiting acquire settled within the release call')
+    assert.equal(waiter.fencingToken, holder.fencingToken + 1n, 'the token the holder set aside')
+    await released
+    await waiting
+    await waiter.release()
   } finally {
     await client.close()
   }

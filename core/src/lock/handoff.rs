@@ -152,6 +152,11 @@ impl LocalWaiters {
         }
     }
 
+    /// Whether an owner of this client is waiting for (key, kind) now.
+    pub fn is_waited_for(&self, key: &str, kind: LockKind) -> bool {
+        self.queues().contains_key(&(key.to_string(), kind))
+    }
+
     /// When the stand-aside on (key, kind) ends, if one is on.
     fn standing_aside_until(&self, key: &QueueKey) -> Option<Instant> {
         let standing = self.standing_aside.lock().unwrap_or_else(|e| e.into_inner());

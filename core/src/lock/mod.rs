@@ -406,6 +406,15 @@ impl Lock {
         }
     }
 
+    /// Whether another owner of this client is waiting for this lock now, so that a full
+    /// release would hand it over within the client (lock/handoff.rs). A hint: the answer may
+    /// be stale by the time it is used. Bindings use it to run such a release where the waiter
+    /// runs.
+    pub fn is_waited_for_here(&self) -> bool {
+        let inner = self.client.inner();
+        inner.backend.transfers(self.kind) && inner.waiters.is_waited_for(&self.key, self.kind)
+    }
+
     /// How many times this owner holds the lock, as far as this client knows.
     pub fn hold_count(&self) -> u32 {
         self.live_hold(|hold| hold.count).unwrap_or(0)
