@@ -31,17 +31,15 @@
 //! killed session fails the transfer instead of handing on a lock it lost; a failed transfer
 //! closes the connection, which frees the lock. A lease lock's ShedLock row is rewritten to
 //! the new owner (`locked_by`, `locked_at`, `lock_until` from the database clock, only while
-//! it is still the old owner's and live) with the counter bump, in one statement on
-//! PostgreSQL and one transaction on MySQL. The new owner starts at once with the reserved
-//! token; a transfer that finds the hold gone marks it lost, and whoever holds the lock then
-//! has a greater token. A waiter handed the lock drops its own store attempt: a blocked
-//! `pg_advisory_lock` / `GET_LOCK` is cancelled on the server (and anything it was granted
-//! meanwhile given up) before its connection goes back to the pool, and a lease attempt runs
-//! to its end in a task of its own and gives back a row it won for nobody. Known limit: a
-//! session lock's connection monitor marks only the owner that took the lock from the
-//! database; after a handoff, the new owner learns of a killed session at its next renewal
-//! (a third of the watchdog lease) or at release, because `Backend::transfer` is not given
-//! the new owner's lost latch.
+//! it is still the old owner's and live) with the counter bump, in one statement. The new
+//! owner starts at once with the reserved token; a transfer that finds the hold gone marks it
+//! lost, and whoever holds the lock then has a greater token. A session lock's connection
+//! check reports to the owner the lock moved to. A waiter handed the lock drops its own store
+//! attempt: a blocked `pg_advisory_lock` / `GET_LOCK` is cancelled on the server (and anything
+//! it was granted meanwhile given up) before its connection goes back to the pool, and a lease
+//! attempt runs to its end in a task of its own and gives back a row it won for nobody. The
+//! servers queue session-lock waiters and grant the oldest (`Backend::grants_in_order`), so a
+//! run of handoffs on a session lock ends with a plain release.
 //!
 //! Connections: a shared pool (`pool_size`, default 4) for lease statements, fencing and
 //! cancels, and a session pool (up to `max_sessions`, default 64) from which each held *or
@@ -204,6 +202,35 @@ pub(crate) fn wait_left_until(deadline: Instant) -> Duration {
     let left = deadline.saturating_duration_since(Instant::now());
     let whole_ms = left.as_nanos().div_ceil(1_000_000);
     Duration::from_millis(u64::try_from(whole_ms).unwrap_or(u64::MAX / 2).saturating_add(1))
+}
+
+/// Run `step` in a task of its own, so it always runs to its end: a statement dropped half
+/// way leaves its reply unread on the connection (the next statement would read it as its
+/// own answer), and on MySQL leaves the connection out of step (sqlx's check on returning it
+/// to the pool then waits for ever). `if_interrupted` is the answer if the runtime shuts down
+/// first.
+pub(crate) async fn in_own_task<T: Send + 'static>(
+    step: impl std::future::Future<Output = T> + Send + 'static,
+    if_interrupted: T,
+) -> T {
+    tokio::spawn(step).await.unwrap_or(if_interrupted)
+}
+
+/// [`in_own_task`] for a step that must know whether its caller went away meanwhile (a waiter
+/// handed the lock locally drops its own attempt): `step` gets a token that fires when the
+/// caller drops this future, to interrupt a wait on the server or give back what it won for
+/// nobody.
+pub(crate) async fn in_own_task_for_caller<T, F>(
+    step: impl FnOnce(tokio_util::sync::CancellationToken) -> F,
+    if_interrupted: T,
+) -> T
+where
+    T: Send + 'static,
+    F: std::future::Future<Output = T> + Send + 'static,
+{
+    let abandoned = tokio_util::sync::CancellationToken::new();
+    let _abandon_when_dropped = abandoned.clone().drop_guard();
+    in_own_task(step(abandoned), if_interrupted).await
 }
 
 /// How long a lock wait interrupted on the server has to answer before its connection is

@@ -16,8 +16,8 @@ use super::errors::{map_error, mysql_number};
 use super::names::{lease_name, mysql_lock_name};
 use super::session::{Session, SessionConn, Unrecorded};
 use super::{
-    answer_or_interrupt, locked_by, session_connection, session_force_unlock_refused, try_once, wait_left_until,
-    SqlConfig,
+    answer_or_interrupt, in_own_task_for_caller, locked_by, session_connection, session_force_unlock_refused, try_once,
+    wait_left_until, SqlConfig,
 };
 use crate::backend::poll::{acquire_by_attempts, Attempt, Backoff};
 use crate::backend::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
@@ -164,9 +164,7 @@ impl MySqlBackend {
         let forever = request.deadline.is_none();
         let (shared, cancel, shown_url) = (self.shared.clone(), request.cancel.clone(), self.config.shown_url.clone());
         let (deadline, name) = (request.deadline, name.to_string());
-        let abandoned = CancellationToken::new();
-        let _abandon_when_dropped = abandoned.clone().drop_guard();
-        let wait = tokio::spawn(async move {
+        let wait = |abandoned: CancellationToken| async move {
             loop {
                 // MariaDB answers NULL to a negative ("forever") timeout: a year it is, asked
                 // again if it ever runs out.
@@ -213,8 +211,8 @@ impl MySqlBackend {
                     Err(err) => Err(map_error(&shown_url, err)),
                 };
             }
-        });
-        wait.await.unwrap_or_else(|_| Err(Error::backend("the lock wait stopped with the runtime")))
+        };
+        in_own_task_for_caller(wait, Err(Error::backend("the lock wait stopped with the runtime"))).await
     }
 }
 
@@ -340,6 +338,20 @@ impl LeaseTable {
         Ok(Attempt::Busy { holder_lease_left: left.filter(|us| *us > 0).map(|us| Duration::from_micros(us as u64)) })
     }
 
+    /// [`LeaseTable::attempt`] in a task of its own, which gives back a row it won after the
+    /// caller went away.
+    async fn attempt_to_the_end(&self, lease: Duration, name: &str, by: &str) -> Result<Attempt> {
+        let (table, name, by) = (self.clone(), name.to_string(), by.to_string());
+        let attempt = |abandoned: CancellationToken| async move {
+            let attempt = table.attempt(lease, &name, &by).await;
+            if abandoned.is_cancelled() && matches!(attempt, Ok(Attempt::Acquired { .. })) {
+                let _ = table.give_back_lease(&name, &by).await;
+            }
+            attempt
+        };
+        in_own_task_for_caller(attempt, Err(Error::backend("a lease attempt stopped with the runtime"))).await
+    }
+
     /// End our lease on `name` now (the row stays, as ShedLock leaves it). True if it was ours.
     async fn give_back_lease(&self, name: &str, by: &str) -> Result<bool> {
         let done = sqlx::query(&format!(
@@ -365,22 +377,7 @@ impl Backend for MySqlBackend {
                 let by = locked_by(&request.owner);
                 let mut wakeups = self.released.subscribe();
                 acquire_by_attempts(request, LEASE_BACKOFF, &mut wakeups, || {
-                    let (table, name, by, lease) = (self.lease_table.clone(), name.clone(), by.clone(), request.lease);
-                    async move {
-                        // A task of its own (see LeaseTable); a row won after the caller went
-                        // away is given straight back.
-                        let abandoned = CancellationToken::new();
-                        let _abandon_when_dropped = abandoned.clone().drop_guard();
-                        tokio::spawn(async move {
-                            let attempt = table.attempt(lease, &name, &by).await;
-                            if abandoned.is_cancelled() && matches!(attempt, Ok(Attempt::Acquired { .. })) {
-                                let _ = table.give_back_lease(&name, &by).await;
-                            }
-                            attempt
-                        })
-                        .await
-                        .unwrap_or_else(|_| Err(Error::backend("a lease attempt stopped with the runtime")))
-                    }
+                    self.lease_table.attempt_to_the_end(request.lease, &name, &by)
                 })
                 .await
             }

@@ -16,8 +16,8 @@ use super::errors::{db_code, map_error};
 use super::names::{lease_name, postgres_advisory_key};
 use super::session::{Session, SessionConn, Unrecorded};
 use super::{
-    answer_or_interrupt, locked_by, millis, session_connection, session_force_unlock_refused, try_once, wait_left,
-    SqlConfig,
+    answer_or_interrupt, in_own_task_for_caller, locked_by, millis, session_connection, session_force_unlock_refused,
+    try_once, wait_left, SqlConfig,
 };
 use crate::backend::poll::{acquire_by_attempts, Attempt, Backoff};
 use crate::backend::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
@@ -175,9 +175,7 @@ impl PgBackend {
         // 0 disables the timeout: wait forever. set_config runs before the lock in one statement.
         let lock_timeout = format!("{}ms", wait_left(request).map_or(0, millis));
         let (shared, cancel, shown_url) = (self.shared.clone(), request.cancel.clone(), self.config.shown_url.clone());
-        let abandoned = CancellationToken::new();
-        let _abandon_when_dropped = abandoned.clone().drop_guard();
-        let wait = tokio::spawn(async move {
+        let wait = |abandoned: CancellationToken| async move {
             let (outcome, cancelled) = {
                 let wait = sqlx::query("SELECT set_config('lock_timeout', $1, false), pg_advisory_lock($2)")
                     .bind(lock_timeout)
@@ -209,8 +207,8 @@ impl PgBackend {
                 Ok(_) => Ok(None),
                 Err(err) => Err(map_error(&shown_url, err)),
             }
-        });
-        wait.await.unwrap_or_else(|_| Err(Error::backend("the lock wait stopped with the runtime")))
+        };
+        in_own_task_for_caller(wait, Err(Error::backend("the lock wait stopped with the runtime"))).await
     }
 
     /// Start (once) the task that turns NOTIFYs on the release channel into wake-ups.
@@ -317,17 +315,14 @@ impl LeaseTable {
     /// caller went away.
     async fn attempt_to_the_end(&self, lease: Duration, name: &str, by: &str) -> Result<Attempt> {
         let (table, name, by) = (self.clone(), name.to_string(), by.to_string());
-        let abandoned = CancellationToken::new();
-        let _abandon_when_dropped = abandoned.clone().drop_guard();
-        tokio::spawn(async move {
+        let attempt = |abandoned: CancellationToken| async move {
             let attempt = table.attempt(lease, &name, &by).await;
             if abandoned.is_cancelled() && matches!(attempt, Ok(Attempt::Acquired { .. })) {
                 let _ = table.give_back(&name, &by).await;
             }
             attempt
-        })
-        .await
-        .unwrap_or_else(|_| Err(Error::backend("a lease attempt stopped with the runtime")))
+        };
+        in_own_task_for_caller(attempt, Err(Error::backend("a lease attempt stopped with the runtime"))).await
     }
 }
 

@@ -16,6 +16,7 @@ use tokio::sync::Mutex;
 use tokio::task::AbortHandle;
 use tokio::time::{sleep_until, timeout, Instant};
 
+use super::in_own_task;
 use crate::backend::{HeldLock, HoldState, Release, Renewal};
 use crate::lock::{LostNotifier, LostReason};
 
@@ -136,19 +137,6 @@ enum Check {
     Closed,
 }
 
-/// Run one step on the session's connection in a task of its own. Callers of these steps
-/// can be dropped mid-statement (the watchdog is aborted when its hold ends, the monitor
-/// when the hold is released); a statement dropped there would leave its reply unread on
-/// the connection, and the next statement (the release) would read it as its own answer and
-/// see a lock it still holds as lost. A spawned step always runs to the end (or to the
-/// runtime's shutdown, when the answer is `if_interrupted`).
-async fn in_own_task<T: Send + 'static>(
-    step: impl std::future::Future<Output = T> + Send + 'static,
-    if_interrupted: T,
-) -> T {
-    tokio::spawn(step).await.unwrap_or(if_interrupted)
-}
-
 /// Whether the session still holds the lock; a connection that fails or does not answer is
 /// closed (its lock went with its session, or goes now), so it is never used again.
 async fn check_conn(slot: ConnSlot) -> Check {
@@ -176,16 +164,15 @@ pub(crate) struct Session {
     conn: ConnSlot,
     lease_end: SyncMutex<Instant>,
     monitor: SyncMutex<Option<AbortHandle>>,
-    /// The latch the monitor marks; `None` once the hold was handed to another owner (whose
-    /// latch the backend is not given: that owner learns of a dead session at its next
-    /// renewal or release instead).
-    lost: Arc<SyncMutex<Option<LostNotifier>>>,
+    /// The latch the monitor marks: the current owner's (a transfer points it at the owner
+    /// the lock moved to).
+    lost: Arc<SyncMutex<LostNotifier>>,
 }
 
 impl Session {
     /// Start holding through `conn`, with a lease that ends at `lease_end` unless renewed.
     pub fn start(conn: SessionConn, lease_end: Instant, check: Duration, lost: LostNotifier) -> Arc<Session> {
-        let lost = Arc::new(SyncMutex::new(Some(lost)));
+        let lost = Arc::new(SyncMutex::new(lost));
         let session = Arc::new(Session {
             conn: Arc::new(Mutex::new(Some(conn))),
             lease_end: SyncMutex::new(lease_end),
@@ -279,7 +266,7 @@ impl Session {
         if reserved.is_some() {
             *session.lease_end.lock().unwrap_or_else(|e| e.into_inner()) = sent + lease;
             // From now on the connection check reports to the new owner.
-            *session.lost.lock().unwrap_or_else(|e| e.into_inner()) = Some(lost.clone());
+            *session.lost.lock().unwrap_or_else(|e| e.into_inner()) = lost.clone();
         }
         Ok(reserved.map(|reserved| reserved - 1))
     }
@@ -327,12 +314,8 @@ impl Drop for Session {
 
 /// Ping the session every `check` and end the hold when its lease runs out. Holds only a
 /// weak reference, so a hold that is dropped stops its monitor.
-async fn monitor(session: std::sync::Weak<Session>, check: Duration, lost: Arc<SyncMutex<Option<LostNotifier>>>) {
-    let mark = |reason: LostReason| {
-        if let Some(lost) = lost.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            lost.mark(reason);
-        }
-    };
+async fn monitor(session: std::sync::Weak<Session>, check: Duration, lost: Arc<SyncMutex<LostNotifier>>) {
+    let mark = |reason: LostReason| lost.lock().unwrap_or_else(|e| e.into_inner()).mark(reason);
     loop {
         let Some(lease_end) = session.upgrade().map(|s| s.lease_end()) else { return };
         sleep_until((Instant::now() + check).min(lease_end)).await;
