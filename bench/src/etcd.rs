@@ -14,8 +14,7 @@ use std::time::{Duration, Instant};
 
 use polylock::{AcquireOptions, Client};
 
-use crate::polylock_side::PolylockSide;
-use crate::redis::contended::{self, ContendedStats};
+use crate::redis::contended;
 use crate::report::{count, line, millis, percent, ratio};
 use crate::Result;
 
@@ -110,21 +109,8 @@ async fn run_async(budget: EtcdBudget, url: &str) -> Result<()> {
         ],
     );
     client.close().await;
-    contended_in_one_client(url, &format!("{prefix}-one-client"), budget.contended).await?;
+    contended::one_polylock_client(SECTION, url, &format!("{prefix}-one-client"), budget.contended).await?;
     contended(url, &format!("{prefix}-contended"), budget.contended).await
-}
-
-/// The Redis and SQL sections' workload: one client, [`contended::WORKERS`] owners of it on one
-/// name.
-async fn contended_in_one_client(url: &str, name: &str, budget: Duration) -> Result<()> {
-    let side = Arc::new(PolylockSide::connect(url).await?);
-    let timeline = contended::on_one_name(side.clone(), name, budget).await?;
-    side.close().await;
-    contended::report(
-        SECTION,
-        &format!("one client, {} owners contend", contended::WORKERS),
-        &ContendedStats::of(&timeline),
-    )
 }
 
 fn skip(shown: &str, why: &str) -> Result<()> {

@@ -11,8 +11,7 @@ use polylock::{AcquireOptions, Client};
 use zookeeper_client as zk;
 
 use crate::measure::Throughput;
-use crate::polylock_side::PolylockSide;
-use crate::redis::contended::{self, ContendedStats};
+use crate::redis::contended;
 use crate::report::{line, millis, percent, ratio};
 use crate::Result;
 
@@ -46,7 +45,8 @@ pub fn run(budget: ZkBudget, url: &str) -> Result<()> {
             }
         };
         uncontended(budget.uncontended, url, &raw).await?;
-        contended_in_one_client(budget.contended, url).await?;
+        let name = format!("polylock-bench-one-client-{}", std::process::id());
+        contended::one_polylock_client(SECTION, url, &name, budget.contended).await?;
         contended(budget.contended, url).await
     })
 }
@@ -128,20 +128,6 @@ async fn uncontended(budget: Duration, url: &str, raw: &zk::Client) -> Result<()
         ],
     );
     Ok(())
-}
-
-/// The Redis and SQL sections' workload: one client, [`contended::WORKERS`] owners of it on one
-/// name, as the threads or tasks of one service contend.
-async fn contended_in_one_client(budget: Duration, url: &str) -> Result<()> {
-    let side = Arc::new(PolylockSide::connect(url).await?);
-    let name = format!("polylock-bench-one-client-{}", std::process::id());
-    let timeline = contended::on_one_name(side.clone(), &name, budget).await?;
-    side.close().await;
-    contended::report(
-        SECTION,
-        &format!("one client, {} owners contend", contended::WORKERS),
-        &ContendedStats::of(&timeline),
-    )
 }
 
 async fn contended(budget: Duration, url: &str) -> Result<()> {

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::locks::LockSide;
 use crate::measure::Throughput;
+use crate::polylock_side::PolylockSide;
 use crate::report::{count, line, millis, percent};
 use crate::Result;
 
@@ -132,6 +133,15 @@ pub fn report(section: &str, label: &str, stats: &ContendedStats) -> Result<()> 
         return Err(format!("{section} {label}: {} holds overlapped", stats.overlaps).into());
     }
     Ok(())
+}
+
+/// The workload on a polylock client of its own at `url` (reentrant locks, fixed lease),
+/// reported as one line of `section`: the etcd and ZooKeeper sections' one-client figure.
+pub async fn one_polylock_client(section: &str, url: &str, name: &str, budget: Duration) -> Result<()> {
+    let side = Arc::new(PolylockSide::connect(url).await?);
+    let timeline = on_one_name(side.clone(), name, budget).await?;
+    side.close().await;
+    report(section, &format!("one client, {WORKERS} owners contend"), &ContendedStats::of(&timeline))
 }
 
 /// Nearest-rank percentile of sorted nanoseconds.

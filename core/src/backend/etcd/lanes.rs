@@ -36,7 +36,7 @@ pub(super) struct Lanes {
     /// has ended; `None` as a whole once closed. Locked while a lane is chosen, so two owners
     /// never choose the same one.
     sessions: tokio::sync::Mutex<Option<Vec<Option<Arc<Session>>>>>,
-    use_: std::sync::Mutex<Use>,
+    occupancy: std::sync::Mutex<Occupancy>,
     /// Signalled whenever a lane leaves a prefix.
     freed: Notify,
 }
@@ -44,7 +44,7 @@ pub(super) struct Lanes {
 /// Which lanes have a key (or are about to) under which lock prefix, and since when each
 /// lane has had none at all.
 #[derive(Default)]
-struct Use {
+struct Occupancy {
     by_prefix: HashMap<String, HashSet<usize>>,
     /// Per lane: the prefixes it is taken for.
     taken: Vec<usize>,
@@ -52,7 +52,7 @@ struct Use {
     left_at: Vec<Option<Instant>>,
 }
 
-impl Use {
+impl Occupancy {
     fn is_taken(&self, prefix: &str, index: usize) -> bool {
         self.by_prefix.get(prefix).is_some_and(|lanes| lanes.contains(&index))
     }
@@ -103,15 +103,15 @@ impl Lanes {
             ttl_secs,
             call_timeout,
             sessions: tokio::sync::Mutex::new(Some(vec![Some(first)])),
-            use_: std::sync::Mutex::default(),
+            occupancy: std::sync::Mutex::default(),
             freed: Notify::new(),
         });
         tokio::spawn(revoke_idle_lanes(Arc::downgrade(&lanes), session_ttl(&lanes)));
         Ok(lanes)
     }
 
-    fn use_(&self) -> std::sync::MutexGuard<'_, Use> {
-        self.use_.lock().unwrap_or_else(|e| e.into_inner())
+    fn occupancy(&self) -> std::sync::MutexGuard<'_, Occupancy> {
+        self.occupancy.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     async fn grant(&self) -> Result<Arc<Session>> {
@@ -132,8 +132,8 @@ impl Lanes {
                 let mut sessions = self.sessions.lock().await;
                 let sessions = sessions.as_mut().ok_or_else(|| Error::connection("the etcd client is closed"))?;
                 let (free, vacant) = {
-                    let use_ = self.use_();
-                    let free = (0..sessions.len()).find(|&i| sessions[i].is_some() && !use_.is_taken(prefix, i));
+                    let occupancy = self.occupancy();
+                    let free = (0..sessions.len()).find(|&i| sessions[i].is_some() && !occupancy.is_taken(prefix, i));
                     (free, sessions.iter().position(Option::is_none))
                 };
                 let index = match (free, vacant) {
@@ -154,7 +154,7 @@ impl Lanes {
                             session
                         }
                     };
-                    self.use_().take(prefix, index);
+                    self.occupancy().take(prefix, index);
                     return Ok(Some(Lane { lanes: self.clone(), prefix: prefix.to_string(), index, session }));
                 }
             }
@@ -189,8 +189,8 @@ impl Lanes {
     async fn take_idle(&self, idle: Duration) -> Vec<Arc<Session>> {
         let mut sessions = self.sessions.lock().await;
         let Some(sessions) = sessions.as_mut() else { return Vec::new() };
-        let use_ = self.use_();
-        (1..sessions.len()).filter(|&i| use_.idle_for(i, idle)).filter_map(|i| sessions[i].take()).collect()
+        let occupancy = self.occupancy();
+        (1..sessions.len()).filter(|&i| occupancy.idle_for(i, idle)).filter_map(|i| sessions[i].take()).collect()
     }
 }
 
@@ -211,7 +211,7 @@ async fn revoke_idle_lanes(lanes: Weak<Lanes>, ttl: Duration) {
 
 impl Drop for Lane {
     fn drop(&mut self) {
-        self.lanes.use_().leave(&self.prefix, self.index);
+        self.lanes.occupancy().leave(&self.prefix, self.index);
         self.lanes.freed.notify_waiters();
     }
 }
