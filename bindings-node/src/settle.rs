@@ -81,10 +81,11 @@ where
     });
     let state = TaskState { work: Some(work), settler: Some(settler), running: false, scheduled: true, driver: None };
     let task = Arc::new(Task { channel, state: Mutex::new(state) });
-    if let Start::Here = first_poll {
-        drain(raw_env, task.clone());
-    }
-    if !task.lock().is_finished() {
+    let finished_here = match first_poll {
+        Start::Here => drain(raw_env, task.clone()) == Polled::Finished,
+        Start::OnRuntime => false,
+    };
+    if !finished_here {
         napi::bindgen_prelude::spawn(Driver(task));
     }
     Ok(PromiseRaw::new(raw_env, promise))
@@ -137,15 +138,17 @@ impl Task {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Poll once if woken; settle the Promise if the future finished. Returns whether it
-    /// was woken again while being polled (the caller polls it again).
-    fn run(self: &Arc<Self>, side: Side) -> bool {
+    /// Poll once if woken; settle the Promise if the future finished.
+    fn run(self: &Arc<Self>, side: Side) -> Polled {
         let mut work = {
             let mut state = self.lock();
-            if !state.scheduled || state.running {
-                return false;
+            if state.is_finished() {
+                return Polled::Finished;
             }
-            let Some(work) = state.work.take() else { return false };
+            if !state.scheduled || state.running {
+                return Polled::Pending;
+            }
+            let Some(work) = state.work.take() else { return Polled::Pending };
             state.scheduled = false;
             state.running = true;
             work
@@ -165,7 +168,7 @@ impl Task {
         let outcome = match polled {
             Ok(Poll::Pending) => {
                 state.work = Some(work);
-                return state.scheduled;
+                return if state.scheduled { Polled::WokenMeanwhile } else { Polled::Pending };
             }
             Ok(Poll::Ready(outcome)) => Some(outcome),
             Err(_panicked) => None, // dropping the resolver below rejects the Promise
@@ -192,8 +195,18 @@ impl Task {
         if let Some(driver) = driver {
             driver.wake();
         }
-        false
+        Polled::Finished
     }
+}
+
+/// What a [`Task::run`] left.
+#[derive(PartialEq, Eq)]
+enum Polled {
+    /// Waiting to be woken (or being polled elsewhere).
+    Pending,
+    /// Woken while it was being polled: the caller polls it again.
+    WokenMeanwhile,
+    Finished,
 }
 
 impl Wake for Task {
@@ -237,20 +250,17 @@ impl Future for Driver {
         let task = &self.0;
         {
             let mut state = task.lock();
-            if state.is_finished() {
-                return Poll::Ready(());
-            }
             if !state.driver.as_ref().is_some_and(|driver| driver.will_wake(cx.waker())) {
                 state.driver = Some(cx.waker().clone());
             }
         }
-        if task.run(Side::Runtime) {
-            cx.waker().wake_by_ref(); // woken while it was polled: again, after others had a turn
-        }
-        if task.lock().is_finished() {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
+        match task.run(Side::Runtime) {
+            Polled::Finished => Poll::Ready(()),
+            Polled::WokenMeanwhile => {
+                cx.waker().wake_by_ref(); // again, after others had a turn
+                Poll::Pending
+            }
+            Polled::Pending => Poll::Pending,
         }
     }
 }
@@ -261,17 +271,22 @@ fn on_thread_of(channel: &Arc<Channel>) -> bool {
 }
 
 /// On the JavaScript thread: poll `first`, then every task woken meanwhile on this thread,
-/// until none is left.
-fn drain(env: sys::napi_env, first: Arc<Task>) {
+/// until none is left. Returns what `first`'s poll left.
+fn drain(env: sys::napi_env, first: Arc<Task>) -> Polled {
     let was_draining = DRAINING.replace(true);
-    let mut next = Some(first);
-    while let Some(task) = next {
-        if task.run(Side::JavaScript(env)) {
-            READY.with(|ready| ready.borrow_mut().push_back(task));
+    let polled = first.run(Side::JavaScript(env));
+    if polled == Polled::WokenMeanwhile {
+        READY.with(|ready| ready.borrow_mut().push_back(first));
+    }
+    if !was_draining {
+        while let Some(task) = READY.with(|ready| ready.borrow_mut().pop_front()) {
+            if task.run(Side::JavaScript(env)) == Polled::WokenMeanwhile {
+                READY.with(|ready| ready.borrow_mut().push_back(task));
+            }
         }
-        next = if was_draining { None } else { READY.with(|ready| ready.borrow_mut().pop_front()) };
     }
     DRAINING.set(was_draining);
+    polled
 }
 
 /// Turns a finished call's result into its JavaScript value, on the JavaScript thread.
