@@ -9,6 +9,7 @@ use futures_util::StreamExt;
 use polylock::{AcquireOptions, Client, ErrorKind, LockKind, LostReason};
 use redis::AsyncCommands;
 use tokio::time::{sleep, timeout, Instant};
+mod common;
 
 fn env_url(var: &str, default: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| default.to_string())
@@ -178,33 +179,8 @@ async fn a_release_hands_the_lock_to_a_waiter_of_the_same_client() {
 async fn a_busy_client_does_not_starve_another_clients_waiter() {
     for kind in [LockKind::Reentrant, LockKind::Token] {
         let name = unique(&format!("starve-{kind}"));
-        let busy = connect(&redis_url()).await;
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let mut tasks = Vec::new();
-        for _ in 0..4 {
-            let (lock, stop) = (busy.lock(&name).unwrap().with_kind(kind), stop.clone());
-            tasks.push(tokio::spawn(async move {
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    let guard = lock.acquire().await.unwrap();
-                    sleep(Duration::from_millis(1)).await;
-                    guard.release().await.unwrap();
-                }
-            }));
-        }
-        sleep(Duration::from_millis(100)).await;
-        let other = connect(&redis_url()).await;
-        let got = other
-            .lock(&name)
-            .unwrap()
-            .with_kind(kind)
-            .acquire_with(AcquireOptions::default().wait(Duration::from_secs(5)))
+        common::a_busy_client_does_not_starve_another_clients_waiter(&redis_url(), &name, kind, Duration::from_secs(5))
             .await;
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        let guard = got.unwrap_or_else(|e| panic!("{kind}: the other client's waiter was starved: {e}"));
-        guard.release().await.unwrap();
-        for task in tasks {
-            task.await.unwrap();
-        }
     }
 }
 

@@ -88,37 +88,7 @@ async fn mysql_owners_of_one_client_take_turns_in_token_order() {
 async fn a_busy_client_does_not_starve_another_clients_waiter(url: &str) {
     for kind in KINDS {
         let name = unique(&format!("starve-{kind}-{}", url.len()));
-        let busy = Client::connect(url).await.unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let mut tasks = Vec::new();
-        for _ in 0..4 {
-            let (lock, stop) = (busy.lock(&name).unwrap().with_kind(kind), stop.clone());
-            tasks.push(tokio::spawn(async move {
-                while !stop.load(Ordering::Relaxed) {
-                    let guard = lock.acquire().await.unwrap();
-                    sleep(Duration::from_millis(1)).await;
-                    guard.release().await.unwrap();
-                }
-            }));
-        }
-        sleep(Duration::from_millis(100)).await;
-        let other = Client::connect(url).await.unwrap();
-        let started = Instant::now();
-        let got = other
-            .lock(&name)
-            .unwrap()
-            .with_kind(kind)
-            .acquire_with(AcquireOptions::default().wait(Duration::from_secs(10)))
-            .await;
-        stop.store(true, Ordering::Relaxed);
-        let guard = got.unwrap_or_else(|e| panic!("{url} {kind}: the other client's waiter was starved: {e}"));
-        eprintln!("{kind}: the other client's waiter got in after {:?}", started.elapsed());
-        guard.release().await.unwrap();
-        for task in tasks {
-            task.await.unwrap();
-        }
-        busy.close().await;
-        other.close().await;
+        common::a_busy_client_does_not_starve_another_clients_waiter(url, &name, kind, Duration::from_secs(10)).await;
     }
 }
 
