@@ -237,17 +237,28 @@ where
 /// given up.
 const INTERRUPTED_ANSWER_LIMIT: Duration = Duration::from_secs(5);
 
+/// How long an interrupted lock wait gets to answer before the interrupt is sent again.
+const INTERRUPT_REPEAT: Duration = Duration::from_millis(100);
+
 /// The answer of a blocking lock statement (`wait`), unless the caller cancels or the
 /// acquisition is dropped (`abandoned`) first: then `interrupt` stops the statement on the
 /// server (from another connection) and the statement gets a short while to answer (see the
 /// session backends' `wait_for_lock`). Returns the answer, `None` if none came, and whether
 /// the statement was interrupted.
-pub(crate) async fn answer_or_interrupt<T>(
+///
+/// The interrupt is sent again until the statement answers: the server drops an interrupt
+/// (`pg_cancel_backend`, `KILL QUERY`) that reaches a session between statements, and one
+/// sent just after the statement left the client can arrive before the statement does; the
+/// statement would then wait on, forever if it was asked to.
+pub(crate) async fn answer_or_interrupt<T, I>(
     wait: impl std::future::Future<Output = T>,
-    interrupt: impl std::future::Future<Output = ()>,
+    interrupt: impl Fn() -> I,
     cancel: &tokio_util::sync::CancellationToken,
     abandoned: &tokio_util::sync::CancellationToken,
-) -> (Option<T>, bool) {
+) -> (Option<T>, bool)
+where
+    I: std::future::Future<Output = ()>,
+{
     tokio::pin!(wait);
     let given_up = async {
         tokio::select! {
@@ -256,10 +267,19 @@ pub(crate) async fn answer_or_interrupt<T>(
         }
     };
     tokio::select! {
-        outcome = &mut wait => (Some(outcome), false),
-        _ = given_up => {
-            interrupt.await;
-            (tokio::time::timeout(INTERRUPTED_ANSWER_LIMIT, &mut wait).await.ok(), true)
+        // The statement first, so it is on its way before any interrupt is.
+        biased;
+        outcome = &mut wait => return (Some(outcome), false),
+        _ = given_up => {}
+    }
+    let give_up_at = Instant::now() + INTERRUPTED_ANSWER_LIMIT;
+    loop {
+        interrupt().await;
+        let until = (Instant::now() + INTERRUPT_REPEAT).min(give_up_at);
+        match tokio::time::timeout_at(until, &mut wait).await {
+            Ok(outcome) => return (Some(outcome), true),
+            Err(_) if until >= give_up_at => return (None, true),
+            Err(_) => {}
         }
     }
 }

@@ -178,7 +178,7 @@ impl MySqlBackend {
                         .bind(seconds)
                         .fetch_one(&mut **conn.conn());
                     let kill = format!("KILL QUERY {connection_id}");
-                    let interrupt = async {
+                    let interrupt = || async {
                         let _ = sqlx::query(&kill).execute(&shared).await;
                     };
                     answer_or_interrupt(wait, interrupt, &cancel, &abandoned).await
@@ -193,10 +193,10 @@ impl MySqlBackend {
                         drop(conn.into_inner()); // timed out holding nothing: back to the pool
                         Ok(None)
                     }
-                    // Interrupted by our KILL QUERY (1317, or NULL on some versions), which is
-                    // used up. The kill can land after the lock was granted, and the lock
-                    // outlives the interrupted statement: the session gives it up before the
-                    // connection goes back to the pool.
+                    // Interrupted by our KILL QUERY (1317, or NULL on some versions). The kill
+                    // can land after the lock was granted, and the lock outlives the
+                    // interrupted statement: the session gives it up before the connection
+                    // goes back to the pool (closed instead if a repeated kill fails that too).
                     _ if cancelled && interrupted(&outcome) => {
                         let released =
                             sqlx::query("SELECT RELEASE_LOCK(?)").bind(&name).execute(&mut **conn.conn()).await;

@@ -181,7 +181,7 @@ impl PgBackend {
                     .bind(lock_timeout)
                     .bind(key)
                     .execute(&mut **conn.conn());
-                let interrupt = async {
+                let interrupt = || async {
                     let _ = sqlx::query("SELECT pg_cancel_backend($1)").bind(pid).execute(&shared).await;
                 };
                 answer_or_interrupt(wait, interrupt, &cancel, &abandoned).await
@@ -191,10 +191,11 @@ impl PgBackend {
             };
             match outcome {
                 Ok(_) if !cancelled => Ok(Some(conn)),
-                // lock_not_available (lock_timeout) or query_canceled (our cancel, used up).
-                // A cancel can land after the lock was granted and before the statement
-                // answered, and a session lock outlives the failed statement: the session
-                // gives up whatever it holds before the connection goes back to the pool.
+                // lock_not_available (lock_timeout) or query_canceled (our cancel). A cancel
+                // can land after the lock was granted and before the statement answered, and
+                // a session lock outlives the failed statement: the session gives up whatever
+                // it holds before the connection goes back to the pool (unless a repeated
+                // cancel fails the unlock too: then the connection is closed instead).
                 Err(err) if matches!(db_code(&err).as_deref(), Some("55P03" | "57014")) => {
                     let unlocked = sqlx::query("SELECT pg_advisory_unlock_all()").execute(&mut **conn.conn()).await;
                     if unlocked.is_ok() {
