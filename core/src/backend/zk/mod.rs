@@ -19,6 +19,7 @@ mod path;
 mod query;
 mod recipe;
 mod session;
+mod spawner;
 
 use std::sync::Arc;
 use std::time::Duration;

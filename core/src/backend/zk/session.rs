@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 use zookeeper_client as zk;
 
 use super::config::ZkConfig;
+use super::spawner::on_tokio;
 use crate::backend::successors::Successors;
 use crate::error::{Error, Result};
 use crate::lock::{LostNotifier, LostReason};
@@ -127,7 +128,7 @@ impl Session {
             .with_source(err)
         };
         // The chroot may not exist yet: connect at the root, create it, then move into it.
-        let client = tokio::time::timeout(config.connect_timeout, connector.connect(&config.hosts))
+        let client = tokio::time::timeout(config.connect_timeout, on_tokio(connector.connect(&config.hosts)))
             .await
             .map_err(|_| {
                 Error::connection(format!(
