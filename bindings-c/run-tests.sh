@@ -4,7 +4,10 @@
 # ctest, then runs them once more under valgrind.
 #
 #   POLYLOCK_CARGO_TARGET   cargo target dir (default ~/.cache/polylock/target)
-#   POLYLOCK_TEST_REDIS_URL also run every test against this Redis (e.g. redis://127.0.0.1:16379)
+#   POLYLOCK_TEST_<NAME>_URL  also run every test against that server, one ctest entry per
+#                       test and backend: tests/services/services.sh env exports one per
+#                       running server (Redis, Cluster, Sentinel, TLS, etcd, ZooKeeper,
+#                       PostgreSQL, MariaDB), so a backend that lands is covered here too
 #   POLYLOCK_C_VALGRIND=0   skip the valgrind pass
 #   POLYLOCK_C_BENCH=0      skip the benchmark (bench.sh; figures only, never a failure)
 #
@@ -37,9 +40,19 @@ cargo build --release -p polylock-c --manifest-path "$here/Cargo.toml"
 soname="$("$here/soname-link.sh" "$target/release")"
 echo "== SONAME $soname"
 
+# label=url for every exported test server, e.g. postgres=postgres://..., as a CMake list.
+server_urls=()
+while IFS='=' read -r variable value; do
+    label="${variable#POLYLOCK_TEST_}"
+    label="${label%_URL}"
+    [[ -n $value ]] && server_urls+=("${label,,}=$value")
+done < <(env | grep -E '^POLYLOCK_TEST_[A-Z0-9_]+_URL=' | sort)
+backends="$(IFS=';'; echo "${server_urls[*]}")"
+echo "== servers: ${#server_urls[@]} (${backends//;/ })"
+
 echo "== cmake build ($build)"
 cmake -S "$here/tests" -B "$build" -DPOLYLOCK_LIB_DIR="$target/release" \
-    -DPOLYLOCK_REDIS_URL="${POLYLOCK_TEST_REDIS_URL:-}" -DCMAKE_BUILD_TYPE=Debug >/dev/null
+    -DPOLYLOCK_SERVER_URLS="$backends" -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build "$build" -j 2
 
 # Fresh sqlite database per run; its stale locks would only slow the tests down.
@@ -53,7 +66,8 @@ if [[ "${POLYLOCK_C_VALGRIND:-1}" != 0 ]]; then
     # Only definite leaks and invalid accesses fail the run: tokio's worker threads and
     # thread-locals are "possibly lost"/"still reachable" by design until process exit.
     rm -f "$build"/Testing/Temporary/MemoryChecker.*.log
-    ctest --test-dir "$build" --output-on-failure --timeout 600 \
+    # Two at a time: valgrind's cost is mostly its own CPU, and no test depends on another.
+    ctest --test-dir "$build" --output-on-failure --timeout 600 -j 2 \
         --overwrite MemoryCheckCommand="$(command -v valgrind)" -T memcheck \
         --overwrite MemoryCheckCommandOptions="--error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite --suppressions=$here/tests/valgrind.supp" \
         >"$build/memcheck.log" 2>&1 || { cat "$build/memcheck.log"; exit 1; }
@@ -104,7 +118,7 @@ if readelf -d "$consumers/test_polylock_static" | grep -q 'NEEDED.*libpolylock';
     echo "test_polylock_static links libpolylock.so" >&2
     exit 1
 fi
-for url in "$consumer_url" ${POLYLOCK_TEST_REDIS_URL:+"$POLYLOCK_TEST_REDIS_URL"}; do
+for url in "$consumer_url" "${server_urls[@]#*=}"; do
     "$consumers/test_polylock_static" contract "$url"
 done
 unset PKG_CONFIG_PATH
