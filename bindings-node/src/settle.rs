@@ -9,9 +9,10 @@
 //! One exception keeps a lock changing hands inside a process fast: a release that another
 //! owner of the client waits for is polled first on the JavaScript thread ([`spawn_here`]),
 //! and a task woken by a future polled there (the acquire the release hands the lock to) is
-//! polled there too, before the call returns, and settles its Promise directly. Without it, the hand-over went from the JavaScript thread to
-//! the runtime and back (utilisation of a contended lock 69-85%; with it, 90-93%). Everything
-//! else stays on the runtime, off the JavaScript thread, which a busy process needs for itself.
+//! polled there too, before the call returns, and settles its Promise directly. Without it,
+//! the hand-over went from the JavaScript thread to the runtime and back (utilisation of a
+//! contended lock 69-85%; with it, 90-93%). Everything else stays on the runtime, off the
+//! JavaScript thread, which a busy process needs for itself.
 //!
 //! Why not napi-rs's `spawn_future` / `async fn`: it creates a threadsafe function (a libuv
 //! async handle plus an environment cleanup hook) for every Promise and tears it down after
@@ -179,9 +180,7 @@ impl Task {
         match (outcome, side) {
             (Some(outcome), Side::JavaScript(env)) => {
                 if let Some(deferred) = settler.and_then(|mut settler| settler.deferred.take()) {
-                    // Nothing may unwind into Node (see settle_on_js_thread).
-                    let _ = catch_unwind(AssertUnwindSafe(|| unsafe { settle(env, Completion { deferred, outcome }) }));
-                    self.channel.finished(env);
+                    self.channel.settle_here(env, Completion { deferred, outcome });
                 }
             }
             (Some(outcome), Side::Runtime) => {
@@ -409,6 +408,13 @@ impl Channel {
         }
     }
 
+    /// On the JavaScript thread: settle `completion`'s Promise now. Nothing may unwind into
+    /// Node: a panic while converting becomes a lost settlement, never an abort of the process.
+    fn settle_here(&self, env: sys::napi_env, completion: Completion) {
+        let _ = catch_unwind(AssertUnwindSafe(|| unsafe { settle(env, completion) }));
+        self.finished(env);
+    }
+
     /// From any thread: queue `completion` for the JavaScript thread.
     fn send(&self, completion: Completion) {
         let data = Box::into_raw(Box::new(completion));
@@ -448,8 +454,8 @@ impl Drop for Settler {
 }
 
 /// The threadsafe function's callback, on the JavaScript thread: settle one Promise. Node
-/// calls it for each queued completion in turn after a single wakeup. `env` is null when the environment is tearing down with items still
-/// queued: those are only dropped.
+/// calls it for each queued completion in turn after a single wakeup. `env` is null when the
+/// environment is tearing down with completions still queued: those are only dropped.
 unsafe extern "C" fn settle_on_js_thread(
     env: sys::napi_env,
     _js_callback: sys::napi_value,
@@ -461,10 +467,7 @@ unsafe extern "C" fn settle_on_js_thread(
         return;
     }
     let channel = unsafe { &*(context as *const Channel) };
-    // Nothing may unwind into Node: a panic while converting becomes a lost settlement,
-    // never an abort of the process.
-    let _ = catch_unwind(AssertUnwindSafe(|| unsafe { settle(env, *completion) }));
-    channel.finished(env);
+    channel.settle_here(env, *completion);
 }
 
 unsafe fn settle(env: sys::napi_env, completion: Completion) {

@@ -448,8 +448,8 @@ impl Backend for MySqlBackend {
         Ok(Some(Acquired { token: moved.last_insert_id() - 1, attempt_started, state: None }))
     }
 
-    /// Waiters for a session lock queue in the server (`GET_LOCK`, a metadata lock), which grants it to the oldest
-    /// when it is released.
+    /// Waiters for a session lock queue in the server (`GET_LOCK`, a metadata lock), which
+    /// grants it to the oldest when it is released.
     fn grants_in_order(&self, kind: LockKind) -> bool {
         kind == LockKind::Reentrant
     }

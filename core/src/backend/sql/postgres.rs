@@ -410,8 +410,8 @@ impl Backend for PgBackend {
         Ok(token.map(|token| Acquired { token: token as u64, attempt_started, state: None }))
     }
 
-    /// Waiters for a session lock queue in the server (`pg_advisory_lock`), which grants it to the oldest
-    /// when it is released.
+    /// Waiters for a session lock queue in the server (`pg_advisory_lock`), which
+    /// grants it to the oldest when it is released.
     fn grants_in_order(&self, kind: LockKind) -> bool {
         kind == LockKind::Reentrant
     }
