@@ -20,7 +20,8 @@ pub fn fail(err: &Error) -> u8 {
     eprintln!("polylock: {err}");
     match err.kind() {
         ErrorKind::Timeout => NOT_ACQUIRED,
-        ErrorKind::InvalidArgument => USAGE,
+        // A primitive or kind the backend lacks is a usage error: the same command cannot work.
+        ErrorKind::InvalidArgument | ErrorKind::Unsupported => USAGE,
         ErrorKind::Connection => UNAVAILABLE,
         _ => SOFTWARE,
     }

@@ -4,8 +4,9 @@
 use std::fmt;
 
 /// What went wrong, in the terms a caller can act on.
+/// Not `non_exhaustive`: each binding matches every kind, so a new kind cannot reach one
+/// unmapped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
 pub enum ErrorKind {
     /// The caller passed something unusable: an empty name, a zero lease, an unknown URL scheme.
     InvalidArgument,
@@ -21,9 +22,36 @@ pub enum ErrorKind {
     /// The backend answered with something unexpected, or a local resource (such as the clock
     /// behind ID generation) failed.
     Backend,
+    /// The backend does not offer this primitive or kind of lock (say, a ShedLock lease lock
+    /// on Redis). Reported when the handle is made, before anything is written.
+    Unsupported,
+    /// The caller gave up on the call (an asyncio cancel, an `AbortSignal`, a Java interrupt)
+    /// before it finished; nothing it was taking is left held.
+    Cancelled,
+    /// A bug inside polylock, caught at a language boundary instead of crashing the caller;
+    /// the message says where.
+    Internal,
 }
 
+/// The one table of error kinds every binding maps from: the stable name (a Node `code` is
+/// `POLYLOCK_<name>`, the CLI and Python show it) and the stable number (the C status, the
+/// Java exception's code). Numbers are never reused or reordered; a new kind takes the next.
+/// Each binding's own table (C enum, Java enum, Node codes, Python classes) is checked
+/// against this one by a test in that binding's suite.
 impl ErrorKind {
+    /// Every kind, in the order of their numbers.
+    pub const ALL: [ErrorKind; 9] = [
+        ErrorKind::Timeout,
+        ErrorKind::NotOwner,
+        ErrorKind::Lost,
+        ErrorKind::Connection,
+        ErrorKind::InvalidArgument,
+        ErrorKind::Backend,
+        ErrorKind::Internal,
+        ErrorKind::Unsupported,
+        ErrorKind::Cancelled,
+    ];
+
     /// A stable, upper-snake-case name, used by bindings as an error code suffix.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -33,7 +61,30 @@ impl ErrorKind {
             ErrorKind::Lost => "LOST",
             ErrorKind::Connection => "CONNECTION",
             ErrorKind::Backend => "BACKEND",
+            ErrorKind::Unsupported => "UNSUPPORTED",
+            ErrorKind::Cancelled => "CANCELLED",
+            ErrorKind::Internal => "INTERNAL",
         }
+    }
+
+    /// A stable number, never 0 (0 is success in C): the C status and the Java code.
+    pub fn code(self) -> u8 {
+        match self {
+            ErrorKind::Timeout => 1,
+            ErrorKind::NotOwner => 2,
+            ErrorKind::Lost => 3,
+            ErrorKind::Connection => 4,
+            ErrorKind::InvalidArgument => 5,
+            ErrorKind::Backend => 6,
+            ErrorKind::Internal => 7,
+            ErrorKind::Unsupported => 8,
+            ErrorKind::Cancelled => 9,
+        }
+    }
+
+    /// The kind named by [`ErrorKind::as_str`].
+    pub fn from_name(name: &str) -> Option<ErrorKind> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == name)
     }
 }
 
@@ -94,6 +145,15 @@ impl Error {
     pub fn backend(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Backend, message)
     }
+    pub fn unsupported(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Unsupported, message)
+    }
+    pub fn cancelled(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Cancelled, message)
+    }
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Internal, message)
+    }
 }
 
 impl fmt::Display for Error {
@@ -122,6 +182,14 @@ mod tests {
         let err = Error::connection("cannot open sqlite database at /x.db").with_source(io);
         assert_eq!(err.kind(), ErrorKind::Connection);
         assert_eq!(err.to_string(), "cannot open sqlite database at /x.db: permission denied");
+    }
+
+    #[test]
+    fn the_table_lists_every_kind_once_in_number_order() {
+        for (i, kind) in ErrorKind::ALL.iter().enumerate() {
+            assert_eq!(usize::from(kind.code()), i + 1, "{kind}");
+            assert_eq!(ErrorKind::from_name(kind.as_str()), Some(*kind));
+        }
     }
 
     #[test]
