@@ -41,7 +41,7 @@ impl LockSide for PolylockSide {
 
     /// A new handle is a new owner: handles never reenter each other's holds.
     async fn handle(&self, name: &str) -> Result<Lock> {
-        Ok(self.client.lock(name)?.with_kind(self.kind))
+        Ok(self.client.lock(name)?.with_kind(self.kind)?)
     }
 
     async fn acquire(&self, lock: &Lock) -> Result<Guard> {

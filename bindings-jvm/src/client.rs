@@ -39,7 +39,7 @@ impl NativeClient {
     /// The lock `name` of `kind`, owned by `thread_id` of this client (Redisson's field
     /// `<client uuid>:<thread id>`).
     pub fn lock(&self, name: &str, kind: i32, thread_id: jlong) -> JResult<Lock> {
-        Ok(self.client.lock(name)?.with_kind(lock_kind(kind)?).with_local_id(thread_id as u64))
+        Ok(self.client.lock(name)?.with_kind(lock_kind(kind)?)?.with_local_id(thread_id as u64))
     }
 }
 

@@ -44,7 +44,7 @@ impl Client {
             Some(kind) => kind.parse::<LockKind>().into_napi()?,
             None => LockKind::default(),
         };
-        let lock = self.client.lock(&name).into_napi()?.with_kind(kind);
+        let lock = self.client.lock(&name).and_then(|lock| lock.with_kind(kind)).into_napi()?;
         Ok(Lock::new(lock))
     }
 

@@ -60,7 +60,7 @@ impl NativeClient {
     /// A handle on the lock `name` of the given kind; holds nothing.
     fn lock(&self, name: &str, kind: &str) -> PyResult<NativeLock> {
         let kind: LockKind = kind.parse().into_py_result()?;
-        let lock = self.shared.client()?.lock(name).into_py_result()?.with_kind(kind);
+        let lock = self.shared.client()?.lock(name).and_then(|lock| lock.with_kind(kind)).into_py_result()?;
         Ok(NativeLock::new(self.shared.clone(), lock))
     }
 

@@ -54,8 +54,8 @@ pub async fn run(url: &str, args: RunArgs) -> u8 {
 }
 
 async fn run_locked(client: &Client, args: RunArgs) -> u8 {
-    let lock = match client.lock(&args.lock) {
-        Ok(lock) => lock.with_kind(args.kind),
+    let lock = match client.lock(&args.lock).and_then(|lock| lock.with_kind(args.kind)) {
+        Ok(lock) => lock,
         Err(err) => return exit::fail(&err),
     };
     let options = AcquireOptions { wait: args.wait, lease: args.lease };

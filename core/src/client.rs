@@ -1,59 +1,39 @@
-//! The entry point: a connection to one backend, named by URL, and the holds it keeps.
+//! The entry point: a connection to one backend, named by URL, and the handles made from it.
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
-
-use crate::backend::{self, Backend};
+use crate::backend;
+use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::lock::handoff::LocalWaiters;
-use crate::lock::hold::{surrender, HoldTable};
-use crate::lock::{storage_key, validate_name, Lock, LostReason};
 use crate::owner::{next_handle_local_id, ClientId, Owner};
+use crate::primitives::{storage_key, validate_name, Lock, RwLock, Semaphore};
+use crate::spi::{Capabilities, Primitive};
 use crate::url::{default_url, ConnectUrl};
 
 /// The watchdog's lease when the URL does not set one: Redisson's `lockWatchdogTimeout`.
 pub const DEFAULT_WATCHDOG_LEASE: Duration = Duration::from_secs(30);
 
 /// A connection to one backend. Cheap to clone; clones share the connection and the holds.
-/// Closing it (or dropping the last clone and every lock made from it) stops its watchdogs.
+/// Closing it (or dropping the last clone and every handle made from it) stops its
+/// watchdogs.
 #[derive(Clone)]
 pub struct Client {
-    inner: Arc<ClientInner>,
-}
-
-pub(crate) struct ClientInner {
-    pub id: ClientId,
-    pub backend: Arc<dyn Backend>,
-    pub scheme: String,
-    pub url: String,
-    pub namespace: Option<String>,
-    pub watchdog_lease: Duration,
-    pub holds: HoldTable,
-    /// Owners of this client waiting for a lock, so a release can hand it straight over.
-    pub waiters: Arc<LocalWaiters>,
-    pub runtime: tokio::runtime::Handle,
-    closed: AtomicBool,
-    /// Cancelled by `close`: acquisitions still waiting stop at once.
-    pub closing: CancellationToken,
-    /// Acquisitions under way, from the store call until their hold is recorded or given
-    /// back: `close` waits for them before it drains the holds and closes the backend.
-    pub acquisitions: TaskTracker,
+    engine: Arc<Engine>,
+    namespace: Option<Arc<str>>,
+    capabilities: Capabilities,
 }
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Client").field("id", &self.inner.id).field("url", &self.inner.url).finish()
+        f.debug_struct("Client").field("id", &self.engine.id()).field("url", &self.engine.url()).finish()
     }
 }
 
 impl Client {
     /// Connect to the backend `url` names. Options in the query string:
-    /// `namespace` (prefix lock keys with `<namespace>:`) and `lease` (the watchdog's lease,
+    /// `namespace` (prefix keys with `<namespace>:`) and `lease` (the watchdog's lease,
     /// renewed every third of it; default 30s), plus each backend's own.
     ///
     /// Must be called within a tokio runtime; the client spawns its watchdogs there.
@@ -70,29 +50,14 @@ impl Client {
                 watchdog_lease.as_millis()
             )));
         }
-        let backend = backend::open(&mut url).await?;
+        let store = backend::open(&mut url).await?;
         if let Err(err) = url.ensure_no_options_left() {
-            backend.close().await;
+            store.close().await;
             return Err(err);
         }
-        let client = Client {
-            inner: Arc::new(ClientInner {
-                id: ClientId::random(),
-                backend,
-                scheme: url.scheme().to_string(),
-                url: url.redacted().to_string(),
-                namespace,
-                watchdog_lease,
-                holds: HoldTable::default(),
-                waiters: Arc::default(),
-                runtime,
-                closed: AtomicBool::new(false),
-                closing: CancellationToken::new(),
-                acquisitions: TaskTracker::new(),
-            }),
-        };
-        client.inner.sweep_watchdogs();
-        Ok(client)
+        let capabilities = store.capabilities();
+        let engine = Engine::start(ClientId::random(), store, url.redacted().to_string(), watchdog_lease, runtime);
+        Ok(Client { engine, namespace: namespace.map(Into::into), capabilities })
     }
 
     /// Connect to `$POLYLOCK_URL`, else to `sqlite://polylock.db`.
@@ -101,108 +66,68 @@ impl Client {
     }
 
     pub fn id(&self) -> ClientId {
-        self.inner.id
+        self.engine.id()
     }
 
     /// The URL this client connected to, with any password replaced by `***`.
     pub fn url(&self) -> &str {
-        &self.inner.url
+        self.engine.url()
     }
 
     /// The lease the watchdog keeps when an acquisition gives none.
     pub fn watchdog_lease(&self) -> Duration {
-        self.inner.watchdog_lease
+        self.engine.watchdog_lease()
+    }
+
+    /// What this client's backend offers.
+    pub fn capabilities(&self) -> Capabilities {
+        self.capabilities
     }
 
     /// A handle on the lock `name`, owned by the new handle (and its clones). Holds nothing.
     pub fn lock(&self, name: &str) -> Result<Lock> {
-        validate_name(name)?;
-        let key = storage_key(self.inner.namespace.as_deref(), name);
-        let owner = Owner { client_id: self.inner.id, local_id: next_handle_local_id() };
-        Ok(Lock::new(self.clone(), name, key, owner))
+        let key = self.key(name)?;
+        Ok(Lock::new(self.engine.clone(), name, key, self.new_owner()))
+    }
+
+    /// A handle on the read-write lock `name`, owned by the new handle (and its clones).
+    /// `Unsupported` if the backend has no read-write locks.
+    pub fn rw_lock(&self, name: &str) -> Result<RwLock> {
+        let key = self.key(name)?;
+        self.engine.check(Primitive::ReadWriteLock)?;
+        Ok(RwLock::new(self.engine.clone(), name, key, self.new_owner()))
+    }
+
+    /// A handle on the semaphore `name` of `permits` permits. `Unsupported` if the backend
+    /// has no semaphores.
+    pub fn semaphore(&self, name: &str, permits: u32) -> Result<Semaphore> {
+        let key = self.key(name)?;
+        self.engine.check(Primitive::Semaphore)?;
+        Semaphore::new(self.engine.clone(), name, key, self.new_owner(), permits)
     }
 
     /// Stop every watchdog, mark every hold lost, give the holds back to the store (best
     /// effort, bounded) and close the backend. Acquisitions still waiting fail with a
     /// `Connection` error, as do later calls on this client. Closing twice is harmless.
     pub async fn close(&self) {
-        if self.inner.closed.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        self.inner.closing.cancel();
-        // An acquisition that was already talking to the store may still take the lock; let
-        // each one record its hold (drained below) or give it back, while the backend is open.
-        self.inner.acquisitions.close();
-        let _ = tokio::time::timeout(CLOSE_WAIT, self.inner.acquisitions.wait()).await;
-        for hold in self.inner.holds.drain() {
-            surrender(self.inner.backend.as_ref(), hold).await;
-        }
-        self.inner.backend.close().await;
+        self.engine.close().await
     }
 
     pub fn is_closed(&self) -> bool {
-        self.inner.closed.load(Ordering::SeqCst)
+        self.engine.is_closed()
     }
 
-    pub(crate) fn inner(&self) -> &ClientInner {
-        &self.inner
-    }
-}
-
-/// How long `close` waits for acquisitions under way to settle.
-const CLOSE_WAIT: Duration = Duration::from_secs(5);
-
-impl ClientInner {
-    pub fn ensure_open(&self) -> Result<()> {
-        if self.is_closed() {
-            return Err(self.closed_error());
-        }
-        Ok(())
+    fn key(&self, name: &str) -> Result<String> {
+        validate_name(name)?;
+        Ok(storage_key(self.namespace.as_deref(), name))
     }
 
-    pub fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::SeqCst)
+    fn new_owner(&self) -> Owner {
+        Owner { client_id: self.engine.id(), local_id: next_handle_local_id() }
     }
 
-    /// Every sixth of the watchdog lease, start the watchdogs of the holds that still need
-    /// one, well before their first renewal is due at a third (see lock/hold.rs `Keeper`).
-    /// Ends when the client closes or is dropped.
-    fn sweep_watchdogs(self: &Arc<Self>) {
-        let every = self.watchdog_lease / 6;
-        let (client, closing) = (Arc::downgrade(self), self.closing.clone());
-        self.runtime.spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = closing.cancelled() => return,
-                    _ = tokio::time::sleep(every) => {}
-                }
-                let Some(client) = client.upgrade() else { return };
-                client.holds.start_watchdogs(&client.runtime);
-            }
-        });
-    }
-
-    pub fn closed_error(&self) -> Error {
-        Error::connection(format!("the client for {} is closed; connect again", self.url))
-    }
-}
-
-impl Drop for ClientInner {
-    /// The last handle is gone without `close()`: stop the watchdogs (dropping a hold aborts
-    /// its keeper) and give the holds back in the background.
-    fn drop(&mut self) {
-        let holds = self.holds.drain();
-        if holds.is_empty() {
-            return;
-        }
-        let backend = self.backend.clone();
-        for hold in &holds {
-            hold.lost.mark(LostReason::ClientClosed);
-        }
-        self.runtime.spawn(async move {
-            for hold in holds {
-                surrender(backend.as_ref(), hold).await;
-            }
-        });
+    #[cfg(test)]
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
     }
 }

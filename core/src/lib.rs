@@ -10,20 +10,28 @@
 //! # Ok(()) }
 //! ```
 //!
-//! The contract every backend and binding keeps is in DESIGN.md at the repository's root.
+//! The contract every backend and binding keeps is in ARCHITECTURE.md at the repository's root.
+
+//!
+//! The layers, each importing only those below it (see ARCHITECTURE.md):
+//! `client` -> `primitives` -> `engine` -> `spi` <- `backend`.
 
 mod backend;
 mod client;
 pub mod duration;
+mod engine;
 mod error;
 pub mod id;
-mod lock;
 mod owner;
+mod primitives;
+pub mod spi;
 pub mod url;
 
 /// How lock names map to PostgreSQL advisory keys, MySQL lock names and ShedLock rows.
 pub use backend::sql::names as sql_names;
 pub use client::{Client, DEFAULT_WATCHDOG_LEASE};
+pub use engine::AcquireOptions;
 pub use error::{Error, ErrorKind, Result};
-pub use lock::{AcquireOptions, Guard, Lock, LockKind, LostReason, LostWatch, MAX_NAME_LEN};
 pub use owner::{ClientId, Owner};
+pub use primitives::{Guard, Lock, Permit, RwLock, RwLockSide, Semaphore, MAX_NAME_LEN};
+pub use spi::{Capabilities, LockKind, LostReason, LostWatch, Permits, Primitive, RwMode};

@@ -22,7 +22,7 @@ struct Store {
 
 impl Store {
     fn lock(&self, client: &Client, name: &str) -> Lock {
-        client.lock(name).unwrap().with_kind(self.kind)
+        client.lock(name).unwrap().with_kind(self.kind).unwrap()
     }
 }
 
@@ -370,9 +370,11 @@ async fn bad_input_gets_typed_errors() {
         // The SQL backends offer lease locks (ShedLock's table) but not fair ones.
         let sql = store.url.starts_with("postgres") || store.url.starts_with("mysql");
         let unoffered = if sql { LockKind::Fair } else { LockKind::Lease };
-        let err = lock.clone().with_kind(unoffered).acquire().await.unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+        // Refused when the handle is made, before anything is written.
+        let err = lock.clone().with_kind(unoffered).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unsupported);
         assert!(err.to_string().contains(&format!("does not offer {unoffered} locks")), "{err}");
+        assert!(!client.capabilities().offers(polylock::Primitive::Lock(unoffered)));
     }
     for (url, needle) in [
         ("bogus://x", "unknown URL scheme 'bogus'"),

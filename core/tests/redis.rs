@@ -144,8 +144,8 @@ async fn a_release_hands_the_lock_to_a_waiter_of_the_same_client() {
         subscriber.subscribe(format!("redisson_lock__channel:{{{name}}}")).await.unwrap();
         let mut messages = subscriber.on_message();
 
-        let first = client.lock(&name).unwrap().with_kind(kind).acquire().await.unwrap();
-        let waiter = client.lock(&name).unwrap().with_kind(kind);
+        let first = client.lock(&name).unwrap().with_kind(kind).unwrap().acquire().await.unwrap();
+        let waiter = client.lock(&name).unwrap().with_kind(kind).unwrap();
         let waiting = tokio::spawn(async move { waiter.acquire().await.unwrap() });
         sleep(Duration::from_millis(50)).await;
         let first_token = first.fencing_token();
@@ -165,7 +165,7 @@ async fn a_release_hands_the_lock_to_a_waiter_of_the_same_client() {
             fields[0].clone()
         };
         assert_eq!(holder, second.lock().owner().to_string(), "{kind}: the store names the new holder");
-        assert!(client.lock(&name).unwrap().with_kind(kind).try_acquire().await.unwrap().is_none());
+        assert!(client.lock(&name).unwrap().with_kind(kind).unwrap().try_acquire().await.unwrap().is_none());
 
         second.release().await.unwrap();
         let message = timeout(Duration::from_secs(2), messages.next()).await.expect("unlock message").unwrap();
@@ -204,8 +204,8 @@ async fn a_handoff_that_cannot_land_is_lost_and_fenced_out() {
     for kind in [LockKind::Reentrant, LockKind::Token] {
         let name = unique(&format!("unlanded-{kind}"));
         let client = connect(&redis_url()).await;
-        let first = client.lock(&name).unwrap().with_kind(kind).acquire().await.unwrap();
-        let waiter = client.lock(&name).unwrap().with_kind(kind);
+        let first = client.lock(&name).unwrap().with_kind(kind).unwrap().acquire().await.unwrap();
+        let waiter = client.lock(&name).unwrap().with_kind(kind).unwrap();
         let waiting = tokio::spawn(async move { waiter.acquire().await.unwrap() });
         let mut redis = raw(&redis_url()).await;
         wait_for_a_subscriber(&mut redis, &name).await;
@@ -269,13 +269,13 @@ async fn fencing_tokens_interleave_with_redissons_fenced_lock() {
 async fn fair_lock_serves_eight_waiters_in_arrival_order() {
     let name = unique("fair");
     let client = connect(&redis_url()).await;
-    let holder = client.lock(&name).unwrap().with_kind(LockKind::Fair).acquire().await.unwrap();
+    let holder = client.lock(&name).unwrap().with_kind(LockKind::Fair).unwrap().acquire().await.unwrap();
     let (order_tx, mut order_rx) = tokio::sync::mpsc::unbounded_channel();
     let mut waiters = Vec::new();
     for i in 0..8 {
         // Each waiter its own client, as separate services would be.
         let waiter_client = connect(&redis_url()).await;
-        let lock = waiter_client.lock(&name).unwrap().with_kind(LockKind::Fair);
+        let lock = waiter_client.lock(&name).unwrap().with_kind(LockKind::Fair).unwrap();
         let order_tx = order_tx.clone();
         waiters.push(tokio::spawn(async move {
             let guard = lock.acquire().await.unwrap();
@@ -304,8 +304,8 @@ async fn fair_lock_serves_eight_waiters_in_arrival_order() {
 async fn a_fair_waiter_that_gives_up_leaves_the_queue() {
     let name = unique("fair-give-up");
     let client = connect(&redis_url()).await;
-    let holder = client.lock(&name).unwrap().with_kind(LockKind::Fair).acquire().await.unwrap();
-    let quitter = client.lock(&name).unwrap().with_kind(LockKind::Fair);
+    let holder = client.lock(&name).unwrap().with_kind(LockKind::Fair).unwrap().acquire().await.unwrap();
+    let quitter = client.lock(&name).unwrap().with_kind(LockKind::Fair).unwrap();
     let err = quitter.acquire_with(AcquireOptions::default().wait(Duration::from_millis(200))).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Timeout);
     let mut redis = raw(&redis_url()).await;
@@ -313,7 +313,7 @@ async fn a_fair_waiter_that_gives_up_leaves_the_queue() {
     let timeouts: i64 = redis.zcard(format!("redisson_lock_timeout:{{{name}}}")).await.unwrap();
     assert_eq!((queued, timeouts), (0, 0), "a waiter that gave up must not block those behind it");
     holder.release().await.unwrap();
-    let next = client.lock(&name).unwrap().with_kind(LockKind::Fair);
+    let next = client.lock(&name).unwrap().with_kind(LockKind::Fair).unwrap();
     next.try_acquire().await.unwrap().expect("free once released").release().await.unwrap();
 }
 
@@ -346,7 +346,7 @@ async fn redis_py_holds_and_polylock_token_lock_waits() {
     let mut holder = redis_py(&[&name, "hold", "1.0"]);
     assert_eq!(read_line(&mut holder), "acquired", "redis-py could not lock");
     let client = connect(&redis_url()).await;
-    let lock = client.lock(&name).unwrap().with_kind(LockKind::Token);
+    let lock = client.lock(&name).unwrap().with_kind(LockKind::Token).unwrap();
     assert!(lock.try_acquire().await.unwrap().is_none(), "polylock took a lock redis-py holds");
     let started = Instant::now();
     let guard = lock.acquire_with(AcquireOptions::default().wait(Duration::from_secs(10))).await.unwrap();
@@ -359,7 +359,7 @@ async fn redis_py_holds_and_polylock_token_lock_waits() {
 async fn polylock_token_lock_holds_and_redis_py_waits() {
     let name = unique("polylock-holds-token");
     let client = connect(&redis_url()).await;
-    let guard = client.lock(&name).unwrap().with_kind(LockKind::Token).acquire().await.unwrap();
+    let guard = client.lock(&name).unwrap().with_kind(LockKind::Token).unwrap().acquire().await.unwrap();
     let mut redis = raw(&redis_url()).await;
     let value: String = redis.get(&name).await.unwrap();
     assert_eq!(value, guard.lock().owner().to_string(), "a plain string key with the owner as its token");
@@ -387,8 +387,8 @@ async fn cluster_locks_and_waits_work_across_slots() {
     let names: Vec<String> = (0..6).map(|i| unique(&format!("cluster-{i}"))).collect();
     for kind in [LockKind::Reentrant, LockKind::Fair, LockKind::Token] {
         for name in &names {
-            let holder = client.lock(name).unwrap().with_kind(kind).acquire().await.unwrap();
-            let waiter = client.lock(name).unwrap().with_kind(kind);
+            let holder = client.lock(name).unwrap().with_kind(kind).unwrap().acquire().await.unwrap();
+            let waiter = client.lock(name).unwrap().with_kind(kind).unwrap();
             let waiting = tokio::spawn(async move {
                 let guard = waiter.acquire_with(AcquireOptions::default().wait(Duration::from_secs(5))).await.unwrap();
                 let at = Instant::now();

@@ -185,7 +185,7 @@ async fn lease_locks_are_shedlock_rows() {
     let admin = pg_admin().await;
     let client = Client::connect(&postgres_url()).await.unwrap();
     let name = unique("shedlock-row");
-    let guard = client.lock(&name).unwrap().with_kind(polylock::LockKind::Lease).acquire().await.unwrap();
+    let guard = client.lock(&name).unwrap().with_kind(polylock::LockKind::Lease).unwrap().acquire().await.unwrap();
     let row = sqlx::query(
         "SELECT locked_by, extract(epoch FROM lock_until - timezone('utc', now()))::float8 FROM shedlock WHERE name = $1",
     )
@@ -206,7 +206,7 @@ async fn lease_locks_are_shedlock_rows() {
     .execute(&admin)
     .await
     .unwrap();
-    let lock = client.lock(&name).unwrap().with_kind(polylock::LockKind::Lease);
+    let lock = client.lock(&name).unwrap().with_kind(polylock::LockKind::Lease).unwrap();
     assert!(lock.try_acquire().await.unwrap().is_none(), "a ShedLock holder must keep polylock out");
     let started = std::time::Instant::now();
     let guard = lock.acquire_with(AcquireOptions::default().wait(Duration::from_secs(5))).await.unwrap();

@@ -37,7 +37,7 @@ async fn owners_of_one_client_take_turns(url: &str) {
         let until = Instant::now() + Duration::from_secs(1);
         let mut owners = Vec::new();
         for _ in 0..8 {
-            let lock = client.lock(&name).unwrap().with_kind(kind);
+            let lock = client.lock(&name).unwrap().with_kind(kind).unwrap();
             let (ledger, inside, overlapped) = (ledger.clone(), inside.clone(), overlapped.clone());
             owners.push(tokio::spawn(async move {
                 while Instant::now() < until {
@@ -108,9 +108,9 @@ async fn a_release_moves_the_hold_to_the_waiter(url: &str, holder_of: impl Async
     for kind in KINDS {
         let name = unique(&format!("moves-{kind}-{}", url.len()));
         let client = Client::connect(url).await.unwrap();
-        let first = client.lock(&name).unwrap().with_kind(kind).acquire().await.unwrap();
+        let first = client.lock(&name).unwrap().with_kind(kind).unwrap().acquire().await.unwrap();
         let before = holder_of(kind, &name).await;
-        let waiter = client.lock(&name).unwrap().with_kind(kind);
+        let waiter = client.lock(&name).unwrap().with_kind(kind).unwrap();
         let waiting = tokio::spawn(async move { waiter.acquire().await.unwrap() });
         sleep(Duration::from_millis(100)).await;
         let (first_token, first_owner) = (first.fencing_token(), first.lock().owner());
@@ -129,7 +129,7 @@ async fn a_release_moves_the_hold_to_the_waiter(url: &str, holder_of: impl Async
         }
         assert!(second.lock().is_locked().await.unwrap());
         second.release().await.unwrap();
-        assert!(!client.lock(&name).unwrap().with_kind(kind).is_locked().await.unwrap());
+        assert!(!client.lock(&name).unwrap().with_kind(kind).unwrap().is_locked().await.unwrap());
         client.close().await;
     }
 }
@@ -201,9 +201,9 @@ where
     let url = with_option(url, "session_check=60s");
     let name = unique(&format!("unlanded-{kind}-{}", url.len()));
     let client = Client::connect(&url).await.unwrap();
-    let first = client.lock(&name).unwrap().with_kind(kind).acquire().await.unwrap();
+    let first = client.lock(&name).unwrap().with_kind(kind).unwrap().acquire().await.unwrap();
     let (Taken::ByAnotherClient(other_token), other_guard) = take(&name, &first).await;
-    let waiter = client.lock(&name).unwrap().with_kind(kind);
+    let waiter = client.lock(&name).unwrap().with_kind(kind).unwrap();
     let waiting = tokio::spawn(async move { waiter.acquire().await.unwrap() });
     sleep(Duration::from_millis(200)).await;
 
@@ -219,7 +219,10 @@ where
         second.fencing_token(),
     );
     assert_eq!(second.release().await.unwrap_err().kind(), ErrorKind::Lost);
-    assert!(client.lock(&name).unwrap().with_kind(kind).is_locked().await.unwrap(), "{kind}: still held by the other");
+    assert!(
+        client.lock(&name).unwrap().with_kind(kind).unwrap().is_locked().await.unwrap(),
+        "{kind}: still held by the other"
+    );
     if let Some(other) = other_guard {
         other.release().await.unwrap();
     }

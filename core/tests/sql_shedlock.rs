@@ -80,7 +80,7 @@ async fn java_try(jdbc: &(String, String, String), name: &str) -> String {
 async fn both_ways(url: &str, jdbc: (String, String, String)) {
     let client = Client::connect(url).await.unwrap(); // creates the shedlock table if missing
     let name = format!("interop-{}-{}", std::process::id(), url.len());
-    let lock = client.lock(&name).unwrap().with_kind(LockKind::Lease);
+    let lock = client.lock(&name).unwrap().with_kind(LockKind::Lease).unwrap();
 
     // polylock holds: ShedLock stays out; once released, ShedLock gets it.
     let guard = lock.acquire().await.unwrap();

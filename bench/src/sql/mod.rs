@@ -203,7 +203,7 @@ async fn measure(db: Database, budget: SqlBudget, url: &str, prefix: &str, raw: 
     );
     let client = Client::connect(&format!("{url}?namespace={prefix}")).await?;
     for (kind, label) in [(LockKind::Reentrant, "polylock session lock"), (LockKind::Lease, "polylock lease lock")] {
-        let lock = client.lock("pairs")?.with_kind(kind);
+        let lock = client.lock("pairs")?.with_kind(kind)?;
         let options = AcquireOptions::default().lease(LEASE);
         let ours = series!(budget.series, async { Result::Ok(lock.acquire_with(options).await?.release().await?) });
         let mut cells = vec![

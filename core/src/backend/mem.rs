@@ -11,10 +11,12 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::poll::{acquire_by_attempts, Attempt, Backoff};
-use super::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::Result;
-use crate::lock::{LockKind, LostNotifier};
 use crate::owner::Owner;
+use crate::spi::{
+    AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, Release, Renewal, Store,
+};
+use crate::spi::{LockKind, LostNotifier};
 use crate::url::ConnectUrl;
 
 struct Entry {
@@ -30,23 +32,23 @@ struct Tables {
     fencing: HashMap<String, u64>,
 }
 
-struct Store {
+struct Memory {
     tables: Mutex<Tables>,
     /// Bumped on every release, waking waiters of this store.
     released: watch::Sender<u64>,
 }
 
-fn store_named(name: &str) -> Arc<Store> {
-    static STORES: OnceLock<Mutex<HashMap<String, Arc<Store>>>> = OnceLock::new();
+fn store_named(name: &str) -> Arc<Memory> {
+    static STORES: OnceLock<Mutex<HashMap<String, Arc<Memory>>>> = OnceLock::new();
     let mut stores = STORES.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
     stores
         .entry(name.to_string())
-        .or_insert_with(|| Arc::new(Store { tables: Mutex::default(), released: watch::channel(0).0 }))
+        .or_insert_with(|| Arc::new(Memory { tables: Mutex::default(), released: watch::channel(0).0 }))
         .clone()
 }
 
 pub(crate) struct MemBackend {
-    store: Arc<Store>,
+    store: Arc<Memory>,
 }
 
 impl MemBackend {
@@ -91,7 +93,7 @@ impl MemBackend {
 }
 
 #[async_trait]
-impl Backend for MemBackend {
+impl HoldStore for MemBackend {
     async fn acquire(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
         let backoff = Backoff { min: Duration::from_millis(1), max: Duration::from_millis(50) };
         acquire_by_attempts(request, backoff, &mut self.store.released.subscribe(), || async {
@@ -171,5 +173,16 @@ impl Backend for MemBackend {
         let was_live = removed.is_some_and(|entry| entry.lease_until > Instant::now());
         self.store.released.send_modify(|n| *n = n.wrapping_add(1));
         Ok(was_live)
+    }
+}
+
+#[async_trait]
+impl Store for MemBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { backend: "mem", lock_kinds: &[LockKind::Reentrant], rw_locks: false, semaphores: false }
+    }
+
+    fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {
+        self
     }
 }

@@ -8,8 +8,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant};
 
-use super::{AcquireRequest, Acquired, HoldState};
 use crate::error::Result;
+use crate::spi::{AcquireRequest, Acquired, HoldKind, HoldState};
 
 /// The outcome of one attempt.
 pub(crate) enum Attempt {
@@ -54,8 +54,8 @@ impl Wakeups for watch::Receiver<u64> {
 }
 
 /// Run attempts until one succeeds, the deadline passes or the request is cancelled.
-pub(crate) async fn acquire_by_attempts<T, TF>(
-    request: &AcquireRequest,
+pub(crate) async fn acquire_by_attempts<K: HoldKind, T, TF>(
+    request: &AcquireRequest<K>,
     backoff: Backoff,
     released: &mut impl Wakeups,
     mut attempt: T,

@@ -16,10 +16,12 @@ use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, Tran
 use tokio::sync::watch;
 
 use super::poll::{acquire_by_attempts, Attempt, Backoff};
-use super::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::{Error, Result};
-use crate::lock::{LockKind, LostNotifier};
 use crate::owner::Owner;
+use crate::spi::{
+    AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, Release, Renewal, Store,
+};
+use crate::spi::{LockKind, LostNotifier};
 use crate::url::ConnectUrl;
 
 /// Unix milliseconds by the database's clock.
@@ -225,7 +227,7 @@ fn duration_ms(d: Duration) -> i64 {
 }
 
 #[async_trait]
-impl Backend for SqliteBackend {
+impl HoldStore for SqliteBackend {
     async fn acquire(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
         acquire_by_attempts(request, BACKOFF, &mut self.released.subscribe(), || self.attempt(request)).await
     }
@@ -338,6 +340,17 @@ impl Backend for SqliteBackend {
             .await?;
         self.released.send_modify(|n| *n = n.wrapping_add(1));
         Ok(was_live == Some(true))
+    }
+}
+
+#[async_trait]
+impl Store for SqliteBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { backend: "sqlite", lock_kinds: &[LockKind::Reentrant], rw_locks: false, semaphores: false }
+    }
+
+    fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {
+        self
     }
 }
 

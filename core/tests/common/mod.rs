@@ -31,7 +31,7 @@ pub async fn a_busy_client_does_not_starve_another_clients_waiter(
     let stop = Arc::new(AtomicBool::new(false));
     let mut tasks = Vec::new();
     for _ in 0..4 {
-        let (lock, stop) = (busy.lock(name).unwrap().with_kind(kind), stop.clone());
+        let (lock, stop) = (busy.lock(name).unwrap().with_kind(kind).unwrap(), stop.clone());
         tasks.push(tokio::spawn(async move {
             while !stop.load(Ordering::Relaxed) {
                 let guard = lock.acquire().await.unwrap();
@@ -43,8 +43,13 @@ pub async fn a_busy_client_does_not_starve_another_clients_waiter(
     tokio::time::sleep(Duration::from_millis(100)).await;
     let other = polylock::Client::connect(url).await.unwrap();
     let started = tokio::time::Instant::now();
-    let got =
-        other.lock(name).unwrap().with_kind(kind).acquire_with(polylock::AcquireOptions::default().wait(wait)).await;
+    let got = other
+        .lock(name)
+        .unwrap()
+        .with_kind(kind)
+        .unwrap()
+        .acquire_with(polylock::AcquireOptions::default().wait(wait))
+        .await;
     stop.store(true, Ordering::Relaxed);
     let guard = got.unwrap_or_else(|e| panic!("{url} {kind}: the other client's waiter was starved: {e}"));
     eprintln!("{kind}: the other client's waiter got in after {:?}", started.elapsed());

@@ -14,7 +14,7 @@ use tokio::time::{sleep, sleep_until, Instant};
 use super::lanes::Lane;
 use super::mutex::delete_if_revision;
 use super::session::Session;
-use crate::lock::LostNotifier;
+use crate::spi::LostNotifier;
 
 pub(super) struct EtcdHold {
     pub key: String,

@@ -27,9 +27,11 @@ use etcd_client::Client;
 use tokio::time::{sleep, sleep_until, timeout, Instant};
 
 use super::successors::Successors;
-use super::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::{Error, ErrorKind, Result};
-use crate::lock::LockKind;
+use crate::spi::LockKind;
+use crate::spi::{
+    AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, Release, Renewal, Store,
+};
 use crate::url::ConnectUrl;
 use endpoint::Endpoint;
 use hold::EtcdHold;
@@ -168,7 +170,7 @@ impl EtcdBackend {
 }
 
 #[async_trait]
-impl Backend for EtcdBackend {
+impl HoldStore for EtcdBackend {
     async fn acquire(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
         let prefix = format!("{}/", request.key);
         let mut pause = RETRY_MIN;
@@ -285,6 +287,17 @@ impl Backend for EtcdBackend {
                 return Ok(true);
             }
         }
+    }
+}
+
+#[async_trait]
+impl Store for EtcdBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { backend: "etcd", lock_kinds: &[LockKind::Reentrant], rw_locks: false, semaphores: false }
+    }
+
+    fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {
+        self
     }
 
     async fn close(&self) {

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::hold::EtcdHold;
 use super::map_error;
 use crate::error::Result;
-use crate::lock::LostReason;
+use crate::spi::LostReason;
 
 pub(super) struct Session {
     pub lease_id: i64,

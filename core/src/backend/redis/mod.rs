@@ -20,10 +20,12 @@ use async_trait::async_trait;
 use redis::Script;
 
 use super::poll::{acquire_by_attempts, Attempt, Backoff};
-use super::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
-use crate::error::Result;
-use crate::lock::{LockKind, LostNotifier};
+use crate::error::{Error, Result};
 use crate::owner::Owner;
+use crate::spi::{
+    AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, Release, Renewal, Store,
+};
+use crate::spi::{LockKind, LostNotifier};
 use crate::url::ConnectUrl;
 use endpoint::Endpoint;
 use link::Link;
@@ -62,19 +64,19 @@ impl RedisBackend {
         fair_wait: Duration,
     ) -> Result<Attempt> {
         let lease = millis(request.lease);
-        let invocation = match request.kind {
-            LockKind::Fair => {
+        let invocation = match Layout::of(request.kind)? {
+            Layout::FairHash => {
                 let mut inv =
                     script_with(&scripts::FAIR_ACQUIRE, &[keys.lock, &keys.queue(), &keys.timeouts(), &keys.token()]);
                 inv.arg(lease).arg(field).arg(millis(fair_wait)).arg(now_ms());
                 inv
             }
-            LockKind::Token => {
+            Layout::TokenString => {
                 let mut inv = script_with(&scripts::TOKEN_ACQUIRE, &[keys.lock, &keys.token()]);
                 inv.arg(field).arg(lease);
                 inv
             }
-            _ => {
+            Layout::Hash => {
                 let mut inv = script_with(&scripts::REENTRANT_ACQUIRE, &[keys.lock, &keys.token()]);
                 inv.arg(lease).arg(field);
                 inv
@@ -112,8 +114,31 @@ fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
+/// The wire layout each kind of lock uses on Redis. Every kind is named here, so a kind
+/// Redis does not offer can never fall into another kind's layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// Redisson's RLock: a hash of `<client uuid>:<owner>` = hold count.
+    Hash,
+    /// Redisson's fair lock: the hash plus a queue and per-waiter deadlines.
+    FairHash,
+    /// redis-py's and node-redlock's `SET NX PX` string.
+    TokenString,
+}
+
+impl Layout {
+    fn of(kind: LockKind) -> Result<Layout> {
+        match kind {
+            LockKind::Reentrant => Ok(Layout::Hash),
+            LockKind::Fair => Ok(Layout::FairHash),
+            LockKind::Token => Ok(Layout::TokenString),
+            LockKind::Lease => Err(Error::unsupported("the redis backend does not offer lease locks")),
+        }
+    }
+}
+
 #[async_trait]
-impl Backend for RedisBackend {
+impl HoldStore for RedisBackend {
     async fn acquire(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
         let keys = LockKeys::new(&request.key);
         let field = request.owner.to_string();
@@ -134,9 +159,9 @@ impl Backend for RedisBackend {
         let outcome = if gave_up {
             Ok(None)
         } else {
-            let channel = match request.kind {
-                LockKind::Fair => keys.waiter_channel(&field),
-                _ => keys.channel(),
+            let channel = match Layout::of(request.kind)? {
+                Layout::FairHash => keys.waiter_channel(&field),
+                Layout::Hash | Layout::TokenString => keys.channel(),
             };
             // Subscribed before the next attempt, so a release in between still wakes us.
             match self.subscriptions.listen(&channel).await {
@@ -158,13 +183,13 @@ impl Backend for RedisBackend {
 
     async fn renew(&self, held: &HeldLock, lease: Duration) -> Result<Renewal> {
         let keys = LockKeys::new(&held.key);
-        let invocation = match held.kind {
-            LockKind::Token => {
+        let invocation = match Layout::of(held.kind)? {
+            Layout::TokenString => {
                 let mut inv = script_with(&scripts::TOKEN_RENEW, &[keys.lock]);
                 inv.arg(held.owner.to_string()).arg(millis(lease));
                 inv
             }
-            _ => {
+            Layout::Hash | Layout::FairHash => {
                 let mut inv = script_with(&scripts::HASH_RENEW, &[keys.lock]);
                 inv.arg(millis(lease)).arg(held.owner.to_string());
                 inv
@@ -175,8 +200,9 @@ impl Backend for RedisBackend {
     }
 
     async fn reenter(&self, held: &HeldLock) -> Result<Renewal> {
-        if held.kind == LockKind::Token {
-            return Ok(Renewal::Renewed); // a plain key has no hold count
+        match Layout::of(held.kind)? {
+            Layout::TokenString => return Ok(Renewal::Renewed), // a plain key has no hold count
+            Layout::Hash | Layout::FairHash => {}
         }
         let keys = LockKeys::new(&held.key);
         let mut invocation = script_with(&scripts::REENTRANT_REENTER, &[keys.lock]);
@@ -190,9 +216,10 @@ impl Backend for RedisBackend {
         let channel = keys.channel();
         let field = held.owner.to_string();
         let publish = self.link.publish_command();
-        let released: i64 = match held.kind {
-            LockKind::Token if holds_left > 0 => return Ok(Release::Released),
-            LockKind::Token => {
+        let layout = Layout::of(held.kind)?;
+        let released: i64 = match layout {
+            Layout::TokenString if holds_left > 0 => return Ok(Release::Released),
+            Layout::TokenString => {
                 let mut inv = script_with(&scripts::TOKEN_RELEASE, &[keys.lock, &channel]);
                 inv.arg(&field).arg(publish).arg(UNLOCK_MESSAGE);
                 let released: i64 = self.link.invoke(&inv).await?;
@@ -202,19 +229,19 @@ impl Backend for RedisBackend {
                     -1
                 }
             }
-            LockKind::Fair => {
+            Layout::FairHash => {
                 let mut inv =
                     script_with(&scripts::FAIR_RELEASE, &[keys.lock, &keys.queue(), &keys.timeouts(), &channel]);
                 inv.arg(&field).arg(holds_left).arg(publish).arg(UNLOCK_MESSAGE).arg(now_ms());
                 self.link.invoke(&inv).await?
             }
-            _ => {
+            Layout::Hash => {
                 let mut inv = script_with(&scripts::REENTRANT_RELEASE, &[keys.lock, &channel]);
                 inv.arg(&field).arg(holds_left).arg(publish).arg(UNLOCK_MESSAGE);
                 self.link.invoke(&inv).await?
             }
         };
-        if released == 0 && held.kind != LockKind::Fair {
+        if released == 0 && layout != Layout::FairHash {
             // Fair waiters are woken in queue order by the server; others may barge.
             self.subscriptions.released_locally(&channel);
         }
@@ -229,9 +256,10 @@ impl Backend for RedisBackend {
         _lost: &LostNotifier,
     ) -> Result<Option<Acquired>> {
         let keys = LockKeys::new(&from.key);
-        let script = match from.kind {
-            LockKind::Token => &scripts::TOKEN_TRANSFER,
-            _ => &scripts::REENTRANT_TRANSFER,
+        let script = match Layout::of(from.kind)? {
+            Layout::TokenString => &scripts::TOKEN_TRANSFER,
+            Layout::Hash => &scripts::REENTRANT_TRANSFER,
+            Layout::FairHash => return Ok(None), // never asked: fair locks do not transfer
         };
         let attempt_started = tokio::time::Instant::now();
         let mut invocation = script_with(script, &[keys.lock, &keys.token()]);
@@ -250,13 +278,15 @@ impl Backend for RedisBackend {
         self.transfers(kind)
     }
 
-    async fn is_locked(&self, key: &str, _kind: LockKind) -> Result<bool> {
+    async fn is_locked(&self, key: &str, kind: LockKind) -> Result<bool> {
+        Layout::of(kind)?;
         let keys = LockKeys::new(key);
         let exists: i64 = self.link.invoke(&script_with(&scripts::IS_LOCKED, &[keys.lock])).await?;
         Ok(exists == 1)
     }
 
-    async fn remaining_lease(&self, key: &str, _kind: LockKind) -> Result<Option<Duration>> {
+    async fn remaining_lease(&self, key: &str, kind: LockKind) -> Result<Option<Duration>> {
+        Layout::of(kind)?;
         let keys = LockKeys::new(key);
         let pttl: i64 = self.link.invoke(&script_with(&scripts::REMAINING_LEASE, &[keys.lock])).await?;
         Ok(match pttl {
@@ -269,7 +299,7 @@ impl Backend for RedisBackend {
     async fn force_unlock(&self, key: &str, kind: LockKind) -> Result<bool> {
         let keys = LockKeys::new(key);
         let publish = self.link.publish_command();
-        let removed: i64 = if kind == LockKind::Fair {
+        let removed: i64 = if Layout::of(kind)? == Layout::FairHash {
             let mut inv = script_with(
                 &scripts::FAIR_FORCE_UNLOCK,
                 &[keys.lock, &keys.queue(), &keys.timeouts(), &keys.channel()],
@@ -287,9 +317,21 @@ impl Backend for RedisBackend {
         };
         Ok(removed == 1)
     }
+}
 
-    fn supports(&self, kind: LockKind) -> bool {
-        matches!(kind, LockKind::Reentrant | LockKind::Fair | LockKind::Token)
+#[async_trait]
+impl Store for RedisBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            backend: "redis",
+            lock_kinds: &[LockKind::Reentrant, LockKind::Fair, LockKind::Token],
+            rw_locks: false,
+            semaphores: false,
+        }
+    }
+
+    fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {
+        self
     }
 }
 

@@ -64,8 +64,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::backend::AcquireRequest;
 use crate::error::{Error, Result};
+use crate::spi::AcquireRequest;
 use crate::url::ConnectUrl;
 
 pub(crate) use mysql::MySqlBackend;

@@ -3,6 +3,7 @@
 //! `lock_until`, and are woken at once by releases within their own process.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -20,10 +21,12 @@ use super::{
     wait_left_until, SqlConfig,
 };
 use crate::backend::poll::{acquire_by_attempts, Attempt, Backoff};
-use crate::backend::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::{Error, Result};
-use crate::lock::{LockKind, LostNotifier};
 use crate::owner::Owner;
+use crate::spi::{
+    AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, Release, Renewal, Store,
+};
+use crate::spi::{LockKind, LostNotifier};
 use crate::url::ConnectUrl;
 
 /// sqlx's own MySQL URL options that polylock passes through.
@@ -369,7 +372,7 @@ impl LeaseTable {
 }
 
 #[async_trait]
-impl Backend for MySqlBackend {
+impl HoldStore for MySqlBackend {
     async fn acquire(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
         match request.kind {
             LockKind::Lease => {
@@ -533,13 +536,25 @@ impl Backend for MySqlBackend {
         self.released.send_modify(|n| *n = n.wrapping_add(1));
         Ok(done.rows_affected() == 1)
     }
+}
+
+#[async_trait]
+impl Store for MySqlBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            backend: "mysql",
+            lock_kinds: &[LockKind::Reentrant, LockKind::Lease],
+            rw_locks: false,
+            semaphores: false,
+        }
+    }
+
+    fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {
+        self
+    }
 
     async fn close(&self) {
         self.sessions.close().await;
         self.shared.close().await;
-    }
-
-    fn supports(&self, kind: LockKind) -> bool {
-        matches!(kind, LockKind::Reentrant | LockKind::Lease)
     }
 }

@@ -20,10 +20,12 @@ use super::{
     try_once, wait_left, SqlConfig,
 };
 use crate::backend::poll::{acquire_by_attempts, Attempt, Backoff};
-use crate::backend::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::{Error, Result};
-use crate::lock::{LockKind, LostNotifier};
 use crate::owner::Owner;
+use crate::spi::{
+    AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, Release, Renewal, Store,
+};
+use crate::spi::{LockKind, LostNotifier};
 use crate::url::ConnectUrl;
 
 /// sqlx's own PostgreSQL URL options that polylock passes through.
@@ -337,7 +339,7 @@ impl Drop for PgBackend {
 }
 
 #[async_trait]
-impl Backend for PgBackend {
+impl HoldStore for PgBackend {
     async fn acquire(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
         match request.kind {
             LockKind::Lease => {
@@ -503,6 +505,22 @@ impl Backend for PgBackend {
         self.released.send_modify(|n| *n = n.wrapping_add(1));
         Ok(forced == 1)
     }
+}
+
+#[async_trait]
+impl Store for PgBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            backend: "postgres",
+            lock_kinds: &[LockKind::Reentrant, LockKind::Lease],
+            rw_locks: false,
+            semaphores: false,
+        }
+    }
+
+    fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {
+        self
+    }
 
     async fn close(&self) {
         if let Some(listener) = self.listener.get() {
@@ -510,9 +528,5 @@ impl Backend for PgBackend {
         }
         self.sessions.close().await;
         self.shared.close().await;
-    }
-
-    fn supports(&self, kind: LockKind) -> bool {
-        matches!(kind, LockKind::Reentrant | LockKind::Lease)
     }
 }

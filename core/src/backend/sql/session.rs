@@ -17,8 +17,8 @@ use tokio::task::AbortHandle;
 use tokio::time::{sleep_until, timeout, Instant};
 
 use super::in_own_task;
-use crate::backend::{HeldLock, HoldState, Release, Renewal};
-use crate::lock::{LostNotifier, LostReason};
+use crate::spi::{HeldLock, HoldState, Release, Renewal};
+use crate::spi::{LostNotifier, LostReason};
 
 /// The connection that holds a session lock.
 pub(crate) enum SessionConn {

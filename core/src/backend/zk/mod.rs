@@ -29,9 +29,11 @@ use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 
-use super::{AcquireRequest, Acquired, Backend, HeldLock, Release, Renewal};
 use crate::error::{Error, Result};
-use crate::lock::LockKind;
+use crate::spi::LockKind;
+use crate::spi::{
+    AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, Release, Renewal, Store,
+};
 use crate::url::ConnectUrl;
 use config::ZkConfig;
 use recipe::{delete_node, Stop};
@@ -115,7 +117,7 @@ fn hold_of(held: &HeldLock) -> Result<&ZkHold> {
 }
 
 #[async_trait]
-impl Backend for ZkBackend {
+impl HoldStore for ZkBackend {
     async fn acquire(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
         let lock_path = path::lock_path(&request.key)?;
         let (give_up, timer) = give_up_token(request.deadline, &request.cancel);
@@ -187,6 +189,17 @@ impl Backend for ZkBackend {
 
     async fn force_unlock(&self, key: &str, _kind: LockKind) -> Result<bool> {
         query::force_unlock(&*self.session().await?, &path::lock_path(key)?).await
+    }
+}
+
+#[async_trait]
+impl Store for ZkBackend {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { backend: "zookeeper", lock_kinds: &[LockKind::Reentrant], rw_locks: false, semaphores: false }
+    }
+
+    fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {
+        self
     }
 
     async fn close(&self) {

@@ -24,7 +24,7 @@ use super::config::ZkConfig;
 use super::spawner::on_tokio;
 use crate::backend::successors::Successors;
 use crate::error::{Error, Result};
-use crate::lock::{LostNotifier, LostReason};
+use crate::spi::{LostNotifier, LostReason};
 
 /// A pause before retrying an operation that failed on a lost connection, so a client that
 /// is reconnecting is not flooded with requests that fail at once.

@@ -10,9 +10,8 @@ use tokio::time::{sleep_until, timeout_at, Instant};
 
 use super::handoff::Run;
 use super::landing::{Landed, Landing};
-use super::lost::{LostNotifier, LostReason, LostWatch};
-use crate::backend::{Backend, HeldLock, Renewal};
 use crate::owner::Owner;
+use crate::spi::{HeldLock, HoldKind, HoldStore, LostNotifier, LostReason, LostWatch, Renewal};
 
 /// How a hold keeps its lease.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,14 +22,14 @@ pub(crate) enum LeaseMode {
     Fixed { lease: Duration },
 }
 
-pub(crate) struct Hold {
+pub(crate) struct Hold<K: HoldKind> {
     pub count: u32,
     /// The local handoffs in a row that led to this hold (see handoff.rs).
     pub run: Run,
-    pub held: Arc<HeldLock>,
+    pub held: Arc<HeldLock<K>>,
     pub lost: LostNotifier,
     pub watch: LostWatch,
-    keeper: Keeper,
+    keeper: Keeper<K>,
 }
 
 /// What keeps a hold's lease. Most holds are released long before their first renewal is
@@ -39,31 +38,31 @@ pub(crate) struct Hold {
 /// still there when the client's sweep passes ([`HoldTable::start_watchdogs`], every sixth
 /// of the lease), in time for that first renewal. A task per hold would cost a spawn and an
 /// abort per lock+unlock: from a C, Python or Java thread, two wake-ups of a runtime worker.
-enum Keeper {
+enum Keeper<K: HoldKind> {
     /// An explicit lease.
     Latch,
     /// A watchdog lease whose watchdog has not started yet.
     Due {
-        backend: Arc<dyn Backend>,
+        store: Arc<dyn HoldStore<K>>,
         lease: Duration,
         attempt_started: Instant,
     },
     Watchdog(AbortHandle),
 }
 
-impl Hold {
+impl<K: HoldKind> Hold<K> {
     /// Start keeping a fresh hold; `attempt_started` is the earliest the lease can have begun.
     pub fn start(
-        backend: Arc<dyn Backend>,
-        held: HeldLock,
+        store: Arc<dyn HoldStore<K>>,
+        held: HeldLock<K>,
         run: Run,
         mode: LeaseMode,
         attempt_started: Instant,
         lost: LostNotifier,
         watch: LostWatch,
-    ) -> Hold {
+    ) -> Hold<K> {
         let keeper = match mode {
-            LeaseMode::Watchdog { lease } => Keeper::Due { backend, lease, attempt_started },
+            LeaseMode::Watchdog { lease } => Keeper::Due { store, lease, attempt_started },
             LeaseMode::Fixed { lease } => {
                 // A lease too long to represent never ends.
                 if let Some(end) = attempt_started.checked_add(lease) {
@@ -82,10 +81,10 @@ impl Hold {
     /// Start the watchdog of a watchdog-lease hold, unless it has started already.
     fn start_watchdog(&mut self, runtime: &tokio::runtime::Handle) {
         self.keeper = match std::mem::replace(&mut self.keeper, Keeper::Latch) {
-            Keeper::Due { backend, lease, attempt_started } => {
+            Keeper::Due { store, lease, attempt_started } => {
                 let (held, lost, landing) = (self.held.clone(), self.lost.clone(), self.run.landing.clone());
                 Keeper::Watchdog(
-                    runtime.spawn(watchdog(backend, held, lease, attempt_started, lost, landing)).abort_handle(),
+                    runtime.spawn(watchdog(store, held, lease, attempt_started, lost, landing)).abort_handle(),
                 )
             }
             started_or_none => started_or_none,
@@ -93,7 +92,7 @@ impl Hold {
     }
 }
 
-impl Drop for Hold {
+impl<K: HoldKind> Drop for Hold<K> {
     fn drop(&mut self) {
         if let Keeper::Watchdog(task) = &self.keeper {
             task.abort();
@@ -104,9 +103,9 @@ impl Drop for Hold {
 /// Renew every `lease / 3`. A renewal that finds the hold gone marks it lost at once; failing
 /// renewals are retried until the lease, counted from the last renewal that was sent and
 /// succeeded, has run out, and then the hold is lost.
-async fn watchdog(
-    backend: Arc<dyn Backend>,
-    held: Arc<HeldLock>,
+async fn watchdog<K: HoldKind>(
+    store: Arc<dyn HoldStore<K>>,
+    held: Arc<HeldLock<K>>,
     lease: Duration,
     attempt_started: Instant,
     lost: LostNotifier,
@@ -123,7 +122,7 @@ async fn watchdog(
     loop {
         sleep_until(next).await;
         let sent = Instant::now();
-        let outcome = match timeout_at(lease_end, backend.renew(&held, lease)).await {
+        let outcome = match timeout_at(lease_end, store.renew(&held, lease)).await {
             Ok(outcome) => outcome,
             Err(_) => {
                 lost.mark(LostReason::RenewalFailed("the backend did not answer in time".into()));
@@ -151,41 +150,51 @@ async fn watchdog(
 /// One owner's place in the table. `turn` serializes that owner's acquisitions so that two
 /// tasks sharing an owner cannot both take the lock fresh; an abandoned acquisition keeps the
 /// turn until its store work is over (see `PendingAcquire`). `hold` is only touched briefly.
-#[derive(Default)]
-pub(crate) struct Slot {
+pub(crate) struct Slot<K: HoldKind> {
     pub turn: Arc<tokio::sync::Mutex<()>>,
-    pub hold: Mutex<Option<Hold>>,
+    pub hold: Mutex<Option<Hold<K>>>,
 }
 
-impl Slot {
-    pub fn hold(&self) -> std::sync::MutexGuard<'_, Option<Hold>> {
+impl<K: HoldKind> Default for Slot<K> {
+    fn default() -> Self {
+        Slot { turn: Arc::default(), hold: Mutex::new(None) }
+    }
+}
+
+impl<K: HoldKind> Slot<K> {
+    pub fn hold(&self) -> std::sync::MutexGuard<'_, Option<Hold<K>>> {
         self.hold.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
 type SlotKey = (String, Owner);
 
-#[derive(Default)]
-pub(crate) struct HoldTable {
-    slots: Mutex<HashMap<SlotKey, Arc<Slot>>>,
+pub(crate) struct HoldTable<K: HoldKind> {
+    slots: Mutex<HashMap<SlotKey, Arc<Slot<K>>>>,
 }
 
-impl HoldTable {
-    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<SlotKey, Arc<Slot>>> {
+impl<K: HoldKind> Default for HoldTable<K> {
+    fn default() -> Self {
+        HoldTable { slots: Mutex::default() }
+    }
+}
+
+impl<K: HoldKind> HoldTable<K> {
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<SlotKey, Arc<Slot<K>>>> {
         self.slots.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn slot(&self, key: &str, owner: Owner) -> Arc<Slot> {
+    pub fn slot(&self, key: &str, owner: Owner) -> Arc<Slot<K>> {
         self.slots().entry((key.to_string(), owner)).or_default().clone()
     }
 
-    pub fn existing(&self, key: &str, owner: Owner) -> Option<Arc<Slot>> {
+    pub fn existing(&self, key: &str, owner: Owner) -> Option<Arc<Slot<K>>> {
         self.slots().get(&(key.to_string(), owner)).cloned()
     }
 
     /// Drop the slot once nobody holds or waits on it, so the table does not grow with every
     /// name ever locked.
-    pub fn tidy(&self, key: &str, owner: Owner, slot: Arc<Slot>) {
+    pub fn tidy(&self, key: &str, owner: Owner, slot: Arc<Slot<K>>) {
         let mut slots = self.slots();
         // The table's reference plus the caller's own, and nobody holding or awaiting the turn.
         if Arc::strong_count(&slot) == 2 && Arc::strong_count(&slot.turn) == 1 && slot.hold().is_none() {
@@ -230,12 +239,12 @@ impl HoldTable {
         self.slots_of(key).iter().filter_map(|slot| slot.hold().as_ref().map(|hold| hold.held.token)).collect()
     }
 
-    fn slots_of(&self, key: &str) -> Vec<Arc<Slot>> {
+    fn slots_of(&self, key: &str) -> Vec<Arc<Slot<K>>> {
         self.slots().iter().filter(|((slot_key, _), _)| slot_key == key).map(|(_, slot)| slot.clone()).collect()
     }
 
     /// Take every hold out of the table: for client close.
-    pub fn drain(&self) -> Vec<Hold> {
+    pub fn drain(&self) -> Vec<Hold<K>> {
         let slots = std::mem::take(&mut *self.slots());
         slots.into_values().filter_map(|slot| slot.hold().take()).collect()
     }
@@ -243,27 +252,27 @@ impl HoldTable {
 
 /// An owner's slot, taken for one acquisition and tidied when dropped, however the
 /// acquisition ends (including its caller going away).
-pub(crate) struct TidyOnDrop<'a> {
-    table: &'a HoldTable,
+pub(crate) struct TidyOnDrop<'a, K: HoldKind> {
+    table: &'a HoldTable<K>,
     key: &'a str,
     owner: Owner,
-    slot: Option<Arc<Slot>>,
+    slot: Option<Arc<Slot<K>>>,
 }
 
-impl<'a> TidyOnDrop<'a> {
-    pub fn new(table: &'a HoldTable, key: &'a str, owner: Owner) -> Self {
+impl<'a, K: HoldKind> TidyOnDrop<'a, K> {
+    pub fn new(table: &'a HoldTable<K>, key: &'a str, owner: Owner) -> Self {
         TidyOnDrop { table, key, owner, slot: Some(table.slot(key, owner)) }
     }
 }
 
-impl std::ops::Deref for TidyOnDrop<'_> {
-    type Target = Slot;
-    fn deref(&self) -> &Slot {
+impl<K: HoldKind> std::ops::Deref for TidyOnDrop<'_, K> {
+    type Target = Slot<K>;
+    fn deref(&self) -> &Slot<K> {
         self.slot.as_deref().expect("present until drop")
     }
 }
 
-impl Drop for TidyOnDrop<'_> {
+impl<K: HoldKind> Drop for TidyOnDrop<'_, K> {
     fn drop(&mut self) {
         if let Some(slot) = self.slot.take() {
             self.table.tidy(self.key, self.owner, slot);
@@ -272,10 +281,10 @@ impl Drop for TidyOnDrop<'_> {
 }
 
 /// Give up a hold at client close: mark it lost, then release it in the store.
-pub(crate) async fn surrender(backend: &dyn Backend, hold: Hold) {
+pub(crate) async fn surrender<K: HoldKind>(store: &dyn HoldStore<K>, hold: Hold<K>) {
     hold.lost.mark(LostReason::ClientClosed);
     let (held, run) = (hold.held.clone(), hold.run.clone());
     drop(hold);
     // Best effort and bounded: a store that is down lets the lease run out instead.
-    let _ = tokio::time::timeout(Duration::from_secs(2), super::handoff::give_back(backend, &held, &run.landing)).await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), super::handoff::give_back(store, &held, &run.landing)).await;
 }

@@ -2,12 +2,12 @@
 //!
 //! When an owner releases a lock that another owner of the same client is waiting for, the
 //! store need not see the lock freed and taken again: the waiter rewrites the holder in one
-//! backend call (`Backend::transfer`), which also issues a fresh fencing token. The lock
+//! backend call (`HoldStore::transfer`), which also issues a fresh fencing token. The lock
 //! changes hands in one round trip instead of a release, a wake-up message and an acquire,
 //! which is what keeps a contended lock busy rather than idle between holders.
 //!
 //! Where the backend sets each hold's token + 1 aside for the owner it may be handed to
-//! (`Backend::reserves_next_token`), the new owner does not even wait for that round trip: it
+//! (`HoldStore::reserves_next_token`), the new owner does not even wait for that round trip: it
 //! starts at once with the reserved token, and the transfer lands behind it (landing.rs).
 //! That is safe because the store shows the lock held by this client throughout, and the
 //! token was drawn from the store's counter before any later holder's: should the releasing
@@ -19,7 +19,7 @@
 //! row the lock is released to the store as usual, as in Dice, Marathe and Shavit's cohort
 //! locks, and this client's owners stand aside for a few round trips so that a waiter
 //! elsewhere, woken by the unlock message, gets in before they take it straight back. Where
-//! the store's own queue hands the lock to its oldest waiter (`Backend::grants_in_order`:
+//! the store's own queue hands the lock to its oldest waiter (`HoldStore::grants_in_order`:
 //! PostgreSQL and MySQL session locks), nobody stands aside: the waiters elsewhere are ahead
 //! of ours in that queue already. Kinds that promise an order (fair locks) never take part.
 
@@ -31,11 +31,9 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 use super::landing::{Landed, Landing};
-use super::lost::{LostNotifier, LostReason};
-use crate::backend::{AcquireRequest, Acquired, Backend, HeldLock, Release};
 use crate::error::{Error, Result};
-use crate::lock::LockKind;
 use crate::owner::Owner;
+use crate::spi::{AcquireRequest, Acquired, HeldLock, HoldKind, HoldStore, LostNotifier, LostReason, Release};
 
 /// How many times in a row a lock may pass between owners of one client before it is
 /// released to the store, so waiters of other clients get their chance.
@@ -68,37 +66,42 @@ impl Run {
     }
 }
 
-type QueueKey = (String, LockKind);
+type QueueKey<K> = (String, K);
 
 /// What a waiting owner is told.
-enum Signal {
+enum Signal<K: HoldKind> {
     /// The lock is yours: take it over.
-    Baton(Baton),
+    Handover(Handover<K>),
     /// The lock is about to go back to the store: keep off it until then.
-    StandAside(Instant),
+    KeepOff(Instant),
 }
 
-struct Waiting {
+struct Waiting<K: HoldKind> {
     id: u64,
-    signal: oneshot::Sender<Signal>,
+    signal: oneshot::Sender<Signal<K>>,
 }
 
 /// A client's owners that are waiting for a lock, by (key, kind), oldest first.
-#[derive(Default)]
-pub(crate) struct LocalWaiters {
-    queues: Mutex<HashMap<QueueKey, VecDeque<Waiting>>>,
-    /// Locks this client's owners keep off until the given instant (see `stand_aside`).
-    standing_aside: Mutex<HashMap<QueueKey, Instant>>,
+pub(crate) struct LocalWaiters<K: HoldKind> {
+    queues: Mutex<HashMap<QueueKey<K>, VecDeque<Waiting<K>>>>,
+    /// Locks this client's owners keep off until the given instant (see `keep_off_for_others`).
+    kept_off: Mutex<HashMap<QueueKey<K>, Instant>>,
     next_id: std::sync::atomic::AtomicU64,
 }
 
-impl LocalWaiters {
-    fn queues(&self) -> std::sync::MutexGuard<'_, HashMap<QueueKey, VecDeque<Waiting>>> {
+impl<K: HoldKind> Default for LocalWaiters<K> {
+    fn default() -> Self {
+        LocalWaiters { queues: Mutex::default(), kept_off: Mutex::default(), next_id: Default::default() }
+    }
+}
+
+impl<K: HoldKind> LocalWaiters<K> {
+    fn queues(&self) -> std::sync::MutexGuard<'_, HashMap<QueueKey<K>, VecDeque<Waiting<K>>>> {
         self.queues.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Join the queue for (key, kind); leaving is dropping the registration.
-    pub fn register(self: &Arc<Self>, key: &str, kind: LockKind) -> Registration {
+    pub fn register(self: &Arc<Self>, key: &str, kind: K) -> Registration<K> {
         let id = self.next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (signal, receiver) = oneshot::channel();
         let queue_key = (key.to_string(), kind);
@@ -106,13 +109,13 @@ impl LocalWaiters {
         Registration { waiters: self.clone(), key: queue_key, id, receiver }
     }
 
-    /// Give the baton to the oldest waiter still listening. Hands it back if there is none.
-    pub fn hand_over(&self, key: &str, kind: LockKind, mut baton: Baton) -> std::result::Result<(), Baton> {
+    /// Give the hold to the oldest waiter still listening. Hands it back if there is none.
+    pub fn hand_over(&self, key: &str, kind: K, mut handover: Handover<K>) -> std::result::Result<(), Handover<K>> {
         let queue_key = (key.to_string(), kind);
         let mut queues = self.queues();
-        let Some(queue) = queues.get_mut(&queue_key) else { return Err(baton) };
+        let Some(queue) = queues.get_mut(&queue_key) else { return Err(handover) };
         while let Some(waiting) = queue.pop_front() {
-            match waiting.signal.send(Signal::Baton(baton)) {
+            match waiting.signal.send(Signal::Handover(handover)) {
                 Ok(()) => {
                     if queue.is_empty() {
                         queues.remove(&queue_key);
@@ -120,12 +123,12 @@ impl LocalWaiters {
                     return Ok(());
                 }
                 // That waiter is finishing on its own; try the next.
-                Err(Signal::Baton(returned)) => baton = returned,
-                Err(Signal::StandAside(_)) => unreachable!("a baton was sent"),
+                Err(Signal::Handover(returned)) => handover = returned,
+                Err(Signal::KeepOff(_)) => unreachable!("a handover was sent"),
             }
         }
         queues.remove(&queue_key);
-        Err(baton)
+        Err(handover)
     }
 
     /// A run of handoffs is ending: before the lock goes back to the store, keep this
@@ -136,34 +139,34 @@ impl LocalWaiters {
     ///
     /// It must be called while the lock is still held: waiters drop their store attempts on
     /// the signal, which is harmless only while those attempts cannot have succeeded.
-    pub fn stand_aside(&self, key: &str, kind: LockKind, round_trip: Duration) {
+    pub fn keep_off_for_others(&self, key: &str, kind: K, round_trip: Duration) {
         let keep_off = (round_trip * STAND_ASIDE_ROUND_TRIPS).clamp(STAND_ASIDE_MIN, STAND_ASIDE_MAX);
         let until = Instant::now() + keep_off;
         let queue_key = (key.to_string(), kind);
         {
-            let mut standing = self.standing_aside.lock().unwrap_or_else(|e| e.into_inner());
+            let mut standing = self.kept_off.lock().unwrap_or_else(|e| e.into_inner());
             let now = Instant::now();
             standing.retain(|_, until| *until > now);
             standing.insert(queue_key.clone(), until);
         }
         // Every waiter leaves the queue and comes back after the stand-aside.
         for waiting in self.queues().remove(&queue_key).unwrap_or_default() {
-            let _ = waiting.signal.send(Signal::StandAside(until));
+            let _ = waiting.signal.send(Signal::KeepOff(until));
         }
     }
 
     /// Whether an owner of this client is waiting for (key, kind) now.
-    pub fn is_waited_for(&self, key: &str, kind: LockKind) -> bool {
+    pub fn is_waited_for(&self, key: &str, kind: K) -> bool {
         self.queues().contains_key(&(key.to_string(), kind))
     }
 
     /// When the stand-aside on (key, kind) ends, if one is on.
-    fn standing_aside_until(&self, key: &QueueKey) -> Option<Instant> {
-        let standing = self.standing_aside.lock().unwrap_or_else(|e| e.into_inner());
+    fn kept_off_until(&self, key: &QueueKey<K>) -> Option<Instant> {
+        let standing = self.kept_off.lock().unwrap_or_else(|e| e.into_inner());
         standing.get(key).copied().filter(|until| *until > Instant::now())
     }
 
-    fn leave(&self, key: &QueueKey, id: u64) {
+    fn leave(&self, key: &QueueKey<K>, id: u64) {
         let mut queues = self.queues();
         if let Some(queue) = queues.get_mut(key) {
             queue.retain(|waiting| waiting.id != id);
@@ -180,46 +183,46 @@ impl LocalWaiters {
 }
 
 /// One waiter's place in a [`LocalWaiters`] queue.
-pub(crate) struct Registration {
-    waiters: Arc<LocalWaiters>,
-    key: QueueKey,
+pub(crate) struct Registration<K: HoldKind> {
+    waiters: Arc<LocalWaiters<K>>,
+    key: QueueKey<K>,
     id: u64,
-    receiver: oneshot::Receiver<Signal>,
+    receiver: oneshot::Receiver<Signal<K>>,
 }
 
-impl Drop for Registration {
+impl<K: HoldKind> Drop for Registration<K> {
     fn drop(&mut self) {
         self.waiters.leave(&self.key, self.id);
-        // A baton that arrived unread is dropped with the receiver, and releases (see Baton).
+        // A handover that arrived unread is dropped with the receiver, and releases (see Handover).
     }
 }
 
 /// The releasing owner's hold, on its way to a waiter. Whoever ends up with it must either
 /// transfer it or release it; dropping it releases it, so a waiter that goes away at the
 /// wrong moment cannot leave the lock held by an owner that has already let go.
-pub(crate) struct Baton {
-    from: Arc<HeldLock>,
+pub(crate) struct Handover<K: HoldKind> {
+    from: Arc<HeldLock<K>>,
     /// The handoffs in a row that led to the releasing owner's hold.
     run: Run,
-    backend: Arc<dyn Backend>,
+    store: Arc<dyn HoldStore<K>>,
     runtime: tokio::runtime::Handle,
     /// The releasing owner waits here for what became of its hold.
     reply: Option<oneshot::Sender<Result<Release>>>,
 }
 
-impl Baton {
+impl<K: HoldKind> Handover<K> {
     pub fn new(
-        from: Arc<HeldLock>,
+        from: Arc<HeldLock<K>>,
         run: Run,
-        backend: Arc<dyn Backend>,
+        store: Arc<dyn HoldStore<K>>,
         runtime: tokio::runtime::Handle,
-    ) -> (Baton, oneshot::Receiver<Result<Release>>) {
+    ) -> (Handover<K>, oneshot::Receiver<Result<Release>>) {
         let (reply, outcome) = oneshot::channel();
-        (Baton { from, run, backend, runtime, reply: Some(reply) }, outcome)
+        (Handover { from, run, store, runtime, reply: Some(reply) }, outcome)
     }
 
-    /// Nobody took the baton: the releasing owner releases in the store itself.
-    pub fn into_hold(mut self) -> Arc<HeldLock> {
+    /// Nobody took the hold: the releasing owner releases in the store itself.
+    pub fn into_hold(mut self) -> Arc<HeldLock<K>> {
         self.reply = None;
         self.from.clone()
     }
@@ -229,12 +232,12 @@ impl Baton {
     ///
     /// Where the backend reserves the next token, the new owner starts at once with it and
     /// the transfer lands behind it; otherwise the new owner waits for the transfer.
-    async fn take_over(self, request: &AcquireRequest) -> Option<(Acquired, Run)> {
+    async fn take_over(self, request: &AcquireRequest<K>) -> Option<(Acquired, Run)> {
         // The releasing owner's own hold must be in the store before it can move on.
         let Landed::Held { .. } = self.run.landing.wait().await else { return None };
         let passes = self.run.passes + 1;
         let started = Instant::now();
-        if !self.backend.reserves_next_token(self.from.kind) {
+        if !self.store.reserves_next_token(self.from.kind) {
             let acquired = self.transfer(request.owner, request.lease, &request.lost).await.ok()??;
             let landing = Landing::landed(started.elapsed());
             return Some((Acquired { attempt_started: started, ..acquired }, Run { passes, landing }));
@@ -247,7 +250,7 @@ impl Baton {
         let state = self.from.state.clone();
         let runtime = self.runtime.clone();
         runtime.spawn(async move {
-            let backend = self.backend.clone();
+            let store = self.store.clone();
             let landed = match self.transfer(owner, lease, &lost).await {
                 Ok(Some(acquired)) if acquired.token == token => Landed::Held { round_trip: started.elapsed() },
                 Ok(Some(acquired)) => {
@@ -255,7 +258,7 @@ impl Baton {
                     // the newest: give the hold up rather than hold it under a stale token.
                     lost.mark(LostReason::Taken);
                     let held = HeldLock::new(key, owner, kind, acquired);
-                    let _ = backend.release(&held, 0).await;
+                    let _ = store.release(&held, 0).await;
                     Landed::Gone
                 }
                 Ok(None) => {
@@ -274,14 +277,14 @@ impl Baton {
 
     /// Send the transfer to `to` and tell the releasing owner how it went.
     async fn transfer(mut self, to: Owner, lease: Duration, lost: &LostNotifier) -> Result<Option<Acquired>> {
-        let outcome = self.backend.transfer(&self.from, to, lease, lost).await;
+        let outcome = self.store.transfer(&self.from, to, lease, lost).await;
         let reply = match &outcome {
             Ok(Some(_)) => Ok(Release::Released),
             Ok(None) => Ok(Release::Gone),
             Err(err) => {
                 // Whether the store changed hands is unknown: free it as the releasing owner,
                 // which removes nothing of anyone else's.
-                let _ = self.backend.release(&self.from, 0).await;
+                let _ = self.store.release(&self.from, 0).await;
                 Err(Error::new(err.kind(), err.message().to_string()))
             }
         };
@@ -292,43 +295,47 @@ impl Baton {
     }
 }
 
-impl Drop for Baton {
+impl<K: HoldKind> Drop for Handover<K> {
     fn drop(&mut self) {
         let Some(reply) = self.reply.take() else { return };
-        let (backend, from, landing) = (self.backend.clone(), self.from.clone(), self.run.landing.clone());
+        let (store, from, landing) = (self.store.clone(), self.from.clone(), self.run.landing.clone());
         self.runtime.spawn(async move {
-            let _ = reply.send(give_back(backend.as_ref(), &from, &landing).await);
+            let _ = reply.send(give_back(store.as_ref(), &from, &landing).await);
         });
     }
 }
 
 /// Release a hold nobody is going to use (its owner let go, or its acquirer went away), once
 /// it is in the store; one whose transfer did not land is already gone.
-pub(crate) async fn give_back(backend: &dyn Backend, held: &HeldLock, landing: &Landing) -> Result<Release> {
+pub(crate) async fn give_back<K: HoldKind>(
+    store: &dyn HoldStore<K>,
+    held: &HeldLock<K>,
+    landing: &Landing,
+) -> Result<Release> {
     match landing.wait().await {
-        Landed::Held { .. } => backend.release(held, 0).await,
+        Landed::Held { .. } => store.release(held, 0).await,
         Landed::Gone => Ok(Release::Gone),
     }
 }
 
 /// Wait for the lock as `request` says, or for a local owner to hand it over, whichever
 /// comes first. Returns the hold and the run of local handoffs that led to it.
-pub(crate) async fn acquire_or_take_over(
-    backend: &Arc<dyn Backend>,
-    request: &AcquireRequest,
-    waiters: Option<&Arc<LocalWaiters>>,
+pub(crate) async fn acquire_or_take_over<K: HoldKind>(
+    store: &Arc<dyn HoldStore<K>>,
+    request: &AcquireRequest<K>,
+    waiters: Option<&Arc<LocalWaiters<K>>>,
 ) -> Result<Option<(Acquired, Run)>> {
     let Some(waiters) = waiters else {
-        return Ok(backend.acquire(request).await?.map(|acquired| (acquired, Run::from_store())));
+        return Ok(store.acquire(request).await?.map(|acquired| (acquired, Run::from_store())));
     };
     let queue_key = (request.key.clone(), request.kind);
     loop {
         let mut registration = waiters.register(&request.key, request.kind);
-        // Checked after joining the queue: `stand_aside` records the stand-aside before it
+        // Checked after joining the queue: `keep_off_for_others` records the keep-off before it
         // signals the queue, so a waiter either sees the record here or gets the signal.
         // Once the deadline has passed, the one attempt left is made whatever.
         let deadline_passed = request.deadline.is_some_and(|deadline| Instant::now() >= deadline);
-        if let Some(until) = waiters.standing_aside_until(&queue_key).filter(|_| !deadline_passed) {
+        if let Some(until) = waiters.kept_off_until(&queue_key).filter(|_| !deadline_passed) {
             drop(registration);
             keep_off(request, until).await;
             if request.cancel.is_cancelled() {
@@ -337,7 +344,7 @@ pub(crate) async fn acquire_or_take_over(
             continue;
         }
         let woke = {
-            let acquire = backend.acquire(request);
+            let acquire = store.acquire(request);
             tokio::pin!(acquire);
             tokio::select! {
                 biased;
@@ -354,9 +361,9 @@ pub(crate) async fn acquire_or_take_over(
         match woke {
             Woke::Acquired(acquired) => return Ok(acquired?.map(|acquired| (acquired, Run::from_store()))),
             Woke::Signal(None) => {}
-            Woke::Signal(Some(Signal::StandAside(until))) => keep_off(request, until).await,
-            Woke::Signal(Some(Signal::Baton(baton))) => {
-                if let Some(taken) = baton.take_over(request).await {
+            Woke::Signal(Some(Signal::KeepOff(until))) => keep_off(request, until).await,
+            Woke::Signal(Some(Signal::Handover(handover))) => {
+                if let Some(taken) = handover.take_over(request).await {
                     return Ok(Some(taken));
                 }
                 // The releasing owner's hold was gone: wait on as usual.
@@ -370,7 +377,7 @@ pub(crate) async fn acquire_or_take_over(
 
 /// Wait until `until`, or `request`'s deadline if that is sooner (the attempt that follows is
 /// then its last), or until it is cancelled.
-async fn keep_off(request: &AcquireRequest, until: Instant) {
+async fn keep_off<K: HoldKind>(request: &AcquireRequest<K>, until: Instant) {
     let until = request.deadline.map_or(until, |deadline| deadline.min(until));
     tokio::select! {
         _ = tokio::time::sleep_until(until) => {}
@@ -378,28 +385,28 @@ async fn keep_off(request: &AcquireRequest, until: Instant) {
     }
 }
 
-enum Woke {
-    Signal(Option<Signal>),
+enum Woke<K: HoldKind> {
+    Signal(Option<Signal<K>>),
     Acquired(Result<Option<Acquired>>),
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::HeldLock;
+    use crate::spi::LockKind;
     use crate::Client;
 
     /// Waiters are served oldest first, one that left is skipped, and the queues empty out.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn the_oldest_waiter_still_there_gets_the_baton() {
+    async fn the_oldest_waiter_still_there_gets_the_hold() {
         let client = Client::connect("mem://handoff-queue").await.unwrap();
-        let inner = client.inner();
+        let store = client.engine().lock_store();
         let waiters = Arc::new(LocalWaiters::default());
-        let baton = || {
+        let handover = || {
             let acquired = Acquired { token: 7, attempt_started: Instant::now(), state: None };
             let held = HeldLock::new("k".into(), client.lock("k").unwrap().owner(), LockKind::Reentrant, acquired);
             let run = Run { passes: 3, landing: Landing::landed(Duration::ZERO) };
-            Baton::new(Arc::new(held), run, inner.backend.clone(), inner.runtime.clone()).0
+            Handover::new(Arc::new(held), run, store.clone(), tokio::runtime::Handle::current()).0
         };
         let gone = waiters.register("k", LockKind::Reentrant);
         let mut second = waiters.register("k", LockKind::Reentrant);
@@ -407,14 +414,14 @@ mod tests {
         let other_kind = waiters.register("k", LockKind::Token);
         assert_eq!(waiters.len(), 4);
         drop(gone);
-        assert!(waiters.hand_over("k", LockKind::Reentrant, baton()).is_ok());
-        let Ok(Signal::Baton(got)) = second.receiver.try_recv() else { panic!("the oldest waiter left gets it") };
+        assert!(waiters.hand_over("k", LockKind::Reentrant, handover()).is_ok());
+        let Ok(Signal::Handover(got)) = second.receiver.try_recv() else { panic!("the oldest waiter left gets it") };
         assert_eq!(got.run.passes, 3);
         drop(got.into_hold());
-        assert!(third.receiver.try_recv().is_err(), "one baton, one waiter");
+        assert!(third.receiver.try_recv().is_err(), "one handover, one waiter");
         drop((second, third, other_kind));
         assert_eq!(waiters.len(), 0);
-        let returned = waiters.hand_over("k", LockKind::Reentrant, baton()).expect_err("nobody is waiting");
+        let returned = waiters.hand_over("k", LockKind::Reentrant, handover()).expect_err("nobody is waiting");
         assert_eq!(returned.into_hold().token, 7);
     }
 }

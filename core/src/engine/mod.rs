@@ -1,0 +1,221 @@
+//! The lock engine: what every primitive shares on top of the store interface. Per client,
+//! it keeps the table of holds (reentrancy counts per owner, fencing tokens, lost latches),
+//! starts watchdogs for holds that last, hands a released hold to a waiting owner of the
+//! same client, and makes sure that no way out of an acquisition (timeout, cancellation,
+//! client close) leaves anything held.
+//!
+//! It knows stores only through `crate::spi`, and nothing of the primitives built on it.
+//! Primitives reach it through [`Engine`] (one per client) and [`Handle`] (one named hold
+//! target for one owner).
+
+mod acquire;
+mod handoff;
+mod hold;
+mod landing;
+
+use std::any::Any;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use acquire::AcquireOptions;
+pub(crate) use acquire::Handle;
+use handoff::LocalWaiters;
+use hold::{surrender, HoldTable};
+
+use crate::error::{Error, Result};
+use crate::owner::ClientId;
+use crate::spi::{Capabilities, HoldKind, HoldStore, LockKind, LostReason, Permits, Primitive, RwMode, Store};
+
+/// The holds and waiters of one primitive family in one client.
+struct Family<K: HoldKind> {
+    /// `None` when the backend does not offer the family (handles are refused first).
+    store: Option<Arc<dyn HoldStore<K>>>,
+    holds: HoldTable<K>,
+    /// Owners of this client waiting for a hold, so a release can hand it straight over.
+    waiters: Arc<LocalWaiters<K>>,
+}
+
+impl<K: HoldKind> Family<K> {
+    fn new(store: Option<Arc<dyn HoldStore<K>>>) -> Self {
+        Family { store, holds: HoldTable::default(), waiters: Arc::default() }
+    }
+}
+
+/// One client's engine: its backend, its holds, and its lifecycle.
+pub(crate) struct Engine {
+    id: ClientId,
+    store: Arc<dyn Store>,
+    capabilities: Capabilities,
+    url: String,
+    watchdog_lease: Duration,
+    locks: Family<LockKind>,
+    rw_locks: Family<RwMode>,
+    semaphores: Family<Permits>,
+    runtime: tokio::runtime::Handle,
+    closed: AtomicBool,
+    /// Cancelled by `close`: acquisitions still waiting stop at once.
+    closing: CancellationToken,
+    /// Acquisitions under way, from the store call until their hold is recorded or given
+    /// back: `close` waits for them before it drains the holds and closes the backend.
+    acquisitions: TaskTracker,
+}
+
+/// How long `close` waits for acquisitions under way to settle.
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
+
+impl Engine {
+    /// Start the engine of a freshly connected client; its watchdog sweep runs until the
+    /// client closes or is dropped.
+    pub fn start(
+        id: ClientId,
+        store: Arc<dyn Store>,
+        url: String,
+        watchdog_lease: Duration,
+        runtime: tokio::runtime::Handle,
+    ) -> Arc<Engine> {
+        let capabilities = store.capabilities();
+        let engine = Arc::new(Engine {
+            id,
+            capabilities,
+            locks: Family::new(Some(store.clone().locks())),
+            rw_locks: Family::new(store.clone().rw_locks()),
+            semaphores: Family::new(store.clone().semaphores()),
+            store,
+            url,
+            watchdog_lease,
+            runtime,
+            closed: AtomicBool::new(false),
+            closing: CancellationToken::new(),
+            acquisitions: TaskTracker::new(),
+        });
+        engine.sweep_watchdogs();
+        engine
+    }
+
+    /// The table of family `K` (mutexes, read-write locks or semaphores).
+    fn family<K: HoldKind>(&self) -> &Family<K> {
+        let families: [&dyn Any; 3] = [&self.locks, &self.rw_locks, &self.semaphores];
+        families
+            .into_iter()
+            .find_map(|family| family.downcast_ref::<Family<K>>())
+            .expect("the engine keeps a table for each kind of hold a handle can be made for")
+    }
+
+    pub fn id(&self) -> ClientId {
+        self.id
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    pub fn watchdog_lease(&self) -> Duration {
+        self.watchdog_lease
+    }
+
+    pub fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.runtime
+    }
+
+    /// `Ok` if the backend offers `primitive`, else `Unsupported`.
+    pub fn check(&self, primitive: Primitive) -> Result<()> {
+        self.capabilities.check(primitive)
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    fn ensure_open(&self) -> Result<()> {
+        if self.is_closed() {
+            return Err(self.closed_error());
+        }
+        Ok(())
+    }
+
+    fn closed_error(&self) -> Error {
+        Error::connection(format!("the client for {} is closed; connect again", self.url))
+    }
+
+    /// Stop every watchdog, mark every hold lost, give the holds back to the store (best
+    /// effort, bounded) and close the backend. Acquisitions still waiting fail with a
+    /// `Connection` error, as do later calls. Closing twice is harmless.
+    pub async fn close(&self) {
+        if self.closed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        self.closing.cancel();
+        // An acquisition that was already talking to the store may still take its hold; let
+        // each one record it (drained below) or give it back, while the backend is open.
+        self.acquisitions.close();
+        let _ = tokio::time::timeout(CLOSE_WAIT, self.acquisitions.wait()).await;
+        surrender_all(&self.locks).await;
+        surrender_all(&self.rw_locks).await;
+        surrender_all(&self.semaphores).await;
+        self.store.close().await;
+    }
+
+    /// Every sixth of the watchdog lease, start the watchdogs of the holds that still need
+    /// one, well before their first renewal is due at a third (see hold.rs `Keeper`).
+    fn sweep_watchdogs(self: &Arc<Self>) {
+        let every = self.watchdog_lease / 6;
+        let (engine, closing) = (Arc::downgrade(self), self.closing.clone());
+        self.runtime.spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = closing.cancelled() => return,
+                    _ = tokio::time::sleep(every) => {}
+                }
+                let Some(engine) = engine.upgrade() else { return };
+                engine.locks.holds.start_watchdogs(&engine.runtime);
+                engine.rw_locks.holds.start_watchdogs(&engine.runtime);
+                engine.semaphores.holds.start_watchdogs(&engine.runtime);
+            }
+        });
+    }
+
+    #[cfg(test)]
+    pub fn lock_store(&self) -> Arc<dyn HoldStore<LockKind>> {
+        self.locks.store.clone().expect("every backend has locks")
+    }
+
+    #[cfg(test)]
+    pub fn hold_count_in_table(&self) -> usize {
+        self.locks.holds.len()
+    }
+}
+
+async fn surrender_all<K: HoldKind>(family: &Family<K>) {
+    let Some(store) = &family.store else { return };
+    for hold in family.holds.drain() {
+        surrender(store.as_ref(), hold).await;
+    }
+}
+
+/// Give back, in the background, the holds of a client dropped without `close()`.
+fn surrender_in_background<K: HoldKind>(family: &Family<K>, runtime: &tokio::runtime::Handle) {
+    let holds = family.holds.drain();
+    let Some(store) = family.store.clone().filter(|_| !holds.is_empty()) else { return };
+    for hold in &holds {
+        hold.lost.mark(LostReason::ClientClosed);
+    }
+    runtime.spawn(async move {
+        for hold in holds {
+            surrender(store.as_ref(), hold).await;
+        }
+    });
+}
+
+impl Drop for Engine {
+    /// The last handle is gone without `close()`: stop the watchdogs (dropping a hold aborts
+    /// its keeper) and give the holds back in the background.
+    fn drop(&mut self) {
+        surrender_in_background(&self.locks, &self.runtime);
+        surrender_in_background(&self.rw_locks, &self.runtime);
+        surrender_in_background(&self.semaphores, &self.runtime);
+    }
+}

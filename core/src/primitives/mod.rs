@@ -1,0 +1,16 @@
+//! What users hold: named mutexes, read-write locks and semaphores, each a thin face over
+//! the engine's shared protocol (crate::engine), checked against the backend's capabilities
+//! when the handle is made.
+
+mod guard;
+mod lock;
+mod name;
+mod rw_lock;
+mod semaphore;
+
+pub use guard::Guard;
+pub use lock::Lock;
+pub use name::MAX_NAME_LEN;
+pub(crate) use name::{storage_key, validate_name};
+pub use rw_lock::{RwLock, RwLockSide};
+pub use semaphore::{Permit, Semaphore};

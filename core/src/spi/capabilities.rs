@@ -1,0 +1,77 @@
+//! What a backend offers, declared up front, so that asking for something it lacks fails
+//! when the handle is made (`Unsupported`), before anything is written.
+
+use super::kind::LockKind;
+use crate::error::{Error, Result};
+
+/// The primitive families, as capability errors name them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Primitive {
+    Lock(LockKind),
+    ReadWriteLock,
+    Semaphore,
+}
+
+impl std::fmt::Display for Primitive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Primitive::Lock(kind) => write!(f, "{kind} locks"),
+            Primitive::ReadWriteLock => f.write_str("read-write locks"),
+            Primitive::Semaphore => f.write_str("semaphores"),
+        }
+    }
+}
+
+/// One backend's offer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// The backend's name as errors show it: "redis", "sqlite", ...
+    pub backend: &'static str,
+    pub lock_kinds: &'static [LockKind],
+    pub rw_locks: bool,
+    pub semaphores: bool,
+}
+
+impl Capabilities {
+    pub fn offers(&self, primitive: Primitive) -> bool {
+        match primitive {
+            Primitive::Lock(kind) => self.lock_kinds.contains(&kind),
+            Primitive::ReadWriteLock => self.rw_locks,
+            Primitive::Semaphore => self.semaphores,
+        }
+    }
+
+    /// `Ok` if the backend offers `primitive`, else an `Unsupported` error that names both.
+    pub fn check(&self, primitive: Primitive) -> Result<()> {
+        if self.offers(primitive) {
+            return Ok(());
+        }
+        let offered: Vec<&str> = self.lock_kinds.iter().map(|kind| kind.as_str()).collect();
+        Err(Error::unsupported(format!(
+            "the {} backend does not offer {primitive} (its lock kinds: {}{}{})",
+            self.backend,
+            offered.join(", "),
+            if self.rw_locks { "; read-write locks" } else { "" },
+            if self.semaphores { "; semaphores" } else { "" },
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ErrorKind;
+
+    #[test]
+    fn a_missing_primitive_is_unsupported_and_named() {
+        let caps =
+            Capabilities { backend: "redis", lock_kinds: &[LockKind::Reentrant], rw_locks: false, semaphores: true };
+        assert!(caps.check(Primitive::Lock(LockKind::Reentrant)).is_ok());
+        assert!(caps.check(Primitive::Semaphore).is_ok());
+        let err = caps.check(Primitive::Lock(LockKind::Lease)).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unsupported);
+        assert!(err.message().contains("redis") && err.message().contains("lease locks"), "{err}");
+        let err = caps.check(Primitive::ReadWriteLock).unwrap_err();
+        assert!(err.message().contains("read-write locks"), "{err}");
+    }
+}

@@ -1,0 +1,47 @@
+//! The store interface: what a backend implements, and all the engine knows of backends.
+//! Arrows point here from both sides (engine -> spi <- backend); nothing here imports either.
+//!
+//! A backend is a [`Store`]: it declares its [`Capabilities`] and hands out one
+//! [`HoldStore`] per primitive family it offers. Losing a hold is reported through the
+//! [`LostNotifier`] each request carries.
+
+mod capabilities;
+mod holds;
+mod kind;
+mod lost;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+pub use capabilities::{Capabilities, Primitive};
+pub use holds::{
+    AcquireRequest, Acquired, ExclusiveStore, HeldLock, HoldState, HoldStore, PermitStore, Release, Renewal,
+    SharedStore,
+};
+pub use kind::{HoldKind, LockKind, Permits, RwMode};
+pub(crate) use lost::lost_latch;
+pub use lost::{LostNotifier, LostReason, LostWatch};
+
+/// One backend, opened from a URL.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// What this backend offers; checked when a handle is made.
+    fn capabilities(&self) -> Capabilities;
+
+    /// Mutexes, of the kinds [`Capabilities::lock_kinds`] lists. Every backend has them.
+    fn locks(self: Arc<Self>) -> Arc<ExclusiveStore>;
+
+    /// Read-write locks, if [`Capabilities::rw_locks`].
+    fn rw_locks(self: Arc<Self>) -> Option<Arc<SharedStore>> {
+        None
+    }
+
+    /// Semaphores, if [`Capabilities::semaphores`].
+    fn semaphores(self: Arc<Self>) -> Option<Arc<PermitStore>> {
+        None
+    }
+
+    /// Close connections and stop background tasks.
+    async fn close(&self) {}
+}
