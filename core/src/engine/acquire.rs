@@ -136,7 +136,7 @@ impl<K: HoldKind> Handle<K> {
         self.engine.ensure_open()?;
         self.store()?;
         // The slot is tidied on every way out, including the caller dropping this future.
-        let slot = hold::TidyOnDrop::new(self.holds(), &self.key, self.owner);
+        let slot = hold::TidyOnDrop::new(self.holds(), &self.key, self.kind, self.owner);
         let turn = slot.turn.clone().lock_owned().await;
         if let Some(granted) = self.reenter(&slot).await? {
             return Ok(granted);
@@ -288,7 +288,7 @@ impl<K: HoldKind> Handle<K> {
             ))
         };
         let holds = self.holds();
-        let slot = holds.existing(&self.key, self.owner).ok_or_else(not_owner)?;
+        let slot = holds.existing(&self.key, self.kind, self.owner).ok_or_else(not_owner)?;
         let taken = {
             let mut state = slot.hold();
             match state.as_mut() {
@@ -305,7 +305,7 @@ impl<K: HoldKind> Handle<K> {
                 _ => None,
             }
         };
-        holds.tidy(&self.key, self.owner, slot);
+        holds.tidy(&self.key, self.kind, self.owner, slot);
         let (held, lost, holds_left, run) = taken.ok_or_else(not_owner)?;
         // A hold handed over optimistically is released only once its transfer has landed;
         // one that did not land was marked lost by the task that sent it.
@@ -387,14 +387,14 @@ impl<K: HoldKind> Handle<K> {
 
     /// The lost latch of this owner's current hold, lost or not.
     pub fn lost_watch(&self) -> Option<LostWatch> {
-        let slot = self.holds().existing(&self.key, self.owner)?;
+        let slot = self.holds().existing(&self.key, self.kind, self.owner)?;
         let hold = slot.hold();
         hold.as_ref().map(|hold| hold.watch.clone())
     }
 
     /// Whether this owner's current hold (live or lost) has `token`.
     pub fn current_hold_has(&self, token: u64) -> bool {
-        let Some(slot) = self.holds().existing(&self.key, self.owner) else { return false };
+        let Some(slot) = self.holds().existing(&self.key, self.kind, self.owner) else { return false };
         let hold = slot.hold();
         hold.as_ref().is_some_and(|hold| hold.held.token == token)
     }
@@ -425,7 +425,7 @@ impl<K: HoldKind> Handle<K> {
     }
 
     fn live_hold<T>(&self, read: impl FnOnce(&Hold<K>) -> T) -> Option<T> {
-        let slot = self.holds().existing(&self.key, self.owner)?;
+        let slot = self.holds().existing(&self.key, self.kind, self.owner)?;
         let hold = slot.hold();
         hold.as_ref().filter(|hold| !hold.is_lost()).map(read)
     }
@@ -462,7 +462,7 @@ impl<K: HoldKind> Drop for PendingAcquire<K> {
             }
             drop(turn);
             drop(in_flight);
-            handle.holds().tidy_key(&key, owner);
+            handle.holds().tidy_key(&key, kind, owner);
         });
     }
 }

@@ -167,10 +167,10 @@ impl<K: HoldKind> Slot<K> {
     }
 }
 
-type SlotKey = (String, Owner);
+type SlotKey<K> = (String, K, Owner);
 
 pub(crate) struct HoldTable<K: HoldKind> {
-    slots: Mutex<HashMap<SlotKey, Arc<Slot<K>>>>,
+    slots: Mutex<HashMap<SlotKey<K>, Arc<Slot<K>>>>,
 }
 
 impl<K: HoldKind> Default for HoldTable<K> {
@@ -180,32 +180,32 @@ impl<K: HoldKind> Default for HoldTable<K> {
 }
 
 impl<K: HoldKind> HoldTable<K> {
-    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<SlotKey, Arc<Slot<K>>>> {
+    fn slots(&self) -> std::sync::MutexGuard<'_, HashMap<SlotKey<K>, Arc<Slot<K>>>> {
         self.slots.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn slot(&self, key: &str, owner: Owner) -> Arc<Slot<K>> {
-        self.slots().entry((key.to_string(), owner)).or_default().clone()
+    pub fn slot(&self, key: &str, kind: K, owner: Owner) -> Arc<Slot<K>> {
+        self.slots().entry((key.to_string(), kind, owner)).or_default().clone()
     }
 
-    pub fn existing(&self, key: &str, owner: Owner) -> Option<Arc<Slot<K>>> {
-        self.slots().get(&(key.to_string(), owner)).cloned()
+    pub fn existing(&self, key: &str, kind: K, owner: Owner) -> Option<Arc<Slot<K>>> {
+        self.slots().get(&(key.to_string(), kind, owner)).cloned()
     }
 
     /// Drop the slot once nobody holds or waits on it, so the table does not grow with every
     /// name ever locked.
-    pub fn tidy(&self, key: &str, owner: Owner, slot: Arc<Slot<K>>) {
+    pub fn tidy(&self, key: &str, kind: K, owner: Owner, slot: Arc<Slot<K>>) {
         let mut slots = self.slots();
         // The table's reference plus the caller's own, and nobody holding or awaiting the turn.
         if Arc::strong_count(&slot) == 2 && Arc::strong_count(&slot.turn) == 1 && slot.hold().is_none() {
-            slots.remove(&(key.to_string(), owner));
+            slots.remove(&(key.to_string(), kind, owner));
         }
     }
 
     /// `tidy` for a caller that no longer has the slot at hand.
-    pub fn tidy_key(&self, key: &str, owner: Owner) {
-        if let Some(slot) = self.existing(key, owner) {
-            self.tidy(key, owner, slot);
+    pub fn tidy_key(&self, key: &str, kind: K, owner: Owner) {
+        if let Some(slot) = self.existing(key, kind, owner) {
+            self.tidy(key, kind, owner, slot);
         }
     }
 
@@ -240,7 +240,7 @@ impl<K: HoldKind> HoldTable<K> {
     }
 
     fn slots_of(&self, key: &str) -> Vec<Arc<Slot<K>>> {
-        self.slots().iter().filter(|((slot_key, _), _)| slot_key == key).map(|(_, slot)| slot.clone()).collect()
+        self.slots().iter().filter(|((slot_key, _, _), _)| slot_key == key).map(|(_, slot)| slot.clone()).collect()
     }
 
     /// Take every hold out of the table: for client close.
@@ -255,13 +255,14 @@ impl<K: HoldKind> HoldTable<K> {
 pub(crate) struct TidyOnDrop<'a, K: HoldKind> {
     table: &'a HoldTable<K>,
     key: &'a str,
+    kind: K,
     owner: Owner,
     slot: Option<Arc<Slot<K>>>,
 }
 
 impl<'a, K: HoldKind> TidyOnDrop<'a, K> {
-    pub fn new(table: &'a HoldTable<K>, key: &'a str, owner: Owner) -> Self {
-        TidyOnDrop { table, key, owner, slot: Some(table.slot(key, owner)) }
+    pub fn new(table: &'a HoldTable<K>, key: &'a str, kind: K, owner: Owner) -> Self {
+        TidyOnDrop { table, key, kind, owner, slot: Some(table.slot(key, kind, owner)) }
     }
 }
 
@@ -275,7 +276,7 @@ impl<K: HoldKind> std::ops::Deref for TidyOnDrop<'_, K> {
 impl<K: HoldKind> Drop for TidyOnDrop<'_, K> {
     fn drop(&mut self) {
         if let Some(slot) = self.slot.take() {
-            self.table.tidy(self.key, self.owner, slot);
+            self.table.tidy(self.key, self.kind, self.owner, slot);
         }
     }
 }

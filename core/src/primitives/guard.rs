@@ -5,7 +5,6 @@
 
 use std::fmt;
 
-use super::lock::Lock;
 use crate::engine::{AcquireOptions, Handle};
 use crate::error::{Error, ErrorKind, Result};
 use crate::owner::Owner;
@@ -35,6 +34,10 @@ impl<K: HoldKind> fmt::Debug for Guard<K> {
 impl<K: HoldKind> Guard<K> {
     pub(crate) fn new(handle: Handle<K>, token: u64, lost: LostWatch) -> Guard<K> {
         Guard { handle, token, lost, armed: true }
+    }
+
+    pub(crate) fn handle(&self) -> &Handle<K> {
+        &self.handle
     }
 
     /// Strictly greater than the token of every earlier hold of this name. Pass it to the
@@ -124,13 +127,6 @@ impl<K: HoldKind> Guard<K> {
     pub fn detach(mut self) -> u64 {
         self.armed = false;
         self.token
-    }
-}
-
-impl Guard<LockKind> {
-    /// The lock this guard holds, as a handle of the same owner.
-    pub fn lock(&self) -> Lock {
-        Lock::from_handle(self.handle.clone())
     }
 }
 

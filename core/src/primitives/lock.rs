@@ -145,3 +145,10 @@ impl Lock {
         self.handle.force_unlock().await
     }
 }
+
+impl Guard<LockKind> {
+    /// The lock this guard holds, as a handle of the same owner.
+    pub fn lock(&self) -> Lock {
+        Lock::from_handle(self.handle().clone())
+    }
+}

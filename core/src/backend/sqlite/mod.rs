@@ -15,13 +15,16 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 use tokio::sync::watch;
 
+mod rw_lock;
+mod semaphore;
+
 use super::poll::{acquire_by_attempts, Attempt, Backoff};
 use crate::error::{Error, Result};
 use crate::owner::Owner;
 use crate::spi::{
     AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, Release, Renewal, Store,
 };
-use crate::spi::{LockKind, LostNotifier};
+use crate::spi::{LockKind, LostNotifier, PermitStore, SharedStore};
 use crate::url::ConnectUrl;
 
 /// Unix milliseconds by the database's clock.
@@ -36,9 +39,33 @@ CREATE TABLE IF NOT EXISTS polylock_locks (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS polylock_fencing (
     name  TEXT PRIMARY KEY,
-    token INTEGER NOT NULL            -- last token issued for this name
+    token INTEGER NOT NULL            -- last token issued for this name, by every family
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS polylock_rw_holds (
+    name           TEXT NOT NULL,
+    mode           TEXT NOT NULL,     -- 'read', 'write', or 'waiting' (a writer's mark)
+    owner          TEXT NOT NULL,
+    token          INTEGER NOT NULL,
+    lease_until_ms INTEGER NOT NULL,
+    PRIMARY KEY (name, mode, owner)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS polylock_semaphores (
+    name    TEXT PRIMARY KEY,
+    permits INTEGER NOT NULL          -- fixed by the first use of the name
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS polylock_permits (
+    name           TEXT NOT NULL,
+    owner          TEXT NOT NULL,     -- one permit's identity
+    token          INTEGER NOT NULL,
+    lease_until_ms INTEGER NOT NULL,
+    PRIMARY KEY (name, owner)
 ) WITHOUT ROWID;
 ";
+
+/// Draws the next fencing token of a name (inside the caller's transaction).
+const NEXT_TOKEN: &str = "INSERT INTO polylock_fencing (name, token) VALUES (?1, 1)
+     ON CONFLICT (name) DO UPDATE SET token = token + 1
+     RETURNING token";
 
 /// Between attempts of a waiter when no release in this process wakes it. Small enough that
 /// a freed lock is noticed within a few milliseconds; bounded so waiters do not hammer the file.
@@ -71,7 +98,7 @@ impl SqliteBackend {
     }
 
     /// Run `op` on the connection in the blocking pool, mapping SQLite errors to ours.
-    async fn with_conn<T, F>(&self, op: F) -> Result<T>
+    pub(super) async fn with_conn<T, F>(&self, op: F) -> Result<T>
     where
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
@@ -83,6 +110,15 @@ impl SqliteBackend {
             op(&mut conn).map_err(|e| map_error(&path, e))
         })
         .await
+    }
+
+    /// Wake this process's waiters: something was released.
+    pub(super) fn wake_waiters(&self) {
+        self.released.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
+    pub(super) fn released(&self) -> watch::Receiver<u64> {
+        self.released.subscribe()
     }
 
     /// The lease left of whoever holds `key`, if anyone does.
@@ -119,13 +155,7 @@ impl SqliteBackend {
             if let Some(left) = holder_lease_left(&tx, &key, &owner)? {
                 return Ok(Attempt::Busy { holder_lease_left: Some(left) });
             }
-            let token: i64 = tx
-                .prepare_cached(
-                    "INSERT INTO polylock_fencing (name, token) VALUES (?1, 1)
-                     ON CONFLICT (name) DO UPDATE SET token = token + 1
-                     RETURNING token",
-                )?
-                .query_row(params![key], |row| row.get(0))?;
+            let token: i64 = tx.prepare_cached(NEXT_TOKEN)?.query_row(params![key], |row| row.get(0))?;
             tx.prepare_cached(&format!(
                 "INSERT INTO polylock_locks (name, owner, token, lease_until_ms)
                  VALUES (?1, ?2, ?3, {NOW_MS} + ?4)
@@ -222,7 +252,7 @@ async fn run_blocking<T: Send + 'static>(op: impl FnOnce() -> Result<T> + Send +
         .map_err(|e| Error::backend("a sqlite operation was interrupted").with_source(e))?
 }
 
-fn duration_ms(d: Duration) -> i64 {
+pub(super) fn duration_ms(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }
 
@@ -272,7 +302,7 @@ impl HoldStore for SqliteBackend {
             })
             .await?;
         if !partial {
-            self.released.send_modify(|n| *n = n.wrapping_add(1));
+            self.wake_waiters();
         }
         Ok(if was_current == Some(true) { Release::Released } else { Release::Gone })
     }
@@ -338,7 +368,7 @@ impl HoldStore for SqliteBackend {
                 .optional()
             })
             .await?;
-        self.released.send_modify(|n| *n = n.wrapping_add(1));
+        self.wake_waiters();
         Ok(was_live == Some(true))
     }
 }
@@ -346,7 +376,15 @@ impl HoldStore for SqliteBackend {
 #[async_trait]
 impl Store for SqliteBackend {
     fn capabilities(&self) -> Capabilities {
-        Capabilities { backend: "sqlite", lock_kinds: &[LockKind::Reentrant], rw_locks: false, semaphores: false }
+        Capabilities { backend: "sqlite", lock_kinds: &[LockKind::Reentrant], rw_locks: true, semaphores: true }
+    }
+
+    fn rw_locks(self: Arc<Self>) -> Option<Arc<SharedStore>> {
+        Some(Arc::new(rw_lock::SqliteRwLocks { db: self }))
+    }
+
+    fn semaphores(self: Arc<Self>) -> Option<Arc<PermitStore>> {
+        Some(Arc::new(semaphore::SqliteSemaphores { db: self }))
     }
 
     fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {

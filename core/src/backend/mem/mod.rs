@@ -10,13 +10,16 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+mod rw_lock;
+mod semaphore;
+
 use super::poll::{acquire_by_attempts, Attempt, Backoff};
 use crate::error::Result;
 use crate::owner::Owner;
 use crate::spi::{
     AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, Release, Renewal, Store,
 };
-use crate::spi::{LockKind, LostNotifier};
+use crate::spi::{LockKind, LostNotifier, PermitStore, SharedStore};
 use crate::url::ConnectUrl;
 
 struct Entry {
@@ -28,14 +31,86 @@ struct Entry {
 #[derive(Default)]
 struct Tables {
     held: HashMap<String, Entry>,
-    /// Last token issued per key; kept after release so tokens never repeat.
+    /// Last token issued per key, shared by every family; kept after release so tokens
+    /// never repeat.
     fencing: HashMap<String, u64>,
+    rw_locks: HashMap<String, rw_lock::RwEntry>,
+    semaphores: HashMap<String, semaphore::SemaphoreEntry>,
+}
+
+impl Tables {
+    /// The next token of `key`, for families that set none aside.
+    fn next_token(&mut self, key: &str) -> u64 {
+        let last = self.fencing.entry(key.to_string()).or_insert(0);
+        *last += 1;
+        *last
+    }
 }
 
 struct Memory {
     tables: Mutex<Tables>,
     /// Bumped on every release, waking waiters of this store.
     released: watch::Sender<u64>,
+}
+
+impl Memory {
+    fn tables(&self) -> std::sync::MutexGuard<'_, Tables> {
+        // A panic while holding this mutex cannot leave the maps half-written: every update
+        // is a single insert or remove.
+        self.tables.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn wake_waiters(&self) {
+        self.released.send_modify(|n| *n = n.wrapping_add(1));
+    }
+}
+
+/// Owners holding a shared resource (readers, permit holders), each with its own lease.
+#[derive(Default)]
+struct Holders(HashMap<Owner, (u64, Instant)>);
+
+impl Holders {
+    /// Forget the holders whose lease has run out.
+    fn purge(&mut self, now: Instant) {
+        self.0.retain(|_, (_, until)| *until > now);
+    }
+
+    fn is_current(&self, owner: Owner, token: u64, now: Instant) -> bool {
+        self.0.get(&owner).is_some_and(|&(t, until)| t == token && until > now)
+    }
+
+    /// Extend a current hold's lease.
+    fn renew(&mut self, owner: Owner, token: u64, until: Instant, now: Instant) -> bool {
+        match self.0.get_mut(&owner) {
+            Some((t, lease_until)) if *t == token && *lease_until > now => {
+                *lease_until = until;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Remove `owner`'s hold if it is the one with `token`; whether it was current.
+    fn remove(&mut self, owner: Owner, token: u64, now: Instant) -> bool {
+        let current = self.is_current(owner, token, now);
+        if self.0.get(&owner).is_some_and(|&(t, _)| t == token) {
+            self.0.remove(&owner);
+        }
+        current
+    }
+
+    /// How long until the first of the others' leases runs out.
+    fn soonest_end(&self, except: Owner, now: Instant) -> Option<Duration> {
+        self.0
+            .iter()
+            .filter(|(owner, _)| **owner != except)
+            .map(|(_, (_, until))| until.saturating_duration_since(now))
+            .min()
+    }
+
+    fn has_other_than(&self, owner: Owner) -> bool {
+        self.0.keys().any(|holder| *holder != owner)
+    }
 }
 
 fn store_named(name: &str) -> Arc<Memory> {
@@ -57,9 +132,7 @@ impl MemBackend {
     }
 
     fn tables(&self) -> std::sync::MutexGuard<'_, Tables> {
-        // A panic while holding this mutex cannot leave the maps half-written: every update
-        // is a single insert or remove.
-        self.store.tables.lock().unwrap_or_else(|e| e.into_inner())
+        self.store.tables()
     }
 
     fn attempt(&self, request: &AcquireRequest) -> Attempt {
@@ -124,7 +197,7 @@ impl HoldStore for MemBackend {
         if holds_left == 0 {
             tables.held.remove(&held.key);
             drop(tables);
-            self.store.released.send_modify(|n| *n = n.wrapping_add(1));
+            self.store.wake_waiters();
         }
         Ok(Release::Released)
     }
@@ -171,7 +244,7 @@ impl HoldStore for MemBackend {
     async fn force_unlock(&self, key: &str, _kind: LockKind) -> Result<bool> {
         let removed = self.tables().held.remove(key);
         let was_live = removed.is_some_and(|entry| entry.lease_until > Instant::now());
-        self.store.released.send_modify(|n| *n = n.wrapping_add(1));
+        self.store.wake_waiters();
         Ok(was_live)
     }
 }
@@ -179,7 +252,15 @@ impl HoldStore for MemBackend {
 #[async_trait]
 impl Store for MemBackend {
     fn capabilities(&self) -> Capabilities {
-        Capabilities { backend: "mem", lock_kinds: &[LockKind::Reentrant], rw_locks: false, semaphores: false }
+        Capabilities { backend: "mem", lock_kinds: &[LockKind::Reentrant], rw_locks: true, semaphores: true }
+    }
+
+    fn rw_locks(self: Arc<Self>) -> Option<Arc<SharedStore>> {
+        Some(Arc::new(rw_lock::MemRwLocks { store: self.store.clone() }))
+    }
+
+    fn semaphores(self: Arc<Self>) -> Option<Arc<PermitStore>> {
+        Some(Arc::new(semaphore::MemSemaphores { store: self.store.clone() }))
     }
 
     fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {
