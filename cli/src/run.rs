@@ -1,4 +1,7 @@
-//! `polylock run`: run a command while holding a lock, like `flock(1)` across machines.
+//! `polylock run`: run a command while holding a lock, like `flock(1)` across machines:
+//! the mutex `--lock NAME`, one side of the read-write lock NAME (`--lock NAME --shared` or
+//! `--exclusive`, flock's words), or one of N permits of a semaphore (`--semaphore NAME
+//! --permits N`).
 //!
 //! The lock is renewed while the command runs and released when it exits. The command sees
 //! the fencing token in `POLYLOCK_FENCING_TOKEN`. SIGINT and SIGTERM are passed on to it.
@@ -10,17 +13,31 @@ use std::time::Duration;
 
 use clap::Args;
 use polylock::duration::parse_duration;
-use polylock::{AcquireOptions, Client, LockKind};
+use polylock::spi::HoldKind;
+use polylock::{AcquireOptions, Client, Guard, LockKind, RwMode};
 use tokio::process::Command;
 use tokio::signal::unix::{signal, SignalKind};
 
 use crate::exit;
 
 #[derive(Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["lock", "semaphore"])))]
 pub struct RunArgs {
     /// Name of the lock
     #[arg(long, value_name = "NAME")]
-    lock: String,
+    lock: Option<String>,
+    /// Take the read side of the read-write lock NAME: many holders at once
+    #[arg(long, requires = "lock", conflicts_with_all = ["exclusive", "kind"])]
+    shared: bool,
+    /// Take the write side of the read-write lock NAME: one holder, no readers
+    #[arg(long, requires = "lock", conflicts_with = "kind")]
+    exclusive: bool,
+    /// Name of a semaphore: hold one of its permits while the command runs
+    #[arg(long, value_name = "NAME", requires = "permits", conflicts_with = "kind")]
+    semaphore: Option<String>,
+    /// How many permits the semaphore has (fixed by its first use)
+    #[arg(long, value_name = "N", requires = "semaphore", conflicts_with = "lock", value_parser = clap::value_parser!(u32).range(1..))]
+    permits: Option<u32>,
     /// Give up (exit 75) if the lock is not free within this long, e.g. 10s; default: forever
     #[arg(long, value_name = "DURATION", value_parser = duration_arg("--wait"))]
     wait: Option<Duration>,
@@ -28,8 +45,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "DURATION", value_parser = duration_arg("--lease"))]
     lease: Option<Duration>,
     /// Kind of lock: reentrant (default), fair, token or lease, as the backend offers
-    #[arg(long, default_value = "reentrant", value_parser = kind_arg)]
-    kind: LockKind,
+    #[arg(long, value_parser = kind_arg)]
+    kind: Option<LockKind>,
     /// The command and its arguments
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<String>,
@@ -54,16 +71,44 @@ pub async fn run(url: &str, args: RunArgs) -> u8 {
 }
 
 async fn run_locked(client: &Client, args: RunArgs) -> u8 {
-    let lock = match client.lock(&args.lock).and_then(|lock| lock.with_kind(args.kind)) {
-        Ok(lock) => lock,
-        Err(err) => return exit::fail(&err),
-    };
     let options = AcquireOptions { wait: args.wait, lease: args.lease };
-    let guard = match lock.acquire_with(options).await {
-        Ok(guard) => guard,
-        Err(err) => return exit::fail(&err),
+    let command = args.command;
+    let acquired = match (&args.lock, &args.semaphore, args.permits) {
+        (Some(name), _, _) if args.shared || args.exclusive => {
+            let mode = if args.shared { RwMode::Read } else { RwMode::Write };
+            match client.rw_lock(name) {
+                Ok(rw) => {
+                    let side = if args.shared { rw.read() } else { rw.write() };
+                    match side.acquire_with(options).await {
+                        Ok(guard) => return run_holding(guard, format!("{mode} lock '{name}'"), command).await,
+                        Err(err) => err,
+                    }
+                }
+                Err(err) => err,
+            }
+        }
+        (Some(name), _, _) => match client.lock(name).and_then(|lock| lock.with_kind(args.kind.unwrap_or_default())) {
+            Ok(lock) => match lock.acquire_with(options).await {
+                Ok(guard) => return run_holding(guard, format!("lock '{name}'"), command).await,
+                Err(err) => err,
+            },
+            Err(err) => err,
+        },
+        (None, Some(name), Some(permits)) => match client.semaphore(name, permits) {
+            Ok(semaphore) => match semaphore.acquire_with(options).await {
+                Ok(permit) => return run_holding(permit, format!("a permit of semaphore '{name}'"), command).await,
+                Err(err) => err,
+            },
+            Err(err) => err,
+        },
+        _ => unreachable!("clap requires --lock, or --semaphore with --permits"),
     };
-    let (program, program_args) = args.command.split_first().expect("clap requires a command");
+    exit::fail(&acquired)
+}
+
+/// Run the command while `guard` holds; `what` names the hold in messages.
+async fn run_holding<K: HoldKind>(guard: Guard<K>, what: String, command: Vec<String>) -> u8 {
+    let (program, program_args) = command.split_first().expect("clap requires a command");
     let mut child = match Command::new(program)
         .args(program_args)
         .env("POLYLOCK_FENCING_TOKEN", guard.fencing_token().to_string())
@@ -104,7 +149,7 @@ async fn run_locked(client: &Client, args: RunArgs) -> u8 {
             _ = terminations.recv() => send(libc::SIGTERM),
             reason = guard.lost(), if !lost_reported => {
                 lost_reported = true;
-                eprintln!("polylock: lost lock '{}' while the command ran: {reason}; sending it SIGTERM", args.lock);
+                eprintln!("polylock: lost {what} while the command ran: {reason}; sending it SIGTERM");
                 send(libc::SIGTERM);
             }
         }

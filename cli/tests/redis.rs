@@ -58,3 +58,17 @@ fn a_sigkilled_holder_frees_the_lock_after_its_lease() {
         assert!(freed_after < Duration::from_secs(3), "{kind}: freed only after {freed_after:?}");
     }
 }
+
+/// What Redis does not offer yet is refused before anything is written: exit 64 (usage).
+#[test]
+fn primitives_redis_lacks_exit_with_a_usage_error() {
+    for what in [
+        &["--lock", "job", "--kind", "lease"][..],
+        &["--lock", "job", "--shared"],
+        &["--semaphore", "pool", "--permits", "2"],
+    ] {
+        let out = polylock().args(["--url", &redis_url(""), "run"]).args(what).args(["--", "true"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(64), "{what:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("does not offer"), "{what:?}");
+    }
+}
