@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::handoff::{self, Handover, Run};
 use super::hold::{self, Hold, LeaseMode};
-use super::landing::Landed;
+use super::transfer_watch::Transferred;
 use super::Engine;
 use crate::error::{Error, Result};
 use crate::owner::Owner;
@@ -146,11 +146,11 @@ impl<K: HoldKind> Handle<K> {
 
     /// Join this owner's live hold, if there is one.
     async fn reenter(&self, slot: &hold::Slot<K>) -> Result<Option<Granted>> {
-        let (held, landing) = match slot.hold().as_ref() {
-            Some(hold) if !hold.is_lost() => (hold.held.clone(), hold.run.landing.clone()),
+        let (held, transfer) = match slot.hold().as_ref() {
+            Some(hold) if !hold.is_lost() => (hold.held.clone(), hold.run.transfer.clone()),
             _ => return Ok(None),
         };
-        if landing.wait().await == Landed::Gone {
+        if transfer.wait().await == Transferred::Gone {
             return Ok(None); // lost (marked so by whoever sent the transfer): take it afresh
         }
         match self.store()?.reenter(&held).await? {
@@ -309,7 +309,7 @@ impl<K: HoldKind> Handle<K> {
         let (held, lost, holds_left, run) = taken.ok_or_else(not_owner)?;
         // A hold handed over optimistically is released only once its transfer has landed;
         // one that did not land was marked lost by the task that sent it.
-        let landed = run.landing.wait().await;
+        let landed = run.transfer.wait().await;
         let lost_error = |reason: LostReason| {
             Error::lost(format!("{} '{}' was lost before it was released: {reason}", self.kind.noun(), self.name))
         };
@@ -330,8 +330,8 @@ impl<K: HoldKind> Handle<K> {
             // client's owners keep their places in its queue.
             if !store.grants_in_order(held.kind) {
                 let round_trip = match landed {
-                    Landed::Held { round_trip } => round_trip,
-                    Landed::Gone => Duration::ZERO,
+                    Transferred::Held { round_trip } => round_trip,
+                    Transferred::Gone => Duration::ZERO,
                 };
                 engine.family::<K>().waiters.keep_off_for_others(&self.key, held.kind, round_trip);
             }
@@ -458,7 +458,7 @@ impl<K: HoldKind> Drop for PendingAcquire<K> {
         handle.engine.runtime.clone().spawn(async move {
             if let (Ok(Some((acquired, run))), Ok(store)) = (work.await, handle.store()) {
                 let held = HeldLock::new(key.clone(), owner, kind, acquired);
-                let _ = handoff::give_back(store.as_ref(), &held, &run.landing).await;
+                let _ = handoff::give_back(store.as_ref(), &held, &run.transfer).await;
             }
             drop(turn);
             drop(in_flight);

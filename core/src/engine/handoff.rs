@@ -8,7 +8,7 @@
 //!
 //! Where the backend sets each hold's token + 1 aside for the owner it may be handed to
 //! (`HoldStore::reserves_next_token`), the new owner does not even wait for that round trip: it
-//! starts at once with the reserved token, and the transfer lands behind it (landing.rs).
+//! starts at once with the reserved token, and the transfer lands behind it (transfer.rs).
 //! That is safe because the store shows the lock held by this client throughout, and the
 //! token was drawn from the store's counter before any later holder's: should the releasing
 //! owner's hold turn out to be gone, the new owner is marked lost within the round trip and
@@ -30,7 +30,7 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
 
-use super::landing::{Landed, Landing};
+use super::transfer_watch::{TransferWatch, Transferred};
 use crate::error::{Error, Result};
 use crate::owner::Owner;
 use crate::spi::{AcquireRequest, Acquired, HeldLock, HoldKind, HoldStore, LostNotifier, LostReason, Release};
@@ -51,13 +51,13 @@ const STAND_ASIDE_MAX: Duration = Duration::from_millis(20);
 #[derive(Debug, Clone)]
 pub(crate) struct Run {
     pub passes: u32,
-    pub landing: Landing,
+    pub transfer: TransferWatch,
 }
 
 impl Run {
     /// A hold the store granted directly.
     pub fn from_store() -> Run {
-        Run { passes: 0, landing: Landing::landed(Duration::ZERO) }
+        Run { passes: 0, transfer: TransferWatch::done(Duration::ZERO) }
     }
 
     /// Whether the next full release ends the run instead of handing the lock on.
@@ -234,16 +234,16 @@ impl<K: HoldKind> Handover<K> {
     /// the transfer lands behind it; otherwise the new owner waits for the transfer.
     async fn take_over(self, request: &AcquireRequest<K>) -> Option<(Acquired, Run)> {
         // The releasing owner's own hold must be in the store before it can move on.
-        let Landed::Held { .. } = self.run.landing.wait().await else { return None };
+        let Transferred::Held { .. } = self.run.transfer.wait().await else { return None };
         let passes = self.run.passes + 1;
         let started = Instant::now();
         if !self.store.reserves_next_token(self.from.kind) {
             let acquired = self.transfer(request.owner, request.lease, &request.lost).await.ok()??;
-            let landing = Landing::landed(started.elapsed());
-            return Some((Acquired { attempt_started: started, ..acquired }, Run { passes, landing }));
+            let transfer = TransferWatch::done(started.elapsed());
+            return Some((Acquired { attempt_started: started, ..acquired }, Run { passes, transfer }));
         }
         let token = self.from.token + 1;
-        let (lander, landing) = Landing::in_flight();
+        let (reporter, transfer) = TransferWatch::pending();
         let (key, owner, kind, lease) = (request.key.clone(), request.owner, request.kind, request.lease);
         let lost = request.lost.clone();
         // The hold moves as it is: its store-side state (a connection, a key) goes with it.
@@ -252,27 +252,27 @@ impl<K: HoldKind> Handover<K> {
         runtime.spawn(async move {
             let store = self.store.clone();
             let landed = match self.transfer(owner, lease, &lost).await {
-                Ok(Some(acquired)) if acquired.token == token => Landed::Held { round_trip: started.elapsed() },
+                Ok(Some(acquired)) if acquired.token == token => Transferred::Held { round_trip: started.elapsed() },
                 Ok(Some(acquired)) => {
                     // Another token was drawn since ours was set aside, so ours may not be
                     // the newest: give the hold up rather than hold it under a stale token.
                     lost.mark(LostReason::Taken);
                     let held = HeldLock::new(key, owner, kind, acquired);
                     let _ = store.release(&held, 0).await;
-                    Landed::Gone
+                    Transferred::Gone
                 }
                 Ok(None) => {
                     lost.mark(LostReason::Taken);
-                    Landed::Gone
+                    Transferred::Gone
                 }
                 Err(err) => {
                     lost.mark(LostReason::RenewalFailed(err.to_string()));
-                    Landed::Gone
+                    Transferred::Gone
                 }
             };
-            lander.land(landed);
+            reporter.report(landed);
         });
-        Some((Acquired { token, attempt_started: started, state }, Run { passes, landing }))
+        Some((Acquired { token, attempt_started: started, state }, Run { passes, transfer }))
     }
 
     /// Send the transfer to `to` and tell the releasing owner how it went.
@@ -298,9 +298,9 @@ impl<K: HoldKind> Handover<K> {
 impl<K: HoldKind> Drop for Handover<K> {
     fn drop(&mut self) {
         let Some(reply) = self.reply.take() else { return };
-        let (store, from, landing) = (self.store.clone(), self.from.clone(), self.run.landing.clone());
+        let (store, from, transfer) = (self.store.clone(), self.from.clone(), self.run.transfer.clone());
         self.runtime.spawn(async move {
-            let _ = reply.send(give_back(store.as_ref(), &from, &landing).await);
+            let _ = reply.send(give_back(store.as_ref(), &from, &transfer).await);
         });
     }
 }
@@ -310,11 +310,11 @@ impl<K: HoldKind> Drop for Handover<K> {
 pub(crate) async fn give_back<K: HoldKind>(
     store: &dyn HoldStore<K>,
     held: &HeldLock<K>,
-    landing: &Landing,
+    transfer: &TransferWatch,
 ) -> Result<Release> {
-    match landing.wait().await {
-        Landed::Held { .. } => store.release(held, 0).await,
-        Landed::Gone => Ok(Release::Gone),
+    match transfer.wait().await {
+        Transferred::Held { .. } => store.release(held, 0).await,
+        Transferred::Gone => Ok(Release::Gone),
     }
 }
 
@@ -405,7 +405,7 @@ mod tests {
         let handover = || {
             let acquired = Acquired { token: 7, attempt_started: Instant::now(), state: None };
             let held = HeldLock::new("k".into(), client.lock("k").unwrap().owner(), LockKind::Reentrant, acquired);
-            let run = Run { passes: 3, landing: Landing::landed(Duration::ZERO) };
+            let run = Run { passes: 3, transfer: TransferWatch::done(Duration::ZERO) };
             Handover::new(Arc::new(held), run, store.clone(), tokio::runtime::Handle::current()).0
         };
         let gone = waiters.register("k", LockKind::Reentrant);

@@ -9,7 +9,7 @@ use tokio::task::AbortHandle;
 use tokio::time::{sleep_until, timeout_at, Instant};
 
 use super::handoff::Run;
-use super::landing::{Landed, Landing};
+use super::transfer_watch::{TransferWatch, Transferred};
 use crate::owner::Owner;
 use crate::spi::{HeldLock, HoldKind, HoldStore, LostNotifier, LostReason, LostWatch, Renewal};
 
@@ -82,9 +82,9 @@ impl<K: HoldKind> Hold<K> {
     fn start_watchdog(&mut self, runtime: &tokio::runtime::Handle) {
         self.keeper = match std::mem::replace(&mut self.keeper, Keeper::Latch) {
             Keeper::Due { store, lease, attempt_started } => {
-                let (held, lost, landing) = (self.held.clone(), self.lost.clone(), self.run.landing.clone());
+                let (held, lost, transfer) = (self.held.clone(), self.lost.clone(), self.run.transfer.clone());
                 Keeper::Watchdog(
-                    runtime.spawn(watchdog(store, held, lease, attempt_started, lost, landing)).abort_handle(),
+                    runtime.spawn(watchdog(store, held, lease, attempt_started, lost, transfer)).abort_handle(),
                 )
             }
             started_or_none => started_or_none,
@@ -109,10 +109,10 @@ async fn watchdog<K: HoldKind>(
     lease: Duration,
     attempt_started: Instant,
     lost: LostNotifier,
-    landing: Landing,
+    transfer: TransferWatch,
 ) {
-    // Renewals go out only once the hold is in the store (see landing.rs).
-    if landing.wait().await == Landed::Gone {
+    // Renewals go out only once the hold is in the store (see transfer.rs).
+    if transfer.wait().await == Transferred::Gone {
         return;
     }
     let interval = lease / 3;
@@ -287,5 +287,5 @@ pub(crate) async fn surrender<K: HoldKind>(store: &dyn HoldStore<K>, hold: Hold<
     let (held, run) = (hold.held.clone(), hold.run.clone());
     drop(hold);
     // Best effort and bounded: a store that is down lets the lease run out instead.
-    let _ = tokio::time::timeout(Duration::from_secs(2), super::handoff::give_back(store, &held, &run.landing)).await;
+    let _ = tokio::time::timeout(Duration::from_secs(2), super::handoff::give_back(store, &held, &run.transfer)).await;
 }

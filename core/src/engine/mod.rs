@@ -11,7 +11,7 @@
 mod acquire;
 mod handoff;
 mod hold;
-mod landing;
+mod transfer_watch;
 
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -11,10 +11,10 @@ use etcd_client::Client;
 use tokio::task::AbortHandle;
 use tokio::time::{sleep, sleep_until, Instant};
 
-use super::lanes::Lane;
 use super::mutex::delete_if_revision;
-use super::session::Session;
-use crate::spi::LostNotifier;
+use super::session::{Session, SessionHold};
+use super::session_pool::PoolSlot;
+use crate::spi::{LostNotifier, LostReason};
 
 pub(super) struct EtcdHold {
     pub key: String,
@@ -28,7 +28,7 @@ struct HoldState {
     /// When the hold's lease runs out unless renewed.
     expires_at: Instant,
     /// Freed for the next owner of this client once the key is gone.
-    lane: Option<Lane>,
+    lane: Option<PoolSlot>,
     expiry: Option<AbortHandle>,
     session_entry: Option<u64>,
 }
@@ -42,7 +42,7 @@ impl EtcdHold {
         revision: i64,
         lost: LostNotifier,
         session: Arc<Session>,
-        lane: Option<Lane>,
+        lane: Option<PoolSlot>,
         expires_at: Instant,
     ) -> Arc<EtcdHold> {
         let hold = Arc::new(EtcdHold {
@@ -57,7 +57,7 @@ impl EtcdHold {
             let mut state = hold.state();
             state.expiry = Some(expiry.abort_handle());
         }
-        let entry = session.remember(hold.clone());
+        let entry = session.remember(hold.clone() as Arc<dyn SessionHold>);
         hold.state().session_entry = Some(entry);
         hold
     }
@@ -107,5 +107,20 @@ async fn expire(client: Client, hold: Weak<EtcdHold>) {
         }
         hold.finish();
         return;
+    }
+}
+
+impl SessionHold for EtcdHold {
+    fn is(&self, key: &str, revision: i64) -> bool {
+        self.key == key && self.revision == revision
+    }
+
+    fn session_ended(&self, why: &str) {
+        self.lost.mark(LostReason::SessionEnded(why.to_string()));
+        self.finish();
+    }
+
+    fn finish(&self) {
+        EtcdHold::finish(self)
     }
 }

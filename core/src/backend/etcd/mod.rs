@@ -4,7 +4,7 @@
 //! - A session lease per client, kept alive in the background and revoked on close; every
 //!   lock key of the client lives under one ([`session`]). When it ends, every hold under it
 //!   is lost. Owners of one client that contend for one name at once each get a session of
-//!   their own, so each has its own key in the queue ([`lanes`]).
+//!   their own, so each has its own key in the queue ([`session_pool`]).
 //! - The key layout and the wait are concurrency.Mutex's ([`mutex`]): `<name>/<lease hex>`,
 //!   lowest create revision holds, each waiter watches only the key just older than its own;
 //!   when that key is a hold of this client, its release wakes the waiter at once
@@ -15,9 +15,9 @@
 
 mod endpoint;
 mod hold;
-mod lanes;
 mod mutex;
 mod session;
+mod session_pool;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,14 +35,14 @@ use crate::spi::{
 use crate::url::ConnectUrl;
 use endpoint::Endpoint;
 use hold::EtcdHold;
-use lanes::Lanes;
 use mutex::{Older, Standing};
 use session::Session;
+use session_pool::SessionPool;
 
 pub(crate) struct EtcdBackend {
     client: Client,
     endpoint: Endpoint,
-    lanes: Arc<Lanes>,
+    pool: Arc<SessionPool>,
     /// Waiters of this client, by the key (and its create revision) each waits behind.
     successors: Arc<Successors<(Vec<u8>, i64)>>,
 }
@@ -76,9 +76,10 @@ impl EtcdBackend {
             .await
             .map_err(|_| Error::connection(format!("etcd at {} did not answer in time", endpoint.redacted)))?
             .map_err(|e| unreachable(map_error("connecting", e)))?;
-        let lanes =
-            Lanes::start(client.clone(), endpoint.session_ttl_secs, endpoint.timeout).await.map_err(unreachable)?;
-        Ok(EtcdBackend { client, endpoint, lanes, successors: Arc::default() })
+        let pool = SessionPool::start(client.clone(), endpoint.session_ttl_secs, endpoint.timeout)
+            .await
+            .map_err(unreachable)?;
+        Ok(EtcdBackend { client, endpoint, pool, successors: Arc::default() })
     }
 
     /// One pass: write our key; while an older key is left, wait for the newest of them to
@@ -181,7 +182,7 @@ impl HoldStore for EtcdBackend {
                     _ = sleep_until_some(request.deadline) => {}
                 }
             };
-            let Some(lane) = self.lanes.take(&prefix, give_up).await? else { return Ok(None) };
+            let Some(lane) = self.pool.take(&prefix, give_up).await? else { return Ok(None) };
             let session = lane.session.clone();
             let key = format!("{prefix}{:x}", session.lease_id);
             match self.pass(request, &session, &prefix, &key).await {
@@ -281,7 +282,7 @@ impl HoldStore for EtcdBackend {
             let Some(holder) = mutex::holder(&self.client, &prefix).await? else { return Ok(false) };
             if mutex::delete_if_revision(&self.client, &holder.key, holder.revision).await? {
                 // One of ours: end the hold here too, so that its lane is free again.
-                for session in self.lanes.sessions().await {
+                for session in self.pool.sessions().await {
                     session.finish_hold(&holder.key, holder.revision);
                 }
                 return Ok(true);
@@ -301,7 +302,7 @@ impl Store for EtcdBackend {
     }
 
     async fn close(&self) {
-        for session in self.lanes.close().await {
+        for session in self.pool.close().await {
             session.close(&self.client, self.endpoint.timeout).await;
         }
     }
@@ -310,7 +311,7 @@ impl Store for EtcdBackend {
 impl Drop for EtcdBackend {
     /// Dropped without close: stop the keep-alives; the lease then runs out on its own.
     fn drop(&mut self) {
-        for session in self.lanes.try_sessions() {
+        for session in self.pool.try_sessions() {
             session.end("the client was dropped".into());
         }
     }

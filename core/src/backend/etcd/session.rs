@@ -1,4 +1,4 @@
-//! One session of the client (lanes.rs says when there are several): one etcd lease, kept
+//! One session of the client (session_pool.rs says when there are several): one etcd lease, kept
 //! alive in the background every third of its TTL (as etcd's concurrency.Session does),
 //! revoked on close. Every lock key of the session is attached to it, so a crashed client's
 //! locks go when the lease runs out. When the lease ends (revoked, expired, or keep-alives
@@ -15,10 +15,19 @@ use tokio::task::AbortHandle;
 use tokio::time::{sleep, timeout, Instant};
 use tokio_util::sync::CancellationToken;
 
-use super::hold::EtcdHold;
 use super::map_error;
 use crate::error::Result;
-use crate::spi::LostReason;
+
+/// A hold taken under a session, as the session sees it (backend/etcd/hold.rs has the
+/// hold itself): the session's end ends it.
+pub(super) trait SessionHold: Send + Sync {
+    /// Whether this is the hold of `key` at create revision `revision`.
+    fn is(&self, key: &str, revision: i64) -> bool;
+    /// The session ended (`why`): mark the hold lost and let go of what it keeps.
+    fn session_ended(&self, why: &str);
+    /// The hold is over: let go of what it keeps. Idempotent.
+    fn finish(&self);
+}
 
 pub(super) struct Session {
     pub lease_id: i64,
@@ -26,7 +35,7 @@ pub(super) struct Session {
     /// Cancelled once the lease is gone; waiters under this session stop on it.
     pub ended: CancellationToken,
     reason: Mutex<Option<String>>,
-    holds: Mutex<HashMap<u64, Arc<EtcdHold>>>,
+    holds: Mutex<HashMap<u64, Arc<dyn SessionHold>>>,
     keeper: Mutex<Option<AbortHandle>>,
 }
 
@@ -64,7 +73,7 @@ impl Session {
 
     /// Record a hold taken under this session, so that the session's end marks it lost.
     /// Returns its id for `forget`. A session that has already ended marks it at once.
-    pub fn remember(&self, hold: Arc<EtcdHold>) -> u64 {
+    pub fn remember(&self, hold: Arc<dyn SessionHold>) -> u64 {
         let id = NEXT_HOLD_ID.fetch_add(1, Ordering::Relaxed);
         lock(&self.holds).insert(id, hold.clone());
         if self.is_ended() {
@@ -80,7 +89,7 @@ impl Session {
     /// End the hold whose key was deleted from outside (a forced unlock), if it is one of
     /// this session's. The lock layer marks it lost.
     pub fn finish_hold(&self, key: &str, revision: i64) {
-        let found = lock(&self.holds).values().find(|hold| hold.key == key && hold.revision == revision).cloned();
+        let found = lock(&self.holds).values().find(|hold| hold.is(key, revision)).cloned();
         if let Some(hold) = found {
             hold.finish();
         }
@@ -105,8 +114,7 @@ impl Session {
         let why = self.end_reason();
         let holds: Vec<_> = lock(&self.holds).drain().map(|(_, hold)| hold).collect();
         for hold in holds {
-            hold.lost.mark(LostReason::SessionEnded(why.clone()));
-            hold.finish();
+            hold.session_ended(&why);
         }
     }
 

@@ -1,4 +1,5 @@
-//! The client's sessions ("lanes"), and which of them has a key under which lock name.
+//! The client's pool of etcd sessions (one slot, "lane", per owner contending at once), and which
+//! of them has a key under which lock name.
 //!
 //! etcd's Mutex names a contender's key after its session lease, so one session can queue one
 //! owner per lock name: two owners of one session would write the same key and both believe
@@ -9,7 +10,7 @@
 //! and everyone else's alike, and a release can wake the owner queued right behind it here
 //! without a round trip (backend/successors.rs).
 //!
-//! At most [`MAX_LANES`] sessions per client: owners beyond that wait here, in no particular
+//! At most [`MAX_SESSIONS`] sessions per client: owners beyond that wait here, in no particular
 //! order, for one of them to leave the name. A session beyond the first that has had no key
 //! for a whole session TTL is revoked, so a burst of contention does not leave leases behind.
 
@@ -26,13 +27,13 @@ use super::session::Session;
 use crate::error::{Error, Result};
 
 /// The most sessions one client keeps. Each is one lease and one keep-alive stream.
-pub(super) const MAX_LANES: usize = 32;
+pub(super) const MAX_SESSIONS: usize = 32;
 
-pub(super) struct Lanes {
+pub(super) struct SessionPool {
     client: Client,
     ttl_secs: i64,
     call_timeout: Duration,
-    /// Lane i's session (`None`: revoked while idle, granted again on need), replaced when it
+    /// PoolSlot i's session (`None`: revoked while idle, granted again on need), replaced when it
     /// has ended; `None` as a whole once closed. Locked while a lane is chosen, so two owners
     /// never choose the same one.
     sessions: tokio::sync::Mutex<Option<Vec<Option<Arc<Session>>>>>,
@@ -86,19 +87,19 @@ impl Occupancy {
 }
 
 /// One lane taken for one lock prefix; dropping it frees the lane for that prefix.
-pub(super) struct Lane {
-    lanes: Arc<Lanes>,
+pub(super) struct PoolSlot {
+    pool: Arc<SessionPool>,
     prefix: String,
     index: usize,
     pub session: Arc<Session>,
 }
 
-impl Lanes {
+impl SessionPool {
     /// Start the client's first session now, so that a wrong address or password fails at
     /// connect, not at the first lock.
-    pub async fn start(client: Client, ttl_secs: i64, call_timeout: Duration) -> Result<Arc<Lanes>> {
+    pub async fn start(client: Client, ttl_secs: i64, call_timeout: Duration) -> Result<Arc<SessionPool>> {
         let first = Session::start(&client, ttl_secs, call_timeout).await?;
-        let lanes = Arc::new(Lanes {
+        let lanes = Arc::new(SessionPool {
             client,
             ttl_secs,
             call_timeout,
@@ -119,10 +120,10 @@ impl Lanes {
     }
 
     /// A lane with no key under `prefix`: a live session of this client, a new one if every
-    /// session has a key there already. `None` if `give_up` fires while all [`MAX_LANES`]
+    /// session has a key there already. `None` if `give_up` fires while all [`MAX_SESSIONS`]
     /// are taken (it is not raced against granting a session, so a try-once acquisition
     /// always gets its try).
-    pub async fn take(self: &Arc<Self>, prefix: &str, give_up: impl Future<Output = ()>) -> Result<Option<Lane>> {
+    pub async fn take(self: &Arc<Self>, prefix: &str, give_up: impl Future<Output = ()>) -> Result<Option<PoolSlot>> {
         tokio::pin!(give_up);
         loop {
             let freed = self.freed.notified();
@@ -139,7 +140,7 @@ impl Lanes {
                 let index = match (free, vacant) {
                     (Some(index), _) => Some(index),
                     (None, Some(index)) => Some(index),
-                    (None, None) if sessions.len() < MAX_LANES => {
+                    (None, None) if sessions.len() < MAX_SESSIONS => {
                         sessions.push(None);
                         Some(sessions.len() - 1)
                     }
@@ -155,7 +156,7 @@ impl Lanes {
                         }
                     };
                     self.occupancy().take(prefix, index);
-                    return Ok(Some(Lane { lanes: self.clone(), prefix: prefix.to_string(), index, session }));
+                    return Ok(Some(PoolSlot { pool: self.clone(), prefix: prefix.to_string(), index, session }));
                 }
             }
             tokio::select! {
@@ -194,12 +195,12 @@ impl Lanes {
     }
 }
 
-fn session_ttl(lanes: &Lanes) -> Duration {
+fn session_ttl(lanes: &SessionPool) -> Duration {
     Duration::from_secs(lanes.ttl_secs.max(1) as u64)
 }
 
 /// Every half TTL, revoke the sessions of lanes (beyond the first) idle for a whole TTL.
-async fn revoke_idle_lanes(lanes: Weak<Lanes>, ttl: Duration) {
+async fn revoke_idle_lanes(lanes: Weak<SessionPool>, ttl: Duration) {
     loop {
         tokio::time::sleep(ttl / 2).await;
         let Some(lanes) = lanes.upgrade() else { return };
@@ -209,9 +210,9 @@ async fn revoke_idle_lanes(lanes: Weak<Lanes>, ttl: Duration) {
     }
 }
 
-impl Drop for Lane {
+impl Drop for PoolSlot {
     fn drop(&mut self) {
-        self.lanes.occupancy().leave(&self.prefix, self.index);
-        self.lanes.freed.notify_waiters();
+        self.pool.occupancy().leave(&self.prefix, self.index);
+        self.pool.freed.notify_waiters();
     }
 }
