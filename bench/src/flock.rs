@@ -6,7 +6,7 @@ use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
 
-use crate::locks::LockSide;
+use crate::lock_side::LockSide;
 use crate::Result;
 
 pub struct Flock {

@@ -6,13 +6,13 @@
 //! a common start time, loop on one lock name until a common end time, and print what they
 //! did on one line for this process to add up.
 
-use std::future::Future;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::flock::Flock;
+use crate::lock_side::LockSide;
 use crate::measure::Throughput;
 use crate::polylock_side::PolylockSide;
 use crate::report::{line, percent, rate, versus};
@@ -27,19 +27,6 @@ const TASKS: usize = 8;
 const PROCESSES: usize = 4;
 /// The subcommand a worker process is started with.
 pub const WORKER_COMMAND: &str = "lock-worker";
-
-/// One way to take an exclusive named lock: polylock, or its peer.
-pub trait LockSide: Send + Sync + 'static {
-    /// What a name resolves to before locking (a polylock `Lock`, an open file).
-    type Handle: Send + Sync + 'static;
-    /// Proof of holding, given back to release.
-    type Held: Send;
-
-    fn handle(&self, name: &str) -> impl Future<Output = Result<Self::Handle>> + Send;
-    /// Wait as long as it takes, then hold exclusively.
-    fn acquire(&self, handle: &Self::Handle) -> impl Future<Output = Result<Self::Held>> + Send;
-    fn release(&self, held: Self::Held) -> impl Future<Output = Result<()>> + Send;
-}
 
 /// Which side a worker process runs, by the name it is given on its command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

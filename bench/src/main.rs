@@ -9,6 +9,7 @@
 
 mod etcd;
 mod flock;
+mod lock_side;
 mod locks;
 mod measure;
 mod polylock_side;

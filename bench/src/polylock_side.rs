@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use polylock::{AcquireOptions, Client, Guard, Lock, LockKind};
 
-use crate::locks::LockSide;
+use crate::lock_side::LockSide;
 use crate::Result;
 
 /// A fixed lease, so no watchdog runs; long enough never to expire during a run, short

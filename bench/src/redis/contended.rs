@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::locks::LockSide;
+use crate::lock_side::LockSide;
 use crate::measure::Throughput;
 use crate::polylock_side::PolylockSide;
 use crate::report::{count, line, millis, percent};
