@@ -1,4 +1,4 @@
-//! The lock contract of DESIGN.md, run against every backend and every kind it offers:
+//! The lock contract of ARCHITECTURE.md, run against every backend and every kind it offers:
 //! in-process memory, an SQLite file, and a real redis-server (reentrant, fair and token
 //! locks), PostgreSQL and MariaDB (session and lease locks). Cross-process behaviour is
 //! tested through the CLI in cli/tests.
