@@ -10,6 +10,8 @@ pub enum Primitive {
     Lock(LockKind),
     ReadWriteLock,
     Semaphore,
+    Counters,
+    VersionedValues,
 }
 
 impl std::fmt::Display for Primitive {
@@ -18,6 +20,8 @@ impl std::fmt::Display for Primitive {
             Primitive::Lock(kind) => write!(f, "{kind} locks"),
             Primitive::ReadWriteLock => f.write_str("read-write locks"),
             Primitive::Semaphore => f.write_str("semaphores"),
+            Primitive::Counters => f.write_str("counters"),
+            Primitive::VersionedValues => f.write_str("versioned values"),
         }
     }
 }
@@ -30,6 +34,10 @@ pub struct Capabilities {
     pub lock_kinds: &'static [LockKind],
     pub rw_locks: bool,
     pub semaphores: bool,
+    /// Counters that hand out ranges ([`super::CounterStore`]).
+    pub counters: bool,
+    /// Values written by compare-and-set ([`super::VersionStore`]).
+    pub versioned_values: bool,
 }
 
 impl Capabilities {
@@ -38,6 +46,8 @@ impl Capabilities {
             Primitive::Lock(kind) => self.lock_kinds.contains(&kind),
             Primitive::ReadWriteLock => self.rw_locks,
             Primitive::Semaphore => self.semaphores,
+            Primitive::Counters => self.counters,
+            Primitive::VersionedValues => self.versioned_values,
         }
     }
 
@@ -64,8 +74,14 @@ mod tests {
 
     #[test]
     fn a_missing_primitive_is_unsupported_and_named() {
-        let caps =
-            Capabilities { backend: "redis", lock_kinds: &[LockKind::Reentrant], rw_locks: false, semaphores: true };
+        let caps = Capabilities {
+            backend: "redis",
+            lock_kinds: &[LockKind::Reentrant],
+            rw_locks: false,
+            semaphores: true,
+            counters: false,
+            versioned_values: false,
+        };
         assert!(caps.check(Primitive::Lock(LockKind::Reentrant)).is_ok());
         assert!(caps.check(Primitive::Semaphore).is_ok());
         let err = caps.check(Primitive::Lock(LockKind::Lease)).unwrap_err();

@@ -2,13 +2,15 @@
 //! Arrows point here from both sides (engine -> spi <- backend); nothing here imports either.
 //!
 //! A backend is a [`Store`]: it declares its [`Capabilities`] and hands out one
-//! [`HoldStore`] per primitive family it offers. Losing a hold is reported through the
+//! [`HoldStore`] per primitive family it offers, and, where it has them, a [`CounterStore`]
+//! and a [`VersionStore`]. Losing a hold is reported through the
 //! [`LostNotifier`] each request carries.
 
 mod capabilities;
 mod holds;
 mod kind;
 mod lost;
+mod values;
 
 use std::sync::Arc;
 
@@ -22,6 +24,9 @@ pub use holds::{
 pub use kind::{HoldKind, LockKind, Permits, RwMode};
 pub(crate) use lost::lost_latch;
 pub use lost::{LostNotifier, LostReason, LostWatch};
+#[cfg(test)]
+pub(crate) use values::contract;
+pub use values::{CounterStore, VersionStore, Versioned, Write};
 
 /// One backend, opened from a URL.
 #[async_trait]
@@ -39,6 +44,16 @@ pub trait Store: Send + Sync + 'static {
 
     /// Semaphores, if [`Capabilities::semaphores`].
     fn semaphores(self: Arc<Self>) -> Option<Arc<PermitStore>> {
+        None
+    }
+
+    /// Counters that hand out ranges, if [`Capabilities::counters`].
+    fn counters(self: Arc<Self>) -> Option<Arc<dyn CounterStore>> {
+        None
+    }
+
+    /// Values written by compare-and-set, if [`Capabilities::versioned_values`].
+    fn versions(self: Arc<Self>) -> Option<Arc<dyn VersionStore>> {
         None
     }
 

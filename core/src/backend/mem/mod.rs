@@ -12,6 +12,7 @@ use tokio::time::Instant;
 
 mod rw_lock;
 mod semaphore;
+mod values;
 
 use super::poll::{acquire_by_attempts, Attempt, Backoff};
 use crate::error::Result;
@@ -19,7 +20,7 @@ use crate::owner::Owner;
 use crate::spi::{
     AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, Release, Renewal, Store,
 };
-use crate::spi::{LockKind, LostNotifier, PermitStore, SharedStore};
+use crate::spi::{CounterStore, LockKind, LostNotifier, PermitStore, SharedStore, VersionStore};
 use crate::url::ConnectUrl;
 
 struct Entry {
@@ -36,6 +37,9 @@ struct Tables {
     fencing: HashMap<String, u64>,
     rw_locks: HashMap<String, rw_lock::RwEntry>,
     semaphores: HashMap<String, semaphore::SemaphoreEntry>,
+    /// Counters: the end of the last range handed out.
+    counters: HashMap<String, u64>,
+    values: HashMap<String, crate::spi::Versioned>,
 }
 
 impl Tables {
@@ -252,7 +256,14 @@ impl HoldStore for MemBackend {
 #[async_trait]
 impl Store for MemBackend {
     fn capabilities(&self) -> Capabilities {
-        Capabilities { backend: "mem", lock_kinds: &[LockKind::Reentrant], rw_locks: true, semaphores: true }
+        Capabilities {
+            backend: "mem",
+            lock_kinds: &[LockKind::Reentrant],
+            rw_locks: true,
+            semaphores: true,
+            counters: true,
+            versioned_values: true,
+        }
     }
 
     fn rw_locks(self: Arc<Self>) -> Option<Arc<SharedStore>> {
@@ -261,6 +272,14 @@ impl Store for MemBackend {
 
     fn semaphores(self: Arc<Self>) -> Option<Arc<PermitStore>> {
         Some(Arc::new(semaphore::MemSemaphores { store: self.store.clone() }))
+    }
+
+    fn counters(self: Arc<Self>) -> Option<Arc<dyn CounterStore>> {
+        Some(Arc::new(values::MemValues { store: self.store.clone() }))
+    }
+
+    fn versions(self: Arc<Self>) -> Option<Arc<dyn VersionStore>> {
+        Some(Arc::new(values::MemValues { store: self.store.clone() }))
     }
 
     fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {

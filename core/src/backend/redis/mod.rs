@@ -327,6 +327,8 @@ impl Store for RedisBackend {
             lock_kinds: &[LockKind::Reentrant, LockKind::Fair, LockKind::Token],
             rw_locks: false,
             semaphores: false,
+            counters: false,
+            versioned_values: false,
         }
     }
 

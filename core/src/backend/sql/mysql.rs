@@ -546,6 +546,8 @@ impl Store for MySqlBackend {
             lock_kinds: &[LockKind::Reentrant, LockKind::Lease],
             rw_locks: false,
             semaphores: false,
+            counters: false,
+            versioned_values: false,
         }
     }
 

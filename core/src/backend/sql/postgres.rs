@@ -515,6 +515,8 @@ impl Store for PgBackend {
             lock_kinds: &[LockKind::Reentrant, LockKind::Lease],
             rw_locks: false,
             semaphores: false,
+            counters: false,
+            versioned_values: false,
         }
     }
 

@@ -17,6 +17,7 @@ use tokio::sync::watch;
 
 mod rw_lock;
 mod semaphore;
+mod values;
 
 use super::poll::{acquire_by_attempts, Attempt, Backoff};
 use crate::error::{Error, Result};
@@ -24,7 +25,7 @@ use crate::owner::Owner;
 use crate::spi::{
     AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, Release, Renewal, Store,
 };
-use crate::spi::{LockKind, LostNotifier, PermitStore, SharedStore};
+use crate::spi::{CounterStore, LockKind, LostNotifier, PermitStore, SharedStore, VersionStore};
 use crate::url::ConnectUrl;
 
 /// Unix milliseconds by the database's clock.
@@ -52,6 +53,15 @@ CREATE TABLE IF NOT EXISTS polylock_rw_holds (
 CREATE TABLE IF NOT EXISTS polylock_semaphores (
     name    TEXT PRIMARY KEY,
     permits INTEGER NOT NULL          -- fixed by the first use of the name
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS polylock_counters (
+    name TEXT PRIMARY KEY,
+    next INTEGER NOT NULL             -- the end of the last range handed out
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS polylock_values (
+    name    TEXT PRIMARY KEY,
+    value   BLOB NOT NULL,
+    version INTEGER NOT NULL          -- from polylock_fencing ('value:' || name): only grows
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS polylock_permits (
     name           TEXT NOT NULL,
@@ -376,7 +386,14 @@ impl HoldStore for SqliteBackend {
 #[async_trait]
 impl Store for SqliteBackend {
     fn capabilities(&self) -> Capabilities {
-        Capabilities { backend: "sqlite", lock_kinds: &[LockKind::Reentrant], rw_locks: true, semaphores: true }
+        Capabilities {
+            backend: "sqlite",
+            lock_kinds: &[LockKind::Reentrant],
+            rw_locks: true,
+            semaphores: true,
+            counters: true,
+            versioned_values: true,
+        }
     }
 
     fn rw_locks(self: Arc<Self>) -> Option<Arc<SharedStore>> {
@@ -385,6 +402,14 @@ impl Store for SqliteBackend {
 
     fn semaphores(self: Arc<Self>) -> Option<Arc<PermitStore>> {
         Some(Arc::new(semaphore::SqliteSemaphores { db: self }))
+    }
+
+    fn counters(self: Arc<Self>) -> Option<Arc<dyn CounterStore>> {
+        Some(Arc::new(values::SqliteValues { db: self }))
+    }
+
+    fn versions(self: Arc<Self>) -> Option<Arc<dyn VersionStore>> {
+        Some(Arc::new(values::SqliteValues { db: self }))
     }
 
     fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {

@@ -195,7 +195,14 @@ impl HoldStore for ZkBackend {
 #[async_trait]
 impl Store for ZkBackend {
     fn capabilities(&self) -> Capabilities {
-        Capabilities { backend: "zookeeper", lock_kinds: &[LockKind::Reentrant], rw_locks: false, semaphores: false }
+        Capabilities {
+            backend: "zookeeper",
+            lock_kinds: &[LockKind::Reentrant],
+            rw_locks: false,
+            semaphores: false,
+            counters: false,
+            versioned_values: false,
+        }
     }
 
     fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {

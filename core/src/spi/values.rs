@@ -1,0 +1,115 @@
+//! The two store interfaces beside holds, for the ID and "do it once" work built on the
+//! engine's stores: counters that hand out ranges (segment IDs, worker-lease epochs) and
+//! versioned values written by compare-and-set (idempotency records, worker high-water marks,
+//! fenced writes). Both keep their data past any lease: nothing here expires.
+
+use std::ops::Range;
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+
+/// Named counters that only grow. A reserved range is durable in the store before
+/// `reserve` returns, so no two callers, of any process, are ever handed overlapping
+/// ranges (gaps are possible, repeats never).
+#[async_trait]
+pub trait CounterStore: Send + Sync + 'static {
+    /// Reserve the next `count` values of counter `key` (created at zero on first use): the
+    /// range `[previous end, previous end + count)`. `count` is at least one.
+    async fn reserve(&self, key: &str, count: u64) -> Result<Range<u64>>;
+
+    /// Where counter `key` stands (the end of the last range handed out; 0 if never used).
+    async fn current(&self, key: &str) -> Result<u64>;
+}
+
+/// A value and its version. Versions of one key only grow; equality is the only comparison
+/// callers should rely on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Versioned {
+    pub value: Vec<u8>,
+    pub version: u64,
+}
+
+/// What a conditional write did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Write {
+    /// Written; the value now has this version.
+    Written { version: u64 },
+    /// Not written: the value was not as expected. `current` is what is there (`None`: no
+    /// value).
+    Conflict { current: Option<Versioned> },
+}
+
+/// Named values written by compare-and-set on a version that only grows.
+#[async_trait]
+pub trait VersionStore: Send + Sync + 'static {
+    async fn get(&self, key: &str) -> Result<Option<Versioned>>;
+
+    /// Write `value` if the current version is `expected` (`None`: only if there is no value).
+    async fn compare_and_set(&self, key: &str, expected: Option<u64>, value: &[u8]) -> Result<Write>;
+
+    /// Remove the value if its version is `expected`; whether it was removed.
+    async fn delete(&self, key: &str, expected: u64) -> Result<bool>;
+}
+
+#[cfg(test)]
+pub(crate) mod contract {
+    //! What every `CounterStore` and `VersionStore` must do, run by each backend's tests.
+    use super::*;
+
+    pub async fn counters(store: &dyn CounterStore) {
+        assert_eq!(store.current("ids").await.unwrap(), 0);
+        assert_eq!(store.reserve("ids", 10).await.unwrap(), 0..10);
+        assert_eq!(store.reserve("ids", 5).await.unwrap(), 10..15);
+        assert_eq!(store.reserve("other", 3).await.unwrap(), 0..3);
+        assert_eq!(store.current("ids").await.unwrap(), 15);
+        assert!(store.reserve("ids", 0).await.is_err(), "an empty range is refused");
+    }
+
+    /// Many concurrent reservers are never handed overlapping ranges.
+    pub async fn counters_never_overlap(store: std::sync::Arc<dyn CounterStore>) {
+        let mut tasks = Vec::new();
+        for _ in 0..8 {
+            let store = store.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut ranges = Vec::new();
+                for _ in 0..20 {
+                    ranges.push(store.reserve("shared", 7).await.unwrap());
+                }
+                ranges
+            }));
+        }
+        let mut all = Vec::new();
+        for task in tasks {
+            all.extend(task.await.unwrap());
+        }
+        all.sort_by_key(|range| range.start);
+        for pair in all.windows(2) {
+            assert!(pair[0].end <= pair[1].start, "{:?} overlaps {:?}", pair[0], pair[1]);
+        }
+        assert_eq!(all.last().unwrap().end, 8 * 20 * 7);
+    }
+
+    pub async fn versions(store: &dyn VersionStore) {
+        assert_eq!(store.get("v").await.unwrap(), None);
+        let Write::Written { version: first } = store.compare_and_set("v", None, b"one").await.unwrap() else {
+            panic!("creating a new value")
+        };
+        let conflict = store.compare_and_set("v", None, b"again").await.unwrap();
+        assert_eq!(conflict, Write::Conflict { current: Some(Versioned { value: b"one".to_vec(), version: first }) });
+        let Write::Written { version: second } = store.compare_and_set("v", Some(first), b"two").await.unwrap() else {
+            panic!("writing on the current version")
+        };
+        assert!(second > first);
+        let stale = store.compare_and_set("v", Some(first), b"stale").await.unwrap();
+        assert!(matches!(stale, Write::Conflict { current: Some(Versioned { version, .. }) } if version == second));
+        assert!(!store.delete("v", first).await.unwrap(), "a stale delete removes nothing");
+        assert!(store.delete("v", second).await.unwrap());
+        assert_eq!(store.get("v").await.unwrap(), None);
+        // Versions keep growing across a delete, so an old version never matches again.
+        let Write::Written { version: third } = store.compare_and_set("v", None, b"three").await.unwrap() else {
+            panic!("re-creating")
+        };
+        assert!(third > second, "{third} after {second}");
+    }
+}
