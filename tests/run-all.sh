@@ -19,8 +19,29 @@ export CARGO_TERM_COLOR=never
 export RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}"
 mkdir -p "$CARGO_TARGET_DIR"
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each stage's minutes, printed at the end (and on failure, up to the stage that failed).
 started=$(date +%s)
+stage_name=""
+stage_started=$started
+stage_times=()
+end_stage() {
+  if [[ -n "$stage_name" ]]; then
+    stage_times+=("$(awk -v s="$(( $(date +%s) - stage_started ))" -v n="$stage_name" \
+      'BEGIN { printf "%6.1f min  %s", s / 60, n }')")
+  fi
+  stage_started=$(date +%s)
+}
+step() {
+  end_stage
+  stage_name="$*"
+  printf '\n==> %s\n' "$*"
+}
+print_stage_times() {
+  end_stage
+  stage_name=""
+  printf '\n==> minutes per stage\n'
+  printf '%s\n' "${stage_times[@]}"
+}
 
 step "tools"
 command -v cargo >/dev/null || { echo "cargo is missing: install Rust (rustup) first" >&2; exit 1; }
@@ -34,9 +55,18 @@ venv="${POLYLOCK_VENV:-$HOME/.cache/polylock/venv}"
 export POLYLOCK_TEST_PYTHON="$venv/bin/python"
 
 step "servers (tests/services)"
-if [[ "${POLYLOCK_KEEP_SERVICES:-0}" != 1 ]]; then
-  trap 'tests/services/services.sh stop >/dev/null 2>&1 || true' EXIT
-fi
+on_exit() {
+  local status=$?
+  if [[ $status != 0 ]]; then
+    local failed="$stage_name"
+    print_stage_times
+    printf '\nFAILED (exit %s) during: %s\n' "$status" "$failed"
+  fi
+  if [[ "${POLYLOCK_KEEP_SERVICES:-0}" != 1 ]]; then
+    tests/services/services.sh stop >/dev/null 2>&1 || true
+  fi
+}
+trap on_exit EXIT
 tests/services/services.sh start
 eval "$(tests/services/services.sh env)"
 
@@ -64,4 +94,5 @@ cargo run --release --locked -q -p polylock-bench -- all --quick
 node bindings-node/bench/bench.mjs --quick
 bindings-jvm/bench/bench.sh --quick
 
-step "done in $(( $(date +%s) - started ))s"
+print_stage_times
+printf '\n==> done in %ss\n' "$(( $(date +%s) - started ))"
