@@ -82,14 +82,7 @@ fn a_semaphore_lets_n_commands_in_at_once_and_no_more() {
         let out = child.wait_with_output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
-    let holds: Vec<(u64, u128, u128)> = std::fs::read_to_string(&ledger)
-        .unwrap()
-        .lines()
-        .map(|line| {
-            let f: Vec<&str> = line.split(' ').collect();
-            (f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().unwrap())
-        })
-        .collect();
+    let holds = common::read_ledger(&ledger);
     assert_eq!(holds.len(), 5);
     let most =
         holds.iter().map(|&(_, start, _)| holds.iter().filter(|&&(_, s, e)| s <= start && start < e).count()).max();

@@ -51,15 +51,20 @@ pub fn exclusion_with_fencing_ledger(url: &str, extra: &[&str], workers: usize, 
     check_ledger(&ledger, expected, extra);
 }
 
-fn check_ledger(ledger: &Path, expected: usize, context: &[&str]) {
-    let mut holds: Vec<(u64, u128, u128)> = std::fs::read_to_string(ledger)
+/// The holds a ledger recorded: (fencing token, start ns, end ns), one per line.
+pub fn read_ledger(ledger: &Path) -> Vec<(u64, u128, u128)> {
+    std::fs::read_to_string(ledger)
         .unwrap()
         .lines()
         .map(|line| {
             let f: Vec<&str> = line.split(' ').collect();
             (f[0].parse().unwrap(), f[1].parse().unwrap(), f[2].parse().unwrap())
         })
-        .collect();
+        .collect()
+}
+
+fn check_ledger(ledger: &Path, expected: usize, context: &[&str]) {
+    let mut holds = read_ledger(ledger);
     assert_eq!(holds.len(), expected, "{context:?}");
     holds.sort_by_key(|h| h.1);
     for pair in holds.windows(2) {

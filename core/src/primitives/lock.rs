@@ -6,8 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::guard::Guard;
+use super::none_if_timed_out;
 use crate::engine::{AcquireOptions, Engine, Handle};
-use crate::error::{ErrorKind, Result};
+use crate::error::Result;
 use crate::owner::Owner;
 use crate::spi::{LockKind, LostWatch, Primitive};
 
@@ -77,11 +78,7 @@ impl Lock {
 
     /// Try once; `None` if someone else holds the lock.
     pub async fn try_acquire(&self) -> Result<Option<Guard>> {
-        match self.acquire_with(AcquireOptions::default().wait(Duration::ZERO)).await {
-            Ok(guard) => Ok(Some(guard)),
-            Err(err) if err.kind() == ErrorKind::Timeout => Ok(None),
-            Err(err) => Err(err),
-        }
+        none_if_timed_out(self.acquire_with(AcquireOptions::default().wait(Duration::ZERO)).await)
     }
 
     /// Acquire with an explicit wait and lease. A wait that runs out is an error of kind

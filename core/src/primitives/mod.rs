@@ -14,3 +14,12 @@ pub use name::MAX_NAME_LEN;
 pub(crate) use name::{storage_key, validate_name};
 pub use rw_lock::{RwLock, RwLockSide};
 pub use semaphore::{Permit, Semaphore};
+
+/// A try-once acquisition's answer: `None` when someone else holds it (a `Timeout` error).
+fn none_if_timed_out<T>(acquired: crate::Result<T>) -> crate::Result<Option<T>> {
+    match acquired {
+        Ok(guard) => Ok(Some(guard)),
+        Err(err) if err.kind() == crate::ErrorKind::Timeout => Ok(None),
+        Err(err) => Err(err),
+    }
+}

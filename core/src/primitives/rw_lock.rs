@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::guard::Guard;
+use super::none_if_timed_out;
 use crate::engine::{AcquireOptions, Engine, Handle};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::owner::Owner;
 use crate::spi::{LostWatch, RwMode};
 
@@ -97,11 +98,7 @@ impl RwLockSide {
 
     /// Try once; `None` if the other side is held by someone else.
     pub async fn try_acquire(&self) -> Result<Option<Guard<RwMode>>> {
-        match self.acquire_with(AcquireOptions::default().wait(Duration::ZERO)).await {
-            Ok(guard) => Ok(Some(guard)),
-            Err(err) if err.kind() == ErrorKind::Timeout => Ok(None),
-            Err(err) => Err(err),
-        }
+        none_if_timed_out(self.acquire_with(AcquireOptions::default().wait(Duration::ZERO)).await)
     }
 
     /// Acquire with an explicit wait and lease, as [`crate::Lock::acquire_with`]. Asking for

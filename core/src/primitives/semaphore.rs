@@ -8,8 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::guard::Guard;
+use super::none_if_timed_out;
 use crate::engine::{AcquireOptions, Engine, Handle};
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::owner::{next_handle_local_id, Owner};
 use crate::spi::Permits;
 
@@ -54,11 +55,7 @@ impl Semaphore {
 
     /// Try once; `None` if every permit is taken.
     pub async fn try_acquire(&self) -> Result<Option<Permit>> {
-        match self.acquire_with(AcquireOptions::default().wait(Duration::ZERO)).await {
-            Ok(permit) => Ok(Some(permit)),
-            Err(err) if err.kind() == ErrorKind::Timeout => Ok(None),
-            Err(err) => Err(err),
-        }
+        none_if_timed_out(self.acquire_with(AcquireOptions::default().wait(Duration::ZERO)).await)
     }
 
     /// Take one permit, with an explicit wait and lease as [`crate::Lock::acquire_with`].

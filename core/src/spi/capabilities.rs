@@ -41,6 +41,18 @@ pub struct Capabilities {
 }
 
 impl Capabilities {
+    /// A backend that offers mutexes of `lock_kinds` and nothing else (yet).
+    pub const fn locks_only(backend: &'static str, lock_kinds: &'static [LockKind]) -> Self {
+        Capabilities {
+            backend,
+            lock_kinds,
+            rw_locks: false,
+            semaphores: false,
+            counters: false,
+            versioned_values: false,
+        }
+    }
+
     pub fn offers(&self, primitive: Primitive) -> bool {
         match primitive {
             Primitive::Lock(kind) => self.lock_kinds.contains(&kind),

@@ -294,14 +294,7 @@ impl HoldStore for EtcdBackend {
 #[async_trait]
 impl Store for EtcdBackend {
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            backend: "etcd",
-            lock_kinds: &[LockKind::Reentrant],
-            rw_locks: false,
-            semaphores: false,
-            counters: false,
-            versioned_values: false,
-        }
+        Capabilities::locks_only("etcd", &[LockKind::Reentrant])
     }
 
     fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {

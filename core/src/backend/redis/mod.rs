@@ -322,14 +322,7 @@ impl HoldStore for RedisBackend {
 #[async_trait]
 impl Store for RedisBackend {
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            backend: "redis",
-            lock_kinds: &[LockKind::Reentrant, LockKind::Fair, LockKind::Token],
-            rw_locks: false,
-            semaphores: false,
-            counters: false,
-            versioned_values: false,
-        }
+        Capabilities::locks_only("redis", &[LockKind::Reentrant, LockKind::Fair, LockKind::Token])
     }
 
     fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {

@@ -541,14 +541,7 @@ impl HoldStore for MySqlBackend {
 #[async_trait]
 impl Store for MySqlBackend {
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            backend: "mysql",
-            lock_kinds: &[LockKind::Reentrant, LockKind::Lease],
-            rw_locks: false,
-            semaphores: false,
-            counters: false,
-            versioned_values: false,
-        }
+        Capabilities::locks_only("mysql", &[LockKind::Reentrant, LockKind::Lease])
     }
 
     fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {

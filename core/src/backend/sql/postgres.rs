@@ -510,14 +510,7 @@ impl HoldStore for PgBackend {
 #[async_trait]
 impl Store for PgBackend {
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            backend: "postgres",
-            lock_kinds: &[LockKind::Reentrant, LockKind::Lease],
-            rw_locks: false,
-            semaphores: false,
-            counters: false,
-            versioned_values: false,
-        }
+        Capabilities::locks_only("postgres", &[LockKind::Reentrant, LockKind::Lease])
     }
 
     fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {

@@ -195,14 +195,7 @@ impl HoldStore for ZkBackend {
 #[async_trait]
 impl Store for ZkBackend {
     fn capabilities(&self) -> Capabilities {
-        Capabilities {
-            backend: "zookeeper",
-            lock_kinds: &[LockKind::Reentrant],
-            rw_locks: false,
-            semaphores: false,
-            counters: false,
-            versioned_values: false,
-        }
+        Capabilities::locks_only("zookeeper", &[LockKind::Reentrant])
     }
 
     fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {
