@@ -74,7 +74,19 @@ step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked --release -- -D warnings
 
-step "Rust suites (core, cli, bench), against every server"
+step "polylock-id for WebAssembly, and the embedded-only (sqlite) build of polylock"
+rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
+cargo build -p polylock-id --target wasm32-unknown-unknown --locked --release
+cargo clippy -p polylock-id --target wasm32-unknown-unknown --locked --release -- -D warnings
+cargo build -p polylock --no-default-features --features sqlite --locked --release
+# Its dependency tree must hold no network client: that is what the feature split is for.
+if cargo tree -p polylock --no-default-features --features sqlite -e normal --locked \
+    | grep -E '(^|[ ─])(redis|etcd-client|tonic|zookeeper-client|sqlx|sqlx-core|sqlx-postgres|sqlx-mysql|rustls) v'; then
+  echo "the sqlite-only build of polylock pulls in a network client (above)" >&2
+  exit 1
+fi
+
+step "Rust suites (core, id, cli, bench), against every server"
 cargo test --workspace --locked --release
 
 step "Python binding (pytest, every landed backend)"

@@ -39,8 +39,8 @@ pub trait IntoNapiResult<T> {
     fn into_napi(self) -> napi::Result<T>;
 }
 
-impl<T> IntoNapiResult<T> for polylock::Result<T> {
+impl<T, E: Into<polylock::Error>> IntoNapiResult<T> for Result<T, E> {
     fn into_napi(self) -> napi::Result<T> {
-        self.map_err(to_napi)
+        self.map_err(|err| to_napi(err.into()))
     }
 }

@@ -47,9 +47,9 @@ pub trait IntoPyResult<T> {
     fn into_py_result(self) -> PyResult<T>;
 }
 
-impl<T> IntoPyResult<T> for polylock::Result<T> {
+impl<T, E: Into<polylock::Error>> IntoPyResult<T> for Result<T, E> {
     fn into_py_result(self) -> PyResult<T> {
-        self.map_err(to_py_err)
+        self.map_err(|err| to_py_err(err.into()))
     }
 }
 

@@ -33,14 +33,14 @@ pub enum IdCommand {
 fn layout(epoch: Option<u64>) -> polylock::Result<SnowflakeLayout> {
     match epoch {
         None => Ok(SnowflakeLayout::TWITTER),
-        Some(epoch) => SnowflakeLayout::new(epoch, 41, 10, 12),
+        Some(epoch) => Ok(SnowflakeLayout::new(epoch, 41, 10, 12)?),
     }
 }
 
 pub fn id(command: IdCommand) -> u8 {
     match command {
         IdCommand::Snowflake { worker, count, epoch } => {
-            let generator = match layout(epoch).and_then(|layout| Snowflake::with_layout(layout, worker)) {
+            let generator = match layout(epoch).and_then(|layout| Ok(Snowflake::with_layout(layout, worker)?)) {
                 Ok(generator) => generator,
                 Err(err) => return exit::fail(&err),
             };
@@ -52,7 +52,7 @@ pub fn id(command: IdCommand) -> u8 {
                             return 0; // the reader went away (| head): not our failure
                         }
                     }
-                    Err(err) => return exit::fail(&err),
+                    Err(err) => return exit::fail(&err.into()),
                 }
             }
             let _ = out.flush();
@@ -64,7 +64,7 @@ pub fn id(command: IdCommand) -> u8 {
                     "'{id}' is not an ID; expected a decimal number"
                 )));
             };
-            match layout(epoch).and_then(|layout| layout.parse(number)) {
+            match layout(epoch).and_then(|layout| Ok(layout.parse(number)?)) {
                 Ok(parts) => {
                     println!("id:        {number}");
                     println!("timestamp: {} ({})", parts.timestamp_ms, rfc3339_millis(parts.timestamp_ms));

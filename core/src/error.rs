@@ -169,6 +169,19 @@ impl fmt::Display for Error {
     }
 }
 
+/// ID errors keep their kind: a bad argument is `InvalidArgument`; a clock that cannot be
+/// trusted, or IDs used up until the next range or renewal, is `Backend` (a local resource
+/// failed), as it was before IDs moved to their own crate.
+impl From<polylock_id::IdError> for Error {
+    fn from(err: polylock_id::IdError) -> Self {
+        let kind = match err.kind() {
+            polylock_id::IdErrorKind::InvalidArgument => ErrorKind::InvalidArgument,
+            polylock_id::IdErrorKind::Clock | polylock_id::IdErrorKind::Exhausted => ErrorKind::Backend,
+        };
+        Error::new(kind, err.message())
+    }
+}
+
 // No `source()`: Display already prints the chain, and reporting it twice would repeat it.
 impl std::error::Error for Error {}
 

@@ -21,17 +21,20 @@ mod client;
 pub mod duration;
 mod engine;
 mod error;
-pub mod id;
+/// Distributed IDs: the I/O-free `polylock-id` crate, re-exported.
+pub mod id {
+    pub use polylock_id::*;
+}
 mod owner;
 mod primitives;
 pub mod spi;
 pub mod url;
 
-/// How lock names map to PostgreSQL advisory keys, MySQL lock names and ShedLock rows.
-pub use backend::sql::names as sql_names;
 pub use client::{Client, DEFAULT_WATCHDOG_LEASE};
 pub use engine::AcquireOptions;
 pub use error::{Error, ErrorKind, Result};
 pub use owner::{ClientId, Owner};
+/// How lock names map to PostgreSQL advisory keys, MySQL lock names and ShedLock rows.
+pub use polylock_id::sql_names;
 pub use primitives::{Guard, Lock, Permit, RwLock, RwLockSide, Semaphore, MAX_NAME_LEN};
 pub use spi::{Capabilities, LockKind, LostReason, LostWatch, Permits, Primitive, RwMode};

@@ -95,6 +95,7 @@ impl ConnectUrl {
 
 /// Decode the percent-escapes of a URL's user, password or path part (a literal '+' stays
 /// a '+', as it does outside a query string).
+#[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper"))]
 pub(crate) fn percent_decode(text: &str) -> String {
     form_urlencoded::parse(format!("x={}", text.replace('+', "%2B")).as_bytes())
         .next()

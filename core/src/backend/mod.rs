@@ -2,13 +2,19 @@
 //! implements the store interface (`crate::spi`) and imports nothing from the engine or
 //! the primitives.
 
+#[cfg(feature = "etcd")]
 mod etcd;
 mod mem;
 pub(crate) mod poll;
+#[cfg(feature = "redis")]
 mod redis;
-pub mod sql;
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+mod sql;
+#[cfg(feature = "sqlite")]
 mod sqlite;
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
 mod successors;
+#[cfg(feature = "zookeeper")]
 mod zk;
 
 use std::sync::Arc;
@@ -21,16 +27,39 @@ use crate::url::ConnectUrl;
 pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Arc<dyn Store>> {
     match url.scheme() {
         "mem" => Ok(Arc::new(mem::MemBackend::open(url)?)),
+        #[cfg(feature = "sqlite")]
         "sqlite" => Ok(Arc::new(sqlite::SqliteBackend::open(url).await?)),
+        #[cfg(feature = "redis")]
         "redis" | "rediss" | "redis+cluster" | "redis+sentinel" => Ok(Arc::new(redis::RedisBackend::open(url).await?)),
+        #[cfg(feature = "zookeeper")]
         "zk" => Ok(Arc::new(zk::ZkBackend::open(url).await?)),
+        #[cfg(feature = "etcd")]
         "etcd" | "etcds" | "etcd+tls" => Ok(Arc::new(etcd::EtcdBackend::open(url).await?)),
+        #[cfg(feature = "postgres")]
         "postgres" | "postgresql" => Ok(Arc::new(sql::PgBackend::open(url).await?)),
+        #[cfg(feature = "mysql")]
         "mysql" | "mariadb" => Ok(Arc::new(sql::MySqlBackend::open(url).await?)),
+        scheme if feature_of(scheme).is_some() => Err(Error::unsupported(format!(
+            "this build of polylock has no {scheme}:// backend; build the polylock crate with its '{}' feature",
+            feature_of(scheme).unwrap_or_default()
+        ))),
         other => Err(Error::invalid_argument(format!(
             "unknown URL scheme '{other}' in {}; use one of mem, sqlite, redis, rediss, redis+cluster, \
              redis+sentinel, etcd, etcds, zk, postgres, mysql, mariadb",
             url.redacted()
         ))),
+    }
+}
+
+/// The cargo feature that brings the backend of a URL scheme.
+fn feature_of(scheme: &str) -> Option<&'static str> {
+    match scheme {
+        "sqlite" => Some("sqlite"),
+        "redis" | "rediss" | "redis+cluster" | "redis+sentinel" => Some("redis"),
+        "zk" => Some("zookeeper"),
+        "etcd" | "etcds" | "etcd+tls" => Some("etcd"),
+        "postgres" | "postgresql" => Some("postgres"),
+        "mysql" | "mariadb" => Some("mysql"),
+        _ => None,
     }
 }

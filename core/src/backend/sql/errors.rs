@@ -53,6 +53,7 @@ fn is_tls_failure(io: &std::io::Error) -> bool {
 }
 
 /// The SQLSTATE or vendor code of a database error, if it is one.
+#[cfg(feature = "postgres")]
 pub(crate) fn db_code(err: &sqlx::Error) -> Option<String> {
     match err {
         sqlx::Error::Database(db) => db.code().map(|c| c.into_owned()),
@@ -61,6 +62,7 @@ pub(crate) fn db_code(err: &sqlx::Error) -> Option<String> {
 }
 
 /// MySQL's own error number (1062 duplicate key, 1317 interrupted...), if it is one.
+#[cfg(feature = "mysql")]
 pub(crate) fn mysql_number(err: &sqlx::Error) -> Option<u16> {
     match err {
         sqlx::Error::Database(db) => db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>().map(|e| e.number()),

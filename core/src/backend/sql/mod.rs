@@ -55,8 +55,9 @@
 //! `ssl-cert`, `ssl-key`, `charset`, `collation`, `socket`, `timezone` on MySQL).
 
 mod errors;
+#[cfg(feature = "mysql")]
 mod mysql;
-pub mod names;
+#[cfg(feature = "postgres")]
 mod postgres;
 mod session;
 
@@ -68,7 +69,9 @@ use crate::error::{Error, Result};
 use crate::spi::AcquireRequest;
 use crate::url::ConnectUrl;
 
+#[cfg(feature = "mysql")]
 pub(crate) use mysql::MySqlBackend;
+#[cfg(feature = "postgres")]
 pub(crate) use postgres::PgBackend;
 
 /// The options every SQL backend reads from its URL.
@@ -193,6 +196,7 @@ pub(crate) async fn session_connection<DB: sqlx::Database>(
 /// The time left before the deadline for a server-side wait, or `None` to wait forever.
 /// Rounded up to whole milliseconds plus one, so a server timer (lock_timeout takes whole
 /// milliseconds) never ends the wait before the caller's deadline.
+#[cfg(feature = "postgres")]
 pub(crate) fn wait_left(request: &AcquireRequest) -> Option<Duration> {
     request.deadline.map(wait_left_until)
 }
@@ -306,6 +310,7 @@ pub(crate) fn session_force_unlock_refused(database: &str) -> Error {
     ))
 }
 
+#[cfg(feature = "postgres")]
 pub(crate) fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
 }

@@ -14,7 +14,6 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::errors::{map_error, mysql_number};
-use super::names::{lease_name, mysql_lock_name};
 use super::session::{Session, SessionConn, Unrecorded};
 use super::{
     answer_or_interrupt, in_own_task_for_caller, locked_by, session_connection, session_force_unlock_refused, try_once,
@@ -28,6 +27,7 @@ use crate::spi::{
 };
 use crate::spi::{LockKind, LostNotifier};
 use crate::url::ConnectUrl;
+use polylock_id::sql_names::{lease_name, mysql_lock_name};
 
 /// sqlx's own MySQL URL options that polylock passes through.
 const SQLX_OPTIONS: &[&str] = &[

@@ -13,7 +13,6 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::errors::{db_code, map_error};
-use super::names::{lease_name, postgres_advisory_key};
 use super::session::{Session, SessionConn, Unrecorded};
 use super::{
     answer_or_interrupt, in_own_task_for_caller, locked_by, millis, session_connection, session_force_unlock_refused,
@@ -27,6 +26,7 @@ use crate::spi::{
 };
 use crate::spi::{LockKind, LostNotifier};
 use crate::url::ConnectUrl;
+use polylock_id::sql_names::{lease_name, postgres_advisory_key};
 
 /// sqlx's own PostgreSQL URL options that polylock passes through.
 const SQLX_OPTIONS: &[&str] =

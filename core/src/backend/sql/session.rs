@@ -11,7 +11,10 @@ use std::sync::{Arc, Mutex as SyncMutex};
 use std::time::Duration;
 
 use sqlx::pool::PoolConnection;
-use sqlx::{MySql, Postgres};
+#[cfg(feature = "mysql")]
+use sqlx::MySql;
+#[cfg(feature = "postgres")]
+use sqlx::Postgres;
 use tokio::sync::Mutex;
 use tokio::task::AbortHandle;
 use tokio::time::{sleep_until, timeout, Instant};
@@ -22,7 +25,9 @@ use crate::spi::{LostNotifier, LostReason};
 
 /// The connection that holds a session lock.
 pub(crate) enum SessionConn {
+    #[cfg(feature = "postgres")]
     Postgres { conn: PoolConnection<Postgres>, key: i64 },
+    #[cfg(feature = "mysql")]
     MySql { conn: PoolConnection<MySql>, name: String },
 }
 
@@ -32,7 +37,9 @@ impl SessionConn {
         match self {
             // Only the session itself can release an advisory lock it holds, so a live
             // session is proof enough and the cheapest round trip.
+            #[cfg(feature = "postgres")]
             SessionConn::Postgres { conn, .. } => sqlx::query("SELECT 1").execute(&mut **conn).await.map(|_| true),
+            #[cfg(feature = "mysql")]
             SessionConn::MySql { conn, name } => {
                 let holds: Option<i64> = sqlx::query_scalar("SELECT IS_USED_LOCK(?) = CONNECTION_ID()")
                     .bind(&*name)
@@ -46,9 +53,11 @@ impl SessionConn {
     /// Give the lock back; true if the session still held it.
     async fn unlock(&mut self) -> Result<bool, sqlx::Error> {
         match self {
+            #[cfg(feature = "postgres")]
             SessionConn::Postgres { conn, key } => {
                 sqlx::query_scalar("SELECT pg_advisory_unlock($1)").bind(*key).fetch_one(&mut **conn).await
             }
+            #[cfg(feature = "mysql")]
             SessionConn::MySql { conn, name } => {
                 let released: Option<i64> =
                     sqlx::query_scalar("SELECT RELEASE_LOCK(?)").bind(&*name).fetch_one(&mut **conn).await?;
@@ -62,6 +71,7 @@ impl SessionConn {
     /// session that died fails the statement instead of handing on a lock it no longer has.
     async fn draw_next_token(&mut self, fencing_name: &str) -> Result<u64, sqlx::Error> {
         match self {
+            #[cfg(feature = "postgres")]
             SessionConn::Postgres { conn, .. } => {
                 let token: i64 =
                     sqlx::query_scalar("UPDATE polylock_fencing SET token = token + 1 WHERE name = $1 RETURNING token")
@@ -71,6 +81,7 @@ impl SessionConn {
                         .ok_or(sqlx::Error::RowNotFound)?;
                 Ok(token as u64)
             }
+            #[cfg(feature = "mysql")]
             SessionConn::MySql { conn, .. } => {
                 let done = sqlx::query("UPDATE polylock_fencing SET token = LAST_INSERT_ID(token + 1) WHERE name = ?")
                     .bind(fencing_name)
@@ -87,7 +98,9 @@ impl SessionConn {
     /// Close the connection, which frees anything its session held.
     async fn close(self) {
         let _ = match self {
+            #[cfg(feature = "postgres")]
             SessionConn::Postgres { conn, .. } => conn.close().await,
+            #[cfg(feature = "mysql")]
             SessionConn::MySql { conn, .. } => conn.close().await,
         };
     }

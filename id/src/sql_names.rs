@@ -19,7 +19,7 @@
 use sha2::{Digest, Sha256};
 
 /// ShedLock's `name VARCHAR(64)` and MySQL's `GET_LOCK` limit, in characters.
-pub(crate) const MAX_SQL_NAME_CHARS: usize = 64;
+pub const MAX_SQL_NAME_CHARS: usize = 64;
 
 /// The `pg_advisory_lock(bigint)` key of a lock.
 pub fn postgres_advisory_key(key: &str) -> i64 {

@@ -7,10 +7,10 @@
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::clock::{Clock, SystemClock};
-use crate::error::{Error, Result};
+use crate::clock::{pause, Clock};
+use crate::error::{IdError as Error, Result};
 
 /// How far back the clock may step before `next_id` fails instead of waiting.
 pub const DEFAULT_MAX_ROLLBACK: Duration = Duration::from_millis(10);
@@ -126,12 +126,20 @@ impl fmt::Debug for Snowflake {
 }
 
 impl Snowflake {
-    /// A generator of the Twitter layout.
+    /// A generator of the Twitter layout, on the system clock.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn new(worker: u64) -> Result<Self> {
         Self::with_layout(SnowflakeLayout::TWITTER, worker)
     }
 
+    /// A generator of `layout`, on the system clock.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn with_layout(layout: SnowflakeLayout, worker: u64) -> Result<Self> {
+        Self::with_layout_and_clock(layout, worker, crate::clock::SystemClock)
+    }
+
+    /// A generator of `layout` reading time from `clock`: the only constructor on `wasm32`.
+    pub fn with_layout_and_clock(layout: SnowflakeLayout, worker: u64, clock: impl Clock) -> Result<Self> {
         if worker > layout.max_worker() {
             return Err(Error::invalid_argument(format!(
                 "worker id {worker} does not fit the layout's {} worker bits (0..={})",
@@ -142,7 +150,7 @@ impl Snowflake {
         Ok(Snowflake {
             layout,
             worker,
-            clock: Box::new(SystemClock),
+            clock: Box::new(clock),
             max_rollback: DEFAULT_MAX_ROLLBACK,
             last: AtomicU64::new(0),
         })
@@ -171,7 +179,7 @@ impl Snowflake {
     /// The next ID: greater than every ID this generator issued before.
     pub fn next_id(&self) -> Result<u64> {
         let seq_bits = self.layout.sequence_bits;
-        let mut rollback_started: Option<Instant> = None;
+        let mut paused_ms = 0;
         loop {
             // Load before reading the clock: the reading that produced `last` then happened
             // before ours, so only a real clock step (not a preempted thread) looks like one.
@@ -188,7 +196,7 @@ impl Snowflake {
                 }
                 last + 1
             } else {
-                self.wait_out_rollback(last_ms - now, &mut rollback_started)?;
+                self.wait_out_rollback(last_ms - now, &mut paused_ms)?;
                 continue;
             };
             if self.last.compare_exchange_weak(last, next, Ordering::AcqRel, Ordering::Acquire).is_ok() {
@@ -214,13 +222,13 @@ impl Snowflake {
     fn elapsed_now(&self) -> Result<u64> {
         let now = self.clock.now_ms();
         let elapsed = now.checked_sub(self.layout.epoch_ms).ok_or_else(|| {
-            Error::backend(format!(
+            Error::clock(format!(
                 "the clock reads {now} ms, before the snowflake epoch {}; check the system clock",
                 self.layout.epoch_ms
             ))
         })?;
         if elapsed > self.layout.max_elapsed() {
-            return Err(Error::backend(format!(
+            return Err(Error::clock(format!(
                 "the snowflake layout's {} timestamp bits ran out {} ms after its epoch; choose a later epoch",
                 self.layout.timestamp_bits,
                 self.layout.max_elapsed()
@@ -229,18 +237,20 @@ impl Snowflake {
         Ok(elapsed)
     }
 
-    /// The clock is `behind_ms` behind the last ID. Sleep while that is within the tolerance
-    /// (measured in real time, so a clock that never catches up still ends in an error).
-    fn wait_out_rollback(&self, behind_ms: u64, started: &mut Option<Instant>) -> Result<()> {
-        let waited = started.get_or_insert_with(Instant::now).elapsed();
+    /// The clock is `behind_ms` behind the last ID. Pause while that is within the tolerance
+    /// (counting the pauses, about a millisecond each, so a clock that never catches up still
+    /// ends in an error; no monotonic clock is needed, so this works on `wasm32` too).
+    fn wait_out_rollback(&self, behind_ms: u64, paused_ms: &mut u64) -> Result<()> {
+        let waited = Duration::from_millis(*paused_ms);
         if Duration::from_millis(behind_ms) > self.max_rollback || waited > self.max_rollback * 2 {
-            return Err(Error::backend(format!(
+            return Err(Error::clock(format!(
                 "the system clock moved back {behind_ms} ms, more than the {} ms tolerated; refusing to issue \
                  IDs that could repeat until it catches up",
                 self.max_rollback.as_millis()
             )));
         }
-        std::thread::sleep(Duration::from_millis(behind_ms.min(1)));
+        pause();
+        *paused_ms += 1;
         Ok(())
     }
 }
@@ -251,8 +261,7 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
-    use crate::id::ManualClock;
-    use crate::ErrorKind;
+    use crate::{IdErrorKind, ManualClock};
 
     const T0: u64 = 1_700_000_000_000;
 
@@ -272,7 +281,7 @@ mod tests {
 
     #[test]
     fn worker_is_checked_against_the_layout() {
-        assert_eq!(Snowflake::new(1024).unwrap_err().kind(), ErrorKind::InvalidArgument);
+        assert_eq!(Snowflake::new(1024).unwrap_err().kind(), IdErrorKind::InvalidArgument);
         assert!(Snowflake::new(1023).is_ok());
         let narrow = SnowflakeLayout::new(T0, 41, 5, 12).unwrap();
         assert!(Snowflake::with_layout(narrow, 32).is_err());
@@ -324,7 +333,7 @@ mod tests {
         gen.next_id().unwrap();
         clock.set(T0);
         let err = gen.next_id().unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::Backend);
+        assert_eq!(err.kind(), IdErrorKind::Clock);
         assert!(err.to_string().contains("moved back 3600000 ms"), "{err}");
     }
 
@@ -334,7 +343,7 @@ mod tests {
         let gen = Snowflake::new(7).unwrap().with_clock(clock.clone());
         gen.next_id().unwrap();
         clock.set(T0 + 95);
-        let started = Instant::now();
+        let started = std::time::Instant::now();
         assert!(gen.next_id().is_err());
         assert!(started.elapsed() < Duration::from_secs(1));
     }
