@@ -10,7 +10,6 @@ mod boundary;
 mod client;
 mod last_error;
 mod lock;
-mod owner;
 mod runtime;
 mod snowflake;
 mod status;

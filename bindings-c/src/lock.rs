@@ -9,7 +9,6 @@ use polylock::{AcquireOptions, Lock, LockKind};
 use crate::args;
 use crate::boundary::{call, quietly};
 use crate::client::polylock_client;
-use crate::owner;
 use crate::runtime::Shared;
 use crate::status::polylock_status;
 
@@ -24,7 +23,7 @@ pub struct polylock_lock {
 impl polylock_lock {
     /// The lock as owned by the calling thread.
     fn for_this_thread(&self) -> Lock {
-        self.lock.clone().with_local_id(owner::current_thread())
+        self.lock.clone().with_local_id(polylock::kit::owner_ids::current_thread_owner_id())
     }
 }
 

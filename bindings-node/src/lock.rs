@@ -2,8 +2,6 @@
 //! guards in one process exclude each other like two processes do; `Guard.reenter()` is the
 //! only way to acquire again as the same owner.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use polylock::{AcquireOptions as CoreOptions, ErrorKind};
@@ -22,13 +20,6 @@ pub struct AcquireOptions {
     /// Hold for at most this long, in ms, unless released sooner. Absent: the watchdog
     /// renews the lock while the guard is held (30 s lease by default).
     pub lease_ms: Option<f64>,
-}
-
-/// Local ids of guard owners. They count up from 1, so they never meet the core's handle ids,
-/// which count down from the top of the range.
-fn next_owner_id() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
 }
 
 #[napi]
@@ -53,7 +44,7 @@ impl Lock {
             None => (default_wait, None),
         };
         let options = CoreOptions { wait: wait_from_millis(wait_ms)?, lease: lease_from_millis_f64(lease_ms)? };
-        let lock = self.lock.clone().with_local_id(next_owner_id());
+        let lock = self.lock.clone().with_local_id(polylock::kit::owner_ids::next_owner_id());
         let cancel = cancel.map(AcquireCancel::token);
         Ok(async move { until_cancelled(cancel, lock.acquire_with(options)).await })
     }

@@ -7,8 +7,9 @@ use polylock::LockKind;
 use pyo3::prelude::*;
 
 use crate::errors::IntoPyResult;
-use crate::lock::NativeLock;
+use crate::lock::{NativeLock, Target};
 use crate::pending::{Abandon, Outcome, PendingCall};
+use crate::semaphore::NativeSemaphore;
 use crate::shared::{new_runtime, ClientShared};
 
 #[pyclass(module = "polylock._polylock", frozen)]
@@ -61,7 +62,21 @@ impl NativeClient {
     fn lock(&self, name: &str, kind: &str) -> PyResult<NativeLock> {
         let kind: LockKind = kind.parse().into_py_result()?;
         let lock = self.shared.client()?.lock(name).and_then(|lock| lock.with_kind(kind)).into_py_result()?;
-        Ok(NativeLock::new(self.shared.clone(), lock))
+        Ok(NativeLock::new(self.shared.clone(), Target::Lock(lock)))
+    }
+
+    /// The two sides of the read-write lock `name`: (read, write). UnsupportedError if the
+    /// backend has no read-write locks.
+    fn rw_lock(&self, name: &str) -> PyResult<(NativeLock, NativeLock)> {
+        let rw = self.shared.client()?.rw_lock(name).into_py_result()?;
+        let read = NativeLock::new(self.shared.clone(), Target::Read(rw.clone()));
+        Ok((read, NativeLock::new(self.shared.clone(), Target::Write(rw))))
+    }
+
+    /// The semaphore `name` of `permits` permits. UnsupportedError if the backend has none.
+    fn semaphore(&self, name: &str, permits: u32) -> PyResult<NativeSemaphore> {
+        let semaphore = self.shared.client()?.semaphore(name, permits).into_py_result()?;
+        Ok(NativeSemaphore::new(self.shared.clone(), semaphore))
     }
 
     /// Stop the watchdogs, give every hold back and close the backend. In a process that

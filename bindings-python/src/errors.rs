@@ -17,8 +17,9 @@ fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::Lost => "LockLostError",
         ErrorKind::Connection => "PolylockConnectionError",
         ErrorKind::Backend => "BackendError",
-        // A kind added to the core later still reaches Python, as the base class.
-        _ => "PolylockError",
+        ErrorKind::Unsupported => "UnsupportedError",
+        ErrorKind::Cancelled => "PolylockCancelledError",
+        ErrorKind::Internal => "InternalError",
     }
 }
 

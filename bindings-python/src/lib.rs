@@ -7,6 +7,7 @@ mod convert;
 mod errors;
 mod lock;
 mod pending;
+mod semaphore;
 mod shared;
 mod snowflake;
 
@@ -21,9 +22,30 @@ mod _polylock {
     #[pymodule_export]
     use crate::pending::PendingCall;
     #[pymodule_export]
+    use crate::semaphore::NativeSemaphore;
+    #[pymodule_export]
     use crate::snowflake::{parse_snowflake, NativeSnowflake};
 
     use pyo3::prelude::*;
+
+    /// The calling thread's lock owner: the same for the life of the thread and never any
+    /// other thread's (CPython reuses `threading.get_ident()` values once a thread exits).
+    #[pyfunction]
+    fn current_thread_owner() -> u64 {
+        polylock::kit::owner_ids::current_thread_owner_id()
+    }
+
+    /// A fresh lock owner, never handed out before in this process (for asyncio tasks).
+    #[pyfunction]
+    fn next_owner_id() -> u64 {
+        polylock::kit::owner_ids::next_owner_id()
+    }
+
+    /// The core's table of error kinds: (name, number) for each, in number order.
+    #[pyfunction]
+    fn error_kinds() -> Vec<(&'static str, u8)> {
+        polylock::ErrorKind::ALL.iter().map(|kind| (kind.as_str(), kind.code())).collect()
+    }
 
     #[pymodule_init]
     fn init(module: &Bound<'_, PyModule>) -> PyResult<()> {

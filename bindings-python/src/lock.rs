@@ -1,10 +1,11 @@
-//! `NativeLock`: one named lock, with the owner passed in by every call. The Python layer
-//! picks the owner its users expect (the thread for `polylock.Lock`, the task for
-//! `polylock.aio.Lock`); the core counts reentrancy and checks ownership per owner.
+//! `NativeLock`: one named lock (a mutex, or one side of a read-write lock), with the owner
+//! passed in by every call. The Python layer picks the owner its users expect (the thread
+//! for `polylock.Lock`, the task for `polylock.aio.Lock`); the core counts reentrancy and
+//! checks ownership per owner.
 
 use std::sync::Arc;
 
-use polylock::{AcquireOptions, ErrorKind, Lock};
+use polylock::{AcquireOptions, ErrorKind, Lock, LostWatch, RwLock};
 use pyo3::prelude::*;
 
 use crate::convert::{lease_from_seconds, wait_from_seconds};
@@ -12,35 +13,112 @@ use crate::errors::to_py_err;
 use crate::pending::{Abandon, Outcome, PendingCall};
 use crate::shared::ClientShared;
 
+/// What a `NativeLock` takes: a mutex, or a side of a read-write lock.
+#[derive(Clone)]
+pub enum Target {
+    Lock(Lock),
+    Read(RwLock),
+    Write(RwLock),
+}
+
+impl Target {
+    fn owned_by(&self, owner: u64) -> Target {
+        match self {
+            Target::Lock(lock) => Target::Lock(lock.clone().with_local_id(owner)),
+            Target::Read(rw) => Target::Read(rw.clone().with_local_id(owner)),
+            Target::Write(rw) => Target::Write(rw.clone().with_local_id(owner)),
+        }
+    }
+
+    fn name(&self) -> &str {
+        match self {
+            Target::Lock(lock) => lock.name(),
+            Target::Read(rw) | Target::Write(rw) => rw.name(),
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self {
+            Target::Lock(lock) => lock.kind().as_str(),
+            Target::Read(_) => "read",
+            Target::Write(_) => "write",
+        }
+    }
+
+    /// Acquire for the owner (who releases by id), turning a wait that ran out into
+    /// `TimedOut` rather than an error.
+    async fn acquire(self, options: AcquireOptions) -> polylock::Result<Outcome> {
+        let acquired = match &self {
+            Target::Lock(lock) => lock.acquire_with(options).await.map(Outcome::acquired),
+            Target::Read(rw) => rw.read().acquire_with(options).await.map(Outcome::acquired),
+            Target::Write(rw) => rw.write().acquire_with(options).await.map(Outcome::acquired),
+        };
+        match acquired {
+            Err(err) if err.kind() == ErrorKind::Timeout => Ok(Outcome::TimedOut),
+            other => other,
+        }
+    }
+
+    async fn release(self) -> polylock::Result<()> {
+        match &self {
+            Target::Lock(lock) => lock.release().await,
+            Target::Read(rw) => rw.read().release().await,
+            Target::Write(rw) => rw.write().release().await,
+        }
+    }
+
+    fn is_held(&self) -> bool {
+        match self {
+            Target::Lock(lock) => lock.is_held(),
+            Target::Read(rw) => rw.read().is_held(),
+            Target::Write(rw) => rw.write().is_held(),
+        }
+    }
+
+    fn hold_count(&self) -> u32 {
+        match self {
+            Target::Lock(lock) => lock.hold_count(),
+            Target::Read(rw) => rw.read().hold_count(),
+            Target::Write(rw) => rw.write().hold_count(),
+        }
+    }
+
+    fn fencing_token(&self) -> Option<u64> {
+        match self {
+            Target::Lock(lock) => lock.fencing_token(),
+            Target::Read(rw) => rw.read().fencing_token(),
+            Target::Write(rw) => rw.write().fencing_token(),
+        }
+    }
+
+    fn lost_watch(&self) -> Option<LostWatch> {
+        match self {
+            Target::Lock(lock) => lock.lost_watch(),
+            Target::Read(rw) => rw.read().lost_watch(),
+            Target::Write(rw) => rw.write().lost_watch(),
+        }
+    }
+}
+
 #[pyclass(module = "polylock._polylock", frozen)]
 pub struct NativeLock {
     shared: Arc<ClientShared>,
-    lock: Lock,
+    target: Target,
 }
 
 impl NativeLock {
-    pub fn new(shared: Arc<ClientShared>, lock: Lock) -> NativeLock {
-        NativeLock { shared, lock }
+    pub fn new(shared: Arc<ClientShared>, target: Target) -> NativeLock {
+        NativeLock { shared, target }
     }
 
-    fn owned_by(&self, owner: u64) -> PyResult<Lock> {
+    fn owned_by(&self, owner: u64) -> PyResult<Target> {
         self.shared.client()?;
-        Ok(self.lock.clone().with_local_id(owner))
+        Ok(self.target.owned_by(owner))
     }
 }
 
-fn acquire_options(wait: Option<f64>, lease: Option<f64>) -> PyResult<AcquireOptions> {
+pub fn acquire_options(wait: Option<f64>, lease: Option<f64>) -> PyResult<AcquireOptions> {
     Ok(AcquireOptions { wait: wait_from_seconds(wait)?, lease: lease_from_seconds(lease)? })
-}
-
-/// Acquire and keep the hold for `owner` (who releases by id), turning a wait that ran out
-/// into `TimedOut` rather than an error.
-async fn acquire_for_owner(lock: Lock, options: AcquireOptions) -> polylock::Result<Outcome> {
-    match lock.acquire_with(options).await {
-        Ok(guard) => Ok(Outcome::Acquired(guard)),
-        Err(err) if err.kind() == ErrorKind::Timeout => Ok(Outcome::TimedOut),
-        Err(err) => Err(err),
-    }
 }
 
 #[pymethods]
@@ -49,9 +127,9 @@ impl NativeLock {
     /// Returns the fencing token, or None if the wait ran out.
     #[pyo3(signature = (owner, wait=None, lease=None))]
     fn acquire(&self, py: Python<'_>, owner: u64, wait: Option<f64>, lease: Option<f64>) -> PyResult<Option<u64>> {
-        let lock = self.owned_by(owner)?;
+        let target = self.owned_by(owner)?;
         let options = acquire_options(wait, lease)?;
-        match self.shared.wait(py, acquire_for_owner(lock, options))? {
+        match self.shared.wait(py, target.acquire(options))? {
             // The owner releases by id, so the hold outlives the guard.
             Ok(Outcome::Acquired(guard)) => Ok(Some(guard.detach())),
             Ok(_) => Ok(None),
@@ -67,33 +145,33 @@ impl NativeLock {
         lease: Option<f64>,
         wake: Py<PyAny>,
     ) -> PyResult<PendingCall> {
-        let lock = self.owned_by(owner)?;
+        let target = self.owned_by(owner)?;
         let options = acquire_options(wait, lease)?;
         let runtime = self.shared.runtime()?.handle();
-        Ok(PendingCall::spawn(runtime, acquire_for_owner(lock, options), wake, Abandon::Allowed))
+        Ok(PendingCall::spawn(runtime, target.acquire(options), wake, Abandon::Allowed))
     }
 
     /// Give back one hold of `owner`: NotOwnerError if it holds none, LockLostError if the
     /// hold was lost meanwhile.
     fn release(&self, py: Python<'_>, owner: u64) -> PyResult<()> {
-        let lock = self.owned_by(owner)?;
-        self.shared.wait(py, async move { lock.release().await })?.map_err(to_py_err)
+        let target = self.owned_by(owner)?;
+        self.shared.wait(py, target.release())?.map_err(to_py_err)
     }
 
     fn start_release(&self, owner: u64, wake: Py<PyAny>) -> PyResult<PendingCall> {
-        let lock = self.owned_by(owner)?;
-        let releasing = async move { lock.release().await.map(|()| Outcome::Done) };
+        let target = self.owned_by(owner)?;
+        let releasing = async move { target.release().await.map(|()| Outcome::Done) };
         Ok(PendingCall::spawn(self.shared.runtime()?.handle(), releasing, wake, Abandon::RunToEnd))
     }
 
     /// Resolve (with the reason) when `owner`'s current hold is lost; never, if it is released
     /// first. NotOwnerError if `owner` holds nothing.
     fn start_wait_lost(&self, owner: u64, wake: Py<PyAny>) -> PyResult<PendingCall> {
-        let lock = self.owned_by(owner)?;
-        let Some(watch) = lock.lost_watch() else {
+        let target = self.owned_by(owner)?;
+        let Some(watch) = target.lost_watch() else {
             return Err(to_py_err(polylock::Error::not_owner(format!(
                 "lock '{}' is not held by this owner, so it cannot be lost",
-                lock.name()
+                target.name()
             ))));
         };
         let waiting = async move { Ok(Outcome::Lost(watch.wait().await.to_string())) };
@@ -123,11 +201,13 @@ impl NativeLock {
 
     #[getter]
     fn name(&self) -> &str {
-        self.lock.name()
+        self.target.name()
     }
 
+    /// `reentrant`, `fair`, `token` or `lease` for a mutex; `read` or `write` for a side of a
+    /// read-write lock.
     #[getter]
     fn kind(&self) -> &'static str {
-        self.lock.kind().as_str()
+        self.target.kind()
     }
 }

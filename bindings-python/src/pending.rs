@@ -10,7 +10,8 @@
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use polylock::Guard;
+use polylock::spi::HoldKind;
+use polylock::{Guard, Permit};
 use pyo3::prelude::*;
 use tokio::runtime::{Handle, Runtime};
 use tokio::task::AbortHandle;
@@ -21,8 +22,11 @@ use crate::shared::ClientShared;
 
 /// What a finished call produced.
 pub enum Outcome {
-    /// A lock acquisition; collecting it detaches the guard (the owner releases by id).
-    Acquired(Guard),
+    /// A lock acquisition (a mutex, or a side of a read-write lock); collecting it detaches
+    /// the guard (the owner releases by id). Dropped uncollected, it releases the hold.
+    Acquired(Box<dyn Detach>),
+    /// A semaphore permit; collecting it detaches it (released by its id).
+    Permit(Permit),
     /// The wait for a lock ran out.
     TimedOut,
     /// A call with nothing to return (release, close).
@@ -31,6 +35,24 @@ pub enum Outcome {
     Connected(polylock::Client),
     /// A hold was lost, for this reason.
     Lost(String),
+}
+
+/// A guard of any kind of lock, kept held without it once collected.
+pub trait Detach: Send {
+    /// Keep the hold without the guard; returns the fencing token.
+    fn detach(self: Box<Self>) -> u64;
+}
+
+impl<K: HoldKind> Detach for Guard<K> {
+    fn detach(self: Box<Self>) -> u64 {
+        Guard::detach(*self)
+    }
+}
+
+impl Outcome {
+    pub fn acquired<K: HoldKind>(guard: Guard<K>) -> Outcome {
+        Outcome::Acquired(Box::new(guard))
+    }
 }
 
 enum CallState {
@@ -104,7 +126,8 @@ impl PendingCall {
         !matches!(*lock_state(&self.state), CallState::Running)
     }
 
-    /// The outcome: the fencing token for an acquisition (None if the wait ran out), None
+    /// The outcome: the fencing token for an acquisition (None if the wait ran out), the
+    /// permit's (id, fencing token) for a semaphore acquisition, None
     /// for a release or close, a client for a connect. Raises the operation's error.
     fn finish(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let outcome = {
@@ -121,6 +144,11 @@ impl PendingCall {
         };
         match outcome {
             Ok(Outcome::Acquired(guard)) => Ok(guard.detach().into_pyobject(py)?.into_any().unbind()),
+            Ok(Outcome::Permit(permit)) => {
+                let id = permit.owner().local_id;
+                let token = permit.detach();
+                Ok((id, token).into_pyobject(py)?.into_any().unbind())
+            }
             Ok(Outcome::TimedOut) | Ok(Outcome::Done) => Ok(py.None()),
             Ok(Outcome::Lost(reason)) => Ok(reason.into_pyobject(py)?.into_any().unbind()),
             Ok(Outcome::Connected(client)) => {

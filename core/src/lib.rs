@@ -21,6 +21,7 @@ mod client;
 pub mod duration;
 mod engine;
 mod error;
+pub mod kit;
 /// Distributed IDs: the I/O-free `polylock-id` crate, re-exported.
 pub mod id {
     pub use polylock_id::*;

@@ -2,7 +2,6 @@
 //! chosen by the binding the way its users expect (thread id, task id, handle).
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use uuid::Uuid;
 
@@ -41,9 +40,8 @@ impl fmt::Display for Owner {
     }
 }
 
-/// Local ids for Rust lock handles, which own their holds themselves. They count down from
-/// the top of the range so they never collide with the thread ids bindings pass in.
+/// Local ids for Rust lock handles and semaphore permits, which own their holds themselves:
+/// from the binding kit's one counter, so they never collide with any binding's.
 pub(crate) fn next_handle_local_id() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(u64::MAX);
-    NEXT.fetch_sub(1, Ordering::Relaxed)
+    crate::kit::owner_ids::next_owner_id()
 }

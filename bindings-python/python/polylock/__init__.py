@@ -15,22 +15,28 @@ from __future__ import annotations
 # The exceptions first: the native module looks them up when it raises.
 from ._errors import (
     BackendError,
+    InternalError,
     InvalidArgumentError,
     LockLostError,
     LockTimeoutError,
     NotOwnerError,
+    PolylockCancelledError,
     PolylockConnectionError,
     PolylockError,
+    UnsupportedError,
 )
 from ._ids import Snowflake, SnowflakeParts, parse_snowflake
 from ._polylock import DEFAULT_URL, MAX_NAME_LEN, __version__
-from ._sync import Client, Lock, connect
+from ._sync import Client, Lock, Permit, RWLock, Semaphore, connect
 from . import aio
 
 __all__ = [
     "connect",
     "Client",
     "Lock",
+    "RWLock",
+    "Semaphore",
+    "Permit",
     "aio",
     "Snowflake",
     "SnowflakeParts",
@@ -42,6 +48,9 @@ __all__ = [
     "LockLostError",
     "PolylockConnectionError",
     "BackendError",
+    "UnsupportedError",
+    "PolylockCancelledError",
+    "InternalError",
     "DEFAULT_URL",
     "MAX_NAME_LEN",
     "__version__",

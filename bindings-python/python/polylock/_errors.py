@@ -51,6 +51,26 @@ class BackendError(PolylockError):
     kind = "BACKEND"
 
 
+class UnsupportedError(PolylockError):
+    """The backend does not offer this primitive or kind of lock (say, a read-write lock on a
+    backend without them). Raised when the handle is made, before anything is written."""
+
+    kind = "UNSUPPORTED"
+
+
+class PolylockCancelledError(PolylockError):
+    """The caller gave up on the call before it finished; nothing it was taking is held.
+    (asyncio code sees ``asyncio.CancelledError`` itself, as usual.)"""
+
+    kind = "CANCELLED"
+
+
+class InternalError(PolylockError):
+    """A bug inside polylock, caught at the language boundary; the message says where."""
+
+    kind = "INTERNAL"
+
+
 __all__ = [
     "PolylockError",
     "InvalidArgumentError",
@@ -59,4 +79,7 @@ __all__ = [
     "LockLostError",
     "PolylockConnectionError",
     "BackendError",
+    "UnsupportedError",
+    "PolylockCancelledError",
+    "InternalError",
 ]

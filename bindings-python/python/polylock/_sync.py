@@ -1,4 +1,5 @@
-"""The blocking API: a lock owned by the calling thread, as with ``threading.RLock``."""
+"""The blocking API: locks owned by the calling thread, as with ``threading.RLock``;
+read-write locks and semaphores beside them."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from typing import Optional, Type
 
 from . import _polylock
 
-_current_thread_id = threading.get_ident
+# The calling thread's owner id, from the core's binding kit: unique for the life of the
+# process. Not threading.get_ident(): CPython reuses those once a thread exits, and a new
+# thread would inherit (re-enter, release) a dead thread's hold.
+_current_thread_id = _polylock.current_thread_owner
 
 
 class Lock:
@@ -99,6 +103,125 @@ class Lock:
         return f"<polylock.Lock name={self.name!r} kind={self.kind!r}>"
 
 
+class RWLock:
+    """A distributed read-write lock: :attr:`read` is shared (any number of threads at once,
+    while nobody writes), :attr:`write` is exclusive. Each side is used like a :class:`Lock`
+    (``with``, ``acquire(timeout=, lease=)``, ``release()``, ``fencing_token``), owned by the
+    calling thread and reentrant. The writer may also read (a downgrade); a reader asking for
+    the write side gets InvalidArgumentError at once (an upgrade could deadlock). A waiting
+    writer is not starved by a stream of readers. Made by :meth:`Client.rw_lock`.
+    """
+
+    __slots__ = ("read", "write")
+
+    def __init__(self, natives: "tuple[_polylock.NativeLock, _polylock.NativeLock]") -> None:
+        self.read = Lock(natives[0])
+        self.write = Lock(natives[1])
+
+    @property
+    def name(self) -> str:
+        return self.read.name
+
+    def __repr__(self) -> str:
+        return f"<polylock.RWLock name={self.name!r}>"
+
+
+class Permit:
+    """One permit of a :class:`Semaphore`, with its own lease and fencing token. Any thread
+    may release it (it is owned by this object, not by a thread); ``with permit:`` releases
+    it at the end of the block."""
+
+    __slots__ = ("_native", "id", "fencing_token")
+
+    def __init__(self, native: _polylock.NativeSemaphore, permit_id: int, fencing_token: int) -> None:
+        self._native = native
+        #: The permit's identity (what ``Semaphore.release(permit_id)`` takes).
+        self.id = permit_id
+        #: Greater than the token of every earlier grant of this semaphore's name.
+        self.fencing_token = fencing_token
+
+    def release(self) -> None:
+        """Give the permit back. NotOwnerError if it was already given back, LockLostError if
+        its lease ran out first."""
+        self._native.release(self.id)
+
+    def __enter__(self) -> "Permit":
+        return self
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"<polylock.Permit id={self.id} fencing_token={self.fencing_token}>"
+
+
+class Semaphore:
+    """A distributed semaphore of ``permits`` owned permits, each with a lease (renewed by a
+    watchdog while this client lives, or fixed), so a crashed holder's permit comes back.
+    The count is fixed by the first use of the name. Made by :meth:`Client.semaphore`.
+
+    ``with semaphore:`` takes a permit for the block (per thread, a stack of them)."""
+
+    __slots__ = ("_native", "_held")
+
+    def __init__(self, native: _polylock.NativeSemaphore) -> None:
+        self._native = native
+        self._held = threading.local()
+
+    def acquire(
+        self, blocking: bool = True, timeout: Optional[float] = None, lease: Optional[float] = None
+    ) -> Optional[Permit]:
+        """Take a permit: a :class:`Permit`, or None if the wait ran out. Arguments as
+        :meth:`Lock.acquire`. The GIL is released while waiting."""
+        if not blocking:
+            if timeout is not None and timeout != -1:
+                raise ValueError("can't specify a timeout for a non-blocking call")
+            wait: Optional[float] = 0.0
+        else:
+            wait = None if timeout is None or timeout == -1 else timeout
+        taken = self._native.acquire(wait, lease)
+        if taken is None:
+            return None
+        return Permit(self._native, taken[0], taken[1])
+
+    def release(self, permit_id: int) -> None:
+        """Give back the permit ``permit_id`` (Redisson's ``release(permitId)``)."""
+        self._native.release(permit_id)
+
+    @property
+    def name(self) -> str:
+        return self._native.name
+
+    @property
+    def permits(self) -> int:
+        return self._native.permits
+
+    def __enter__(self) -> Permit:
+        permit = self.acquire()
+        assert permit is not None  # a blocking acquire without a timeout returns a permit
+        stack = getattr(self._held, "stack", None)
+        if stack is None:
+            stack = self._held.stack = []
+        stack.append(permit)
+        return permit
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        self._held.stack.pop().release()
+
+    def __repr__(self) -> str:
+        return f"<polylock.Semaphore name={self.name!r} permits={self.permits}>"
+
+
 class Client:
     """A connection to one backend (chosen by URL), with its own runtime and watchdogs."""
 
@@ -111,6 +234,16 @@ class Client:
         """A handle on the lock ``name``: kind ``reentrant`` (every backend), ``fair`` or
         ``token`` (Redis), ``lease`` (SQL). Cheap; holds nothing until acquired."""
         return Lock(self._native.lock(name, kind))
+
+    def rw_lock(self, name: str) -> RWLock:
+        """A handle on the read-write lock ``name`` (``.read``, ``.write``). UnsupportedError
+        if the backend has none."""
+        return RWLock(self._native.rw_lock(name))
+
+    def semaphore(self, name: str, permits: int) -> Semaphore:
+        """A handle on the semaphore ``name`` of ``permits`` permits. UnsupportedError if the
+        backend has none; InvalidArgumentError if ``permits`` is below 1."""
+        return Semaphore(self._native.semaphore(name, permits))
 
     def close(self) -> None:
         """Stop the watchdogs and give every hold back. Later calls raise

@@ -1,4 +1,4 @@
-"""The asyncio API: a lock owned by the current task.
+"""The asyncio API: locks owned by the current task, read-write locks and semaphores.
 
     client = await polylock.aio.connect("redis://127.0.0.1:6379")
     lock = client.lock("orders:42")
@@ -14,18 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import itertools
 import weakref
 from types import TracebackType
 from typing import Any, Awaitable, Callable, Optional, Type
 
 from . import _polylock
 
-# Owner ids of tasks. A counter rather than id(task): a task's address can be reused by a
-# later task, which must not inherit a hold. The high bit keeps them apart from thread ids.
-_TASK_OWNER_BASE = 1 << 63
+# Owner ids of tasks, from the core's binding kit (never reused in this process) rather than
+# id(task): a task's address can be reused by a later task, which must not inherit a hold.
 _task_owner_ids: "weakref.WeakKeyDictionary[asyncio.Task[Any], int]" = weakref.WeakKeyDictionary()
-_next_task_number = itertools.count(1)
 
 
 def _current_owner() -> int:
@@ -34,7 +31,7 @@ def _current_owner() -> int:
         raise RuntimeError("polylock.aio locks must be used from inside an asyncio task")
     owner = _task_owner_ids.get(task)
     if owner is None:
-        owner = _TASK_OWNER_BASE + next(_next_task_number)
+        owner = _polylock.next_owner_id()
         _task_owner_ids[task] = owner
     return owner
 
@@ -140,6 +137,108 @@ class Lock:
         return f"<polylock.aio.Lock name={self.name!r} kind={self.kind!r}>"
 
 
+class RWLock:
+    """A read-write lock for asyncio code: :attr:`read` and :attr:`write` are each used like
+    a :class:`Lock` (``async with``, ``await acquire(timeout=, lease=)``), owned by the
+    current task. Rules as :class:`polylock.RWLock`."""
+
+    __slots__ = ("read", "write")
+
+    def __init__(self, natives: "tuple[_polylock.NativeLock, _polylock.NativeLock]") -> None:
+        self.read = Lock(natives[0])
+        self.write = Lock(natives[1])
+
+    @property
+    def name(self) -> str:
+        return self.read.name
+
+    def __repr__(self) -> str:
+        return f"<polylock.aio.RWLock name={self.name!r}>"
+
+
+class Permit:
+    """One permit of a :class:`Semaphore`; ``async with permit:`` releases it at the end."""
+
+    __slots__ = ("_native", "id", "fencing_token")
+
+    def __init__(self, native: _polylock.NativeSemaphore, permit_id: int, fencing_token: int) -> None:
+        self._native = native
+        self.id = permit_id
+        self.fencing_token = fencing_token
+
+    def release(self) -> Awaitable[None]:
+        """Give the permit back (runs to its end even if the awaiting task is cancelled)."""
+        permit_id = self.id
+        return _run(lambda wake: self._native.start_release(permit_id, wake))
+
+    async def __aenter__(self) -> "Permit":
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        await self.release()
+
+    def __repr__(self) -> str:
+        return f"<polylock.aio.Permit id={self.id} fencing_token={self.fencing_token}>"
+
+
+class Semaphore:
+    """A semaphore for asyncio code; rules as :class:`polylock.Semaphore`. ``async with
+    semaphore:`` holds a permit for the block (per task, a stack of them)."""
+
+    __slots__ = ("_native", "_held")
+
+    def __init__(self, native: _polylock.NativeSemaphore) -> None:
+        self._native = native
+        self._held: "weakref.WeakKeyDictionary[asyncio.Task[Any], list[Permit]]" = weakref.WeakKeyDictionary()
+
+    async def acquire(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> Optional[Permit]:
+        """Take a permit: a :class:`Permit`, or None if ``timeout`` seconds passed first.
+        Cancelling the awaiting task stops the wait and leaves no permit taken."""
+        taken = await _run(lambda wake: self._native.start_acquire(timeout, lease, wake))
+        if taken is None:
+            return None
+        return Permit(self._native, taken[0], taken[1])
+
+    def release(self, permit_id: int) -> Awaitable[None]:
+        """Give back the permit ``permit_id``."""
+        return _run(lambda wake: self._native.start_release(permit_id, wake))
+
+    @property
+    def name(self) -> str:
+        return self._native.name
+
+    @property
+    def permits(self) -> int:
+        return self._native.permits
+
+    async def __aenter__(self) -> Permit:
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("polylock.aio semaphores must be used from inside an asyncio task")
+        permit = await self.acquire()
+        assert permit is not None  # no timeout: a permit or an exception
+        self._held.setdefault(task, []).append(permit)
+        return permit
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        await self._held[task].pop().release()
+
+    def __repr__(self) -> str:
+        return f"<polylock.aio.Semaphore name={self.name!r} permits={self.permits}>"
+
+
 class Client:
     """A connection to one backend for asyncio code; see :func:`connect`."""
 
@@ -151,6 +250,14 @@ class Client:
     def lock(self, name: str, kind: str = "reentrant") -> Lock:
         """A handle on the lock ``name``; holds nothing until acquired."""
         return Lock(self._native.lock(name, kind))
+
+    def rw_lock(self, name: str) -> RWLock:
+        """A handle on the read-write lock ``name`` (``.read``, ``.write``)."""
+        return RWLock(self._native.rw_lock(name))
+
+    def semaphore(self, name: str, permits: int) -> Semaphore:
+        """A handle on the semaphore ``name`` of ``permits`` permits."""
+        return Semaphore(self._native.semaphore(name, permits))
 
     async def close(self) -> None:
         """Stop the watchdogs and give every hold back."""
@@ -185,4 +292,4 @@ async def connect(url: Optional[str] = None) -> Client:
     return Client(native)
 
 
-__all__ = ["Client", "Lock", "connect"]
+__all__ = ["Client", "Lock", "RWLock", "Semaphore", "Permit", "connect"]

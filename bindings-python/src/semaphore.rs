@@ -1,0 +1,86 @@
+//! `NativeSemaphore`: a semaphore of N permits. A permit is its own owner, named by the id the
+//! acquisition returns, so any thread or task holding the Python `Permit` may release it.
+
+use std::sync::Arc;
+
+use polylock::{ErrorKind, Semaphore};
+use pyo3::prelude::*;
+
+use crate::errors::to_py_err;
+use crate::lock::acquire_options;
+use crate::pending::{Abandon, Outcome, PendingCall};
+use crate::shared::ClientShared;
+
+#[pyclass(module = "polylock._polylock", frozen)]
+pub struct NativeSemaphore {
+    shared: Arc<ClientShared>,
+    semaphore: Semaphore,
+}
+
+impl NativeSemaphore {
+    pub fn new(shared: Arc<ClientShared>, semaphore: Semaphore) -> NativeSemaphore {
+        NativeSemaphore { shared, semaphore }
+    }
+
+    fn semaphore(&self) -> PyResult<Semaphore> {
+        self.shared.client()?;
+        Ok(self.semaphore.clone())
+    }
+}
+
+/// Take a permit; a wait that ran out is `TimedOut` rather than an error.
+async fn take_permit(semaphore: Semaphore, options: polylock::AcquireOptions) -> polylock::Result<Outcome> {
+    match semaphore.acquire_with(options).await {
+        Ok(permit) => Ok(Outcome::Permit(permit)),
+        Err(err) if err.kind() == ErrorKind::Timeout => Ok(Outcome::TimedOut),
+        Err(err) => Err(err),
+    }
+}
+
+#[pymethods]
+impl NativeSemaphore {
+    /// Take a permit: (permit id, fencing token), or None if the wait ran out.
+    #[pyo3(signature = (wait=None, lease=None))]
+    fn acquire(&self, py: Python<'_>, wait: Option<f64>, lease: Option<f64>) -> PyResult<Option<(u64, u64)>> {
+        let semaphore = self.semaphore()?;
+        let options = acquire_options(wait, lease)?;
+        match self.shared.wait(py, take_permit(semaphore, options))? {
+            Ok(Outcome::Permit(permit)) => {
+                let id = permit.owner().local_id;
+                Ok(Some((id, permit.detach())))
+            }
+            Ok(_) => Ok(None),
+            Err(err) => Err(to_py_err(err)),
+        }
+    }
+
+    #[pyo3(signature = (wait, lease, wake))]
+    fn start_acquire(&self, wait: Option<f64>, lease: Option<f64>, wake: Py<PyAny>) -> PyResult<PendingCall> {
+        let semaphore = self.semaphore()?;
+        let options = acquire_options(wait, lease)?;
+        Ok(PendingCall::spawn(self.shared.runtime()?.handle(), take_permit(semaphore, options), wake, Abandon::Allowed))
+    }
+
+    /// Give back the permit `permit`: NotOwnerError unless this client holds it, LockLostError
+    /// if its lease ran out first.
+    fn release(&self, py: Python<'_>, permit: u64) -> PyResult<()> {
+        let semaphore = self.semaphore()?;
+        self.shared.wait(py, async move { semaphore.release_permit(permit).await })?.map_err(to_py_err)
+    }
+
+    fn start_release(&self, permit: u64, wake: Py<PyAny>) -> PyResult<PendingCall> {
+        let semaphore = self.semaphore()?;
+        let releasing = async move { semaphore.release_permit(permit).await.map(|()| Outcome::Done) };
+        Ok(PendingCall::spawn(self.shared.runtime()?.handle(), releasing, wake, Abandon::RunToEnd))
+    }
+
+    #[getter]
+    fn name(&self) -> &str {
+        self.semaphore.name()
+    }
+
+    #[getter]
+    fn permits(&self) -> u32 {
+        self.semaphore.permits()
+    }
+}

@@ -1,0 +1,176 @@
+"""Read-write locks and semaphores through the sync and asyncio APIs, on the backends that
+offer them (sqlite://, mem://); the others refuse the handle with UnsupportedError."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+import polylock
+import polylock.aio
+from conftest import SERVER_URLS, backend_params, make_url, unique_name
+
+OFFERING = ["sqlite", "mem"]
+
+
+def in_thread(function):
+    """Run `function` in another thread (another owner); return or raise what it did."""
+    outcome = {}
+
+    def target():
+        try:
+            outcome["value"] = function()
+        except BaseException as err:  # handed back to the test
+            outcome["error"] = err
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join(30)
+    assert not thread.is_alive()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+@pytest.fixture(params=backend_params(OFFERING))
+def client(request, tmp_path):
+    with polylock.connect(make_url(request.param, tmp_path)) as client:
+        yield client
+
+
+def test_readers_share_writers_exclude_and_tokens_grow(client):
+    rw = client.rw_lock(unique_name())
+    with rw.read:
+        first = rw.read.fencing_token
+        # Another thread reads at the same time, but cannot write.
+        assert in_thread(lambda: (rw.read.acquire(timeout=1), rw.read.fencing_token, rw.read.release())[1]) > first
+        assert in_thread(lambda: rw.write.acquire(timeout=0.05)) is False
+    with rw.write:
+        assert rw.write.fencing_token > first
+        assert rw.write.hold_count == 1
+        assert in_thread(lambda: rw.read.acquire(blocking=False)) is False
+        assert in_thread(lambda: rw.write.acquire(blocking=False)) is False
+    assert in_thread(lambda: (rw.write.acquire(blocking=False), rw.write.release())[0]) is True
+    assert rw.name == rw.read.name == rw.write.name
+    assert rw.read.kind == "read" and rw.write.kind == "write"
+
+
+def test_downgrade_allowed_upgrade_refused_at_once(client):
+    rw = client.rw_lock(unique_name())
+    rw.write.acquire()
+    assert rw.read.acquire(timeout=1)  # the writer may read
+    rw.write.release()  # downgraded
+    assert in_thread(lambda: (rw.read.acquire(timeout=1), rw.read.release())[0])
+    started = time.monotonic()
+    with pytest.raises(polylock.InvalidArgumentError, match="release the read lock first"):
+        rw.write.acquire(timeout=5)
+    assert time.monotonic() - started < 1
+    rw.read.release()
+    with pytest.raises(polylock.NotOwnerError):
+        rw.read.release()
+
+
+def test_semaphore_hands_out_n_owned_permits(client):
+    name = unique_name()
+    semaphore = client.semaphore(name, permits=2)
+    assert semaphore.permits == 2 and semaphore.name == name
+    first = semaphore.acquire()
+    second = semaphore.acquire(timeout=1)
+    assert first.fencing_token < second.fencing_token and first.id != second.id
+    assert semaphore.acquire(timeout=0.05) is None
+    assert semaphore.acquire(blocking=False) is None
+    # Any thread may release a permit it was handed; a second release is NotOwner.
+    in_thread(first.release)
+    with pytest.raises(polylock.NotOwnerError):
+        first.release()
+    with semaphore.acquire(timeout=1) as third:
+        assert third.fencing_token > second.fencing_token
+    semaphore.release(second.id)
+    with semaphore as held:  # a permit for the block
+        assert isinstance(held, polylock.Permit)
+    with pytest.raises(polylock.InvalidArgumentError, match="has 2 permits"):
+        client.semaphore(name, permits=3).acquire(timeout=0)
+    with pytest.raises(polylock.InvalidArgumentError):
+        client.semaphore(unique_name(), permits=0)
+
+
+def test_a_permit_whose_lease_runs_out_comes_back(client):
+    semaphore = client.semaphore(unique_name(), permits=1)
+    short = semaphore.acquire(lease=0.2)
+    assert semaphore.acquire(timeout=0.05) is None
+    later = semaphore.acquire(timeout=5)
+    assert later is not None and later.fencing_token > short.fencing_token
+    with pytest.raises(polylock.LockLostError):
+        short.release()
+    later.release()
+
+
+def test_at_most_n_threads_hold_permits(client):
+    semaphore = client.semaphore(unique_name(), permits=2)
+    inside, most, guard = [0], [0], threading.Lock()
+
+    def worker():
+        for _ in range(5):
+            with semaphore:
+                with guard:
+                    inside[0] += 1
+                    most[0] = max(most[0], inside[0])
+                time.sleep(0.005)
+                with guard:
+                    inside[0] -= 1
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert most[0] == 2
+
+
+@pytest.mark.parametrize("backend", [b for b in SERVER_URLS if b.startswith("redis")][:1] or ["redis"])
+def test_backends_without_them_refuse_the_handle(backend, tmp_path):
+    with polylock.connect(make_url(backend, tmp_path)) as client:
+        with pytest.raises(polylock.UnsupportedError, match="read-write locks"):
+            client.rw_lock(unique_name())
+        with pytest.raises(polylock.UnsupportedError, match="semaphores"):
+            client.semaphore(unique_name(), permits=2)
+
+
+@pytest.mark.parametrize("backend", backend_params(OFFERING))
+def test_asyncio_rw_lock_and_semaphore(backend, tmp_path):
+    url = make_url(backend, tmp_path)
+
+    async def main():
+        async with await polylock.aio.connect(url) as client:
+            rw = client.rw_lock(unique_name())
+            async with rw.read:
+                token = rw.read.fencing_token
+
+                async def other_task_reads_but_cannot_write():
+                    assert await rw.read.acquire(timeout=1)
+                    await rw.read.release()
+                    return await rw.write.acquire(timeout=0.05)
+
+                assert await asyncio.create_task(other_task_reads_but_cannot_write()) is False
+            async with rw.write:
+                assert rw.write.fencing_token > token
+            semaphore = client.semaphore(unique_name(), permits=1)
+            async with semaphore as permit:
+                assert await semaphore.acquire(timeout=0.05) is None
+                assert permit.fencing_token > 0
+            # A task cancelled while it waits for a permit leaves none taken.
+            held = await semaphore.acquire()
+            waiting = asyncio.create_task(semaphore.acquire())
+            await asyncio.sleep(0.05)
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            await held.release()
+            again = await semaphore.acquire(timeout=2)
+            assert again is not None
+            await again.release()
+
+    asyncio.run(main())

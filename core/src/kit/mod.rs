@@ -1,0 +1,12 @@
+//! The binding kit: what every language binding needs beyond translating types, written
+//! once. Bindings take their owner identities, cancellation and error table from here, so
+//! that none of them solves those problems (differently) on its own.
+//!
+//! - [`owner_ids`]: local owner ids that are unique for the life of the process and never
+//!   reused (a thread's, a task's, a handle's, a permit's);
+//! - [`cancel`]: an acquisition raced against the caller giving up, ending in `Cancelled`
+//!   and leaving nothing held;
+//! - the error table is [`crate::ErrorKind::ALL`] with its stable names and numbers.
+
+pub mod cancel;
+pub mod owner_ids;
