@@ -15,6 +15,9 @@ export type PolylockErrorCode =
   | 'POLYLOCK_CONNECTION'
   | 'POLYLOCK_INVALID_ARGUMENT'
   | 'POLYLOCK_BACKEND'
+  | 'POLYLOCK_INTERNAL'
+  | 'POLYLOCK_UNSUPPORTED'
+  | 'POLYLOCK_CANCELLED'
 
 /** The error every polylock call throws or rejects with (an aborted wait rejects with the signal's reason). */
 export declare class PolylockError extends Error {

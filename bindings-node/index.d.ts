@@ -15,6 +15,9 @@ export type PolylockErrorCode =
   | 'POLYLOCK_CONNECTION'
   | 'POLYLOCK_INVALID_ARGUMENT'
   | 'POLYLOCK_BACKEND'
+  | 'POLYLOCK_INTERNAL'
+  | 'POLYLOCK_UNSUPPORTED'
+  | 'POLYLOCK_CANCELLED'
 
 /** The error every polylock call throws or rejects with (an aborted wait rejects with the signal's reason). */
 export declare class PolylockError extends Error {
@@ -58,6 +61,16 @@ export declare class AcquireCancel {
 export declare class Client {
   /** A handle on the lock `name`. Cheap, and holds nothing until acquired. */
   lock(name: string, options?: LockOptions | undefined | null): Lock
+  /**
+   * A handle on the read-write lock `name` (`.read`, `.write`). Throws
+   * `POLYLOCK_UNSUPPORTED` if the backend has none.
+   */
+  rwLock(name: string): RwLock
+  /**
+   * A handle on the semaphore `name` of `options.permits` permits. Throws
+   * `POLYLOCK_UNSUPPORTED` if the backend has none.
+   */
+  semaphore(name: string, options: SemaphoreOptions): Semaphore
   /** A snowflake ID generator (Twitter layout: 41 bits of ms, 10 of worker, 12 of sequence). */
   snowflake(options: SnowflakeOptions): Snowflake
   /**
@@ -94,7 +107,8 @@ export declare class Guard {
   /**
    * Acquire the lock again as this guard's owner (reentrancy): resolves at once to a new
    * guard with the same fencing token. Each guard is released on its own; the lock is free
-   * when all of them are.
+   * when all of them are. Rejects with `POLYLOCK_LOST` if this guard's hold was lost (never
+   * a fresh hold), and with `POLYLOCK_INVALID_ARGUMENT` for a semaphore permit.
    */
   reenter(): Promise<Guard>
 }
@@ -111,7 +125,39 @@ export declare class Lock {
    */
   tryAcquire(options?: AcquireOptions): Promise<Guard | null>
   get name(): string
-  get kind(): 'reentrant' | 'fair' | 'token' | 'lease'
+  /** The mutex's kind, or `'read'` / `'write'` for a side of a read-write lock. */
+  get kind(): 'reentrant' | 'fair' | 'token' | 'lease' | 'read' | 'write'
+}
+
+/**
+ * A read-write lock: `read` is shared (any number of holders while nobody writes), `write`
+ * is exclusive. Each side is used like a `Lock`. The writer may also read (a downgrade); a
+ * reader asking for the write side is refused at once with `POLYLOCK_INVALID_ARGUMENT`.
+ */
+export declare class RwLock {
+  /** The shared side. */
+  get read(): Lock
+  /** The exclusive side. */
+  get write(): Lock
+  get name(): string
+}
+export type ReadWriteLock = RwLock
+
+/** A semaphore of `permits` permits; the count is fixed by the first use of the name. */
+export declare class Semaphore {
+  /**
+   * Wait for a permit and hold it. Rejects with `POLYLOCK_TIMEOUT` if `waitMs` runs out,
+   * and with the signal's reason if `signal` aborts the wait.
+   */
+  acquire(options?: AcquireOptions): Promise<Guard>
+  /**
+   * Try to take a permit, waiting at most `waitMs` (default 0: try once). Resolves to
+   * `null` when every permit stayed taken.
+   */
+  tryAcquire(options?: AcquireOptions): Promise<Guard | null>
+  get name(): string
+  /** How many permits the semaphore has in all. */
+  get permits(): number
 }
 
 /**
@@ -149,10 +195,13 @@ export declare function connect(url?: string | undefined | null): Promise<Client
 /** The URL `connect()` uses when neither the caller nor `$POLYLOCK_URL` names one. */
 export declare const DEFAULT_URL: string
 
+/** Every code, in the order of the core's table: `index.js` and the tests read it. */
+export declare function errorCodes(): Array<string>
+
 export interface LockOptions {
   /**
-   * `"reentrant"` (the default), `"fair"`, `"token"` or `"lease"`; which kinds a backend
-   * offers is checked when acquiring.
+   * `"reentrant"` (the default), `"fair"`, `"token"` or `"lease"`; a kind the backend
+   * does not offer is refused here, with `POLYLOCK_UNSUPPORTED`.
    */
   kind?: 'reentrant' | 'fair' | 'token' | 'lease'
 }
@@ -162,6 +211,11 @@ export declare const MAX_NAME_LEN: number
 
 /** The parts of a Twitter-layout ID (or of the layout with epoch `epochMs`). */
 export declare function parseSnowflake(id: bigint | string, epochMs?: number | undefined | null): SnowflakeParts
+
+export interface SemaphoreOptions {
+  /** How many permits the semaphore has (fixed by the first use of its name). */
+  permits: number
+}
 
 export interface SnowflakeOptions {
   /** This generator's worker id, 0..=1023; no two live generators may share one. */

@@ -8,7 +8,7 @@
 
 const native = require('./polylock.node')
 
-const { Client, Lock, Guard, Snowflake, AcquireCancel } = native
+const { Client, Lock, Guard, Snowflake, AcquireCancel, RwLock, Semaphore } = native
 
 /** The error of every polylock call; `code` says what went wrong. */
 class PolylockError extends Error {
@@ -19,15 +19,10 @@ class PolylockError extends Error {
   }
 }
 
-const CODES = new Set([
-  'POLYLOCK_NOT_OWNER',
-  'POLYLOCK_TIMEOUT',
-  'POLYLOCK_LOST',
-  'POLYLOCK_CONNECTION',
-  'POLYLOCK_INVALID_ARGUMENT',
-  'POLYLOCK_BACKEND',
-])
-const ABORTED = 'POLYLOCK_ABORTED'
+// The codes, from the core's one table of error kinds (src/errors.rs).
+const CODES = new Set(native.errorCodes())
+// An acquisition stopped by its AbortSignal: rejected with the signal's own reason instead.
+const CANCELLED = 'POLYLOCK_CANCELLED'
 // The native side prefixes each message with its code (src/errors.rs).
 const CODED_MESSAGE = /^(POLYLOCK_[A-Z_]+): ([\s\S]*)$/
 // napi-rs rejects arguments of the wrong JavaScript type before our code sees them; its
@@ -48,7 +43,7 @@ function translate(err, signal) {
     return err
   }
   const coded = CODED_MESSAGE.exec(err.message)
-  if (coded && coded[1] === ABORTED && signal) {
+  if (coded && coded[1] === CANCELLED && signal) {
     return signal.reason
   }
   if (coded && CODES.has(coded[1])) {
@@ -111,16 +106,21 @@ function wrapAsync(prototype, names) {
   }
 }
 
-wrapSync(Client.prototype, ['lock', 'snowflake'])
+wrapSync(Client.prototype, ['lock', 'rwLock', 'semaphore', 'snowflake'])
 wrapAsync(Client.prototype, ['close'])
 wrapAsync(Guard.prototype, ['release', 'reenter'])
 wrapSync(Snowflake.prototype, ['nextId', 'nextIdString', 'nextIds', 'parse'])
 
 // acquire and tryAcquire take an AbortSignal: it becomes a native cancellation, and an abort
 // rejects with the signal's reason, as Node's own APIs do.
-for (const name of ['acquire', 'tryAcquire']) {
-  const call = Lock.prototype[name]
-  Object.defineProperty(Lock.prototype, name, {
+for (const [prototype, name] of [
+  [Lock.prototype, 'acquire'],
+  [Lock.prototype, 'tryAcquire'],
+  [Semaphore.prototype, 'acquire'],
+  [Semaphore.prototype, 'tryAcquire'],
+]) {
+  const call = prototype[name]
+  Object.defineProperty(prototype, name, {
     value: function (options) {
       const signal = options == null ? undefined : options.signal
       if (signal == null) {
@@ -176,7 +176,7 @@ Object.defineProperty(Guard.prototype, 'lost', {
     let promise = lostPromises.get(this)
     if (promise === undefined) {
       promise = new Promise((resolve) => {
-        const settle = (reason) => resolve(new PolylockError('POLYLOCK_LOST', `lock '${this.name}' was lost: ${reason}`))
+        const settle = (reason) => resolve(new PolylockError('POLYLOCK_LOST', `'${this.name}' was lost: ${reason}`))
         if (this.isLost) {
           settle(this.lostReason)
         } else {
@@ -232,9 +232,12 @@ module.exports = {
   PolylockError,
   Client,
   Lock,
+  RwLock,
+  Semaphore,
   Guard,
   Snowflake,
   AcquireCancel,
+  errorCodes: native.errorCodes,
   MAX_NAME_LEN,
   DEFAULT_URL,
 }

@@ -5,7 +5,9 @@ use napi_derive::napi;
 use polylock::LockKind;
 
 use crate::errors::IntoNapiResult;
-use crate::lock::Lock;
+use crate::lock::{Lock, Target};
+use crate::rw_lock::ReadWriteLock;
+use crate::semaphore::Semaphore;
 use crate::settle;
 use crate::snowflake::{Snowflake, SnowflakeOptions};
 
@@ -22,10 +24,16 @@ pub fn connect(env: &Env, url: Option<String>) -> Result<PromiseRaw<'_, Client>>
 
 #[napi(object, object_to_js = false)]
 pub struct LockOptions {
-    /// `"reentrant"` (the default), `"fair"`, `"token"` or `"lease"`; which kinds a backend
-    /// offers is checked when acquiring.
+    /// `"reentrant"` (the default), `"fair"`, `"token"` or `"lease"`; a kind the backend
+    /// does not offer is refused here, with `POLYLOCK_UNSUPPORTED`.
     #[napi(ts_type = "'reentrant' | 'fair' | 'token' | 'lease'")]
     pub kind: Option<String>,
+}
+
+#[napi(object, object_to_js = false)]
+pub struct SemaphoreOptions {
+    /// How many permits the semaphore has (fixed by the first use of its name).
+    pub permits: u32,
 }
 
 /// A connection to one backend. Close it when done: closing stops every watchdog and gives
@@ -45,7 +53,21 @@ impl Client {
             None => LockKind::default(),
         };
         let lock = self.client.lock(&name).and_then(|lock| lock.with_kind(kind)).into_napi()?;
-        Ok(Lock::new(lock))
+        Ok(Lock::new(Target::Lock(lock)))
+    }
+
+    /// A handle on the read-write lock `name` (`.read`, `.write`). Throws
+    /// `POLYLOCK_UNSUPPORTED` if the backend has none.
+    #[napi(ts_return_type = "RwLock")]
+    pub fn rw_lock(&self, name: String) -> Result<ReadWriteLock> {
+        Ok(ReadWriteLock::new(self.client.rw_lock(&name).into_napi()?))
+    }
+
+    /// A handle on the semaphore `name` of `options.permits` permits. Throws
+    /// `POLYLOCK_UNSUPPORTED` if the backend has none.
+    #[napi]
+    pub fn semaphore(&self, name: String, options: SemaphoreOptions) -> Result<Semaphore> {
+        Ok(Semaphore::new(self.client.semaphore(&name, options.permits).into_napi()?))
     }
 
     /// A snowflake ID generator (Twitter layout: 41 bits of ms, 10 of worker, 12 of sequence).

@@ -5,33 +5,29 @@
 
 use polylock::{Error, ErrorKind};
 
-/// The `code` of a `PolylockError` for each kind.
-pub fn code(kind: ErrorKind) -> &'static str {
-    match kind {
-        ErrorKind::InvalidArgument => "POLYLOCK_INVALID_ARGUMENT",
-        ErrorKind::Timeout => "POLYLOCK_TIMEOUT",
-        ErrorKind::NotOwner => "POLYLOCK_NOT_OWNER",
-        ErrorKind::Lost => "POLYLOCK_LOST",
-        ErrorKind::Connection => "POLYLOCK_CONNECTION",
-        ErrorKind::Backend => "POLYLOCK_BACKEND",
-        // A kind added to the core later still reaches JavaScript, as a backend error.
-        _ => "POLYLOCK_BACKEND",
-    }
+/// The `code` of a `PolylockError` for each kind: `POLYLOCK_` and the kind's stable name
+/// from the core's one table (an acquisition stopped by its AbortSignal is `CANCELLED`, which
+/// `index.js` replaces with the signal's own reason, as Node's APIs do).
+pub fn code(kind: ErrorKind) -> String {
+    format!("POLYLOCK_{}", kind.as_str())
 }
 
-/// The code `index.js` replaces with the AbortSignal's own reason; never seen by users.
-pub const ABORTED: &str = "POLYLOCK_ABORTED";
+/// Every code, in the order of the core's table: `index.js` and the tests read it.
+#[napi_derive::napi(js_name = "errorCodes")]
+pub fn error_codes() -> Vec<String> {
+    ErrorKind::ALL.into_iter().map(code).collect()
+}
 
 pub fn with_code(code: &str, message: impl std::fmt::Display) -> napi::Error {
     napi::Error::from_reason(format!("{code}: {message}"))
 }
 
 pub fn to_napi(err: Error) -> napi::Error {
-    with_code(code(err.kind()), err)
+    with_code(&code(err.kind()), err)
 }
 
 pub fn invalid_argument(message: impl std::fmt::Display) -> napi::Error {
-    with_code(code(ErrorKind::InvalidArgument), message)
+    with_code(&code(ErrorKind::InvalidArgument), message)
 }
 
 /// Shorthand for `map_err(to_napi)`.

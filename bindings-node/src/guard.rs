@@ -8,18 +8,90 @@ use std::time::Duration;
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi_derive::napi;
-use polylock::{AcquireOptions, ErrorKind, LostWatch};
+use polylock::{AcquireOptions, LostWatch, Permits, RwMode};
 use tokio::task::AbortHandle;
 
 use crate::errors::{to_napi, IntoNapiResult};
 use crate::settle;
 
+/// The core guard of whatever was acquired: a mutex, a side of a read-write lock, a permit.
+pub enum AnyGuard {
+    Lock(polylock::Guard),
+    Rw(polylock::Guard<RwMode>),
+    Permit(polylock::Guard<Permits>),
+}
+
+impl AnyGuard {
+    fn name(&self) -> &str {
+        match self {
+            AnyGuard::Lock(guard) => guard.name(),
+            AnyGuard::Rw(guard) => guard.name(),
+            AnyGuard::Permit(guard) => guard.name(),
+        }
+    }
+
+    fn fencing_token(&self) -> u64 {
+        match self {
+            AnyGuard::Lock(guard) => guard.fencing_token(),
+            AnyGuard::Rw(guard) => guard.fencing_token(),
+            AnyGuard::Permit(guard) => guard.fencing_token(),
+        }
+    }
+
+    fn lost_watch(&self) -> LostWatch {
+        match self {
+            AnyGuard::Lock(guard) => guard.lost_watch(),
+            AnyGuard::Rw(guard) => guard.lost_watch(),
+            AnyGuard::Permit(guard) => guard.lost_watch(),
+        }
+    }
+
+    /// Whether releasing hands the hold to a waiter of this client (mutexes only).
+    fn is_waited_for_here(&self) -> bool {
+        match self {
+            AnyGuard::Lock(guard) => guard.lock().is_waited_for_here(),
+            AnyGuard::Rw(_) | AnyGuard::Permit(_) => false,
+        }
+    }
+
+    async fn release(self) -> polylock::Result<()> {
+        match self {
+            AnyGuard::Lock(guard) => guard.release().await,
+            AnyGuard::Rw(guard) => guard.release().await,
+            AnyGuard::Permit(guard) => guard.release().await,
+        }
+    }
+
+    /// A future that re-enters this guard's hold, as the same owner, without the guard.
+    fn reentry(&self) -> polylock::Result<Reentering> {
+        // Try once: the owner holds it, so re-entry never waits.
+        let options = AcquireOptions::default().wait(Duration::ZERO);
+        Ok(match self {
+            AnyGuard::Lock(guard) => {
+                let reentry = guard.reentry();
+                Box::pin(async move { reentry.reenter(options).await.map(AnyGuard::Lock) })
+            }
+            AnyGuard::Rw(guard) => {
+                let reentry = guard.reentry();
+                Box::pin(async move { reentry.reenter(options).await.map(AnyGuard::Rw) })
+            }
+            AnyGuard::Permit(guard) => {
+                return Err(polylock::Error::invalid_argument(format!(
+                    "a permit of semaphore '{}' cannot be re-entered; take another permit",
+                    guard.name()
+                )))
+            }
+        })
+    }
+}
+
+type Reentering = std::pin::Pin<Box<dyn std::future::Future<Output = polylock::Result<AnyGuard>> + Send>>;
+
 #[napi]
 pub struct Guard {
     /// `None` once released.
-    guard: Mutex<Option<polylock::Guard>>,
-    /// The same lock and owner, to re-enter.
-    lock: polylock::Lock,
+    guard: Mutex<Option<AnyGuard>>,
+    name: String,
     token: u64,
     lost: LostWatch,
     /// The task that reports loss to JavaScript, while anyone listens.
@@ -32,9 +104,9 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Guard {
-    pub fn new(guard: polylock::Guard) -> Guard {
+    pub fn new(guard: AnyGuard) -> Guard {
         Guard {
-            lock: guard.lock().clone(),
+            name: guard.name().to_string(),
             token: guard.fencing_token(),
             lost: guard.lost_watch(),
             guard: Mutex::new(Some(guard)),
@@ -54,14 +126,9 @@ impl Guard {
 
     fn released_error(&self) -> napi::Error {
         to_napi(polylock::Error::not_owner(format!(
-            "this guard of lock '{}' was already released; acquire the lock again",
-            self.lock.name()
+            "this guard of '{}' was already released; acquire again",
+            self.name
         )))
-    }
-
-    fn lost_error(&self) -> Option<napi::Error> {
-        let reason = self.lost.reason()?;
-        Some(to_napi(polylock::Error::lost(format!("lock '{}' was lost: {reason}", self.lock.name()))))
     }
 }
 
@@ -84,7 +151,7 @@ impl Guard {
     /// The lock's name.
     #[napi(getter)]
     pub fn name(&self) -> String {
-        self.lock.name().to_string()
+        self.name.clone()
     }
 
     /// True once the backend no longer holds the lock for this guard's owner.
@@ -111,7 +178,7 @@ impl Guard {
     pub fn release<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ()>> {
         let guard = locked(&self.guard).take().ok_or_else(|| self.released_error())?;
         self.stop_watching();
-        let waited_for = guard.lock().is_waited_for_here();
+        let waited_for = guard.is_waited_for_here();
         let release = async move { guard.release().await.into_napi() };
         if waited_for {
             // Poll it here, so the acquire it hands the lock to settles here too (settle.rs).
@@ -123,27 +190,16 @@ impl Guard {
 
     /// Acquire the lock again as this guard's owner (reentrancy): resolves at once to a new
     /// guard with the same fencing token. Each guard is released on its own; the lock is free
-    /// when all of them are.
+    /// when all of them are. Rejects with `POLYLOCK_LOST` if this guard's hold was lost (never
+    /// a fresh hold), and with `POLYLOCK_INVALID_ARGUMENT` for a semaphore permit.
     #[napi(ts_return_type = "Promise<Guard>")]
     pub fn reenter<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, Guard>> {
-        if self.is_released() {
-            return Err(self.released_error());
-        }
-        if let Some(lost) = self.lost_error() {
-            return Err(lost);
-        }
-        let lock = self.lock.clone();
-        let name = lock.name().to_string();
-        settle::spawn(env, async move {
-            match lock.acquire_with(AcquireOptions::default().wait(Duration::ZERO)).await {
-                Ok(guard) => Ok(Guard::new(guard)),
-                // The hold went away between the check and the store's answer.
-                Err(err) if err.kind() == ErrorKind::Timeout => {
-                    Err(to_napi(polylock::Error::lost(format!("lock '{name}' was lost before it could be re-entered"))))
-                }
-                Err(err) => Err(to_napi(err)),
-            }
-        })
+        let reentering = {
+            let guard = locked(&self.guard);
+            let guard = guard.as_ref().ok_or_else(|| self.released_error())?;
+            guard.reentry().into_napi()?
+        };
+        settle::spawn(env, async move { reentering.await.map(Guard::new).into_napi() })
     }
 
     /// Call `callback(reason)` once, when the hold is lost. `index.js` builds the `lost`

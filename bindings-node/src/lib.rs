@@ -10,13 +10,18 @@ mod errors;
 mod guard;
 mod lock;
 mod runtime;
+mod rw_lock;
+mod semaphore;
 mod settle;
 mod snowflake;
 
 pub use cancel::AcquireCancel;
-pub use client::{connect, Client, LockOptions};
+pub use client::{connect, Client, LockOptions, SemaphoreOptions};
+pub use errors::error_codes;
 pub use guard::Guard;
 pub use lock::{AcquireOptions, Lock};
+pub use rw_lock::ReadWriteLock;
+pub use semaphore::Semaphore;
 pub use snowflake::{parse_snowflake, Snowflake, SnowflakeOptions, SnowflakeParts};
 
 /// The longest lock name the core accepts, in bytes.

@@ -1,16 +1,17 @@
-//! `Lock`: one named lock. Every fresh acquisition is its own owner (a new local id), so two
-//! guards in one process exclude each other like two processes do; `Guard.reenter()` is the
-//! only way to acquire again as the same owner.
+//! `Lock`: one named lock (a mutex, or one side of a read-write lock). Every fresh
+//! acquisition is its own owner (a new local id), so two guards in one process exclude each
+//! other like two processes do; `Guard.reenter()` is the only way to acquire again as the
+//! same owner.
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use polylock::{AcquireOptions as CoreOptions, ErrorKind};
-use tokio_util::sync::CancellationToken;
+use polylock::kit::cancel::cancellable;
+use polylock::{AcquireOptions as CoreOptions, ErrorKind, RwLock};
 
 use crate::cancel::AcquireCancel;
 use crate::convert::{lease_from_millis_f64, wait_from_millis};
-use crate::errors::{self, to_napi};
-use crate::guard::Guard;
+use crate::errors::to_napi;
+use crate::guard::{AnyGuard, Guard};
 use crate::settle;
 
 #[napi(object, object_to_js = false)]
@@ -22,14 +23,78 @@ pub struct AcquireOptions {
     pub lease_ms: Option<f64>,
 }
 
+/// What a `Lock` takes: a mutex, or a side of a read-write lock.
+#[derive(Clone)]
+pub enum Target {
+    Lock(polylock::Lock),
+    Read(RwLock),
+    Write(RwLock),
+}
+
+impl Target {
+    fn owned_by(&self, owner: u64) -> Target {
+        match self {
+            Target::Lock(lock) => Target::Lock(lock.clone().with_local_id(owner)),
+            Target::Read(rw) => Target::Read(rw.clone().with_local_id(owner)),
+            Target::Write(rw) => Target::Write(rw.clone().with_local_id(owner)),
+        }
+    }
+
+    fn name(&self) -> &str {
+        match self {
+            Target::Lock(lock) => lock.name(),
+            Target::Read(rw) | Target::Write(rw) => rw.name(),
+        }
+    }
+
+    async fn acquire(self, options: CoreOptions) -> polylock::Result<AnyGuard> {
+        match &self {
+            Target::Lock(lock) => lock.acquire_with(options).await.map(AnyGuard::Lock),
+            Target::Read(rw) => rw.read().acquire_with(options).await.map(AnyGuard::Rw),
+            Target::Write(rw) => rw.write().acquire_with(options).await.map(AnyGuard::Rw),
+        }
+    }
+}
+
+/// The core's options from the JavaScript ones; `default_wait` when `waitMs` is absent.
+pub fn core_options(options: Option<AcquireOptions>, default_wait: Option<f64>) -> Result<CoreOptions> {
+    let (wait_ms, lease_ms) = match options {
+        Some(options) => (options.wait_ms.or(default_wait), options.lease_ms),
+        None => (default_wait, None),
+    };
+    Ok(CoreOptions { wait: wait_from_millis(wait_ms)?, lease: lease_from_millis_f64(lease_ms)? })
+}
+
+/// Run `acquiring`, stopped by `cancel` (an AbortSignal) if there is one: kind `Cancelled`,
+/// and nothing stays held (the core's binding kit).
+pub async fn until_cancelled<T>(
+    what: String,
+    cancel: Option<tokio_util::sync::CancellationToken>,
+    acquiring: impl std::future::Future<Output = polylock::Result<T>>,
+) -> polylock::Result<T> {
+    match cancel {
+        None => acquiring.await,
+        Some(cancel) => cancellable(&what, &cancel, acquiring).await,
+    }
+}
+
+/// A try-once answer: `null` for a wait that ran out.
+pub fn none_if_timed_out<T>(acquired: polylock::Result<T>) -> Result<Option<T>> {
+    match acquired {
+        Ok(held) => Ok(Some(held)),
+        Err(err) if err.kind() == ErrorKind::Timeout => Ok(None),
+        Err(err) => Err(to_napi(err)),
+    }
+}
+
 #[napi]
 pub struct Lock {
-    lock: polylock::Lock,
+    target: Target,
 }
 
 impl Lock {
-    pub fn new(lock: polylock::Lock) -> Lock {
-        Lock { lock }
+    pub fn new(target: Target) -> Lock {
+        Lock { target }
     }
 
     /// Acquire as a new owner, stopping early if `cancel` fires.
@@ -38,39 +103,13 @@ impl Lock {
         options: Option<AcquireOptions>,
         default_wait: Option<f64>,
         cancel: Option<&AcquireCancel>,
-    ) -> Result<impl std::future::Future<Output = polylock::Result<polylock::Guard>> + Send + 'static> {
-        let (wait_ms, lease_ms) = match options {
-            Some(options) => (options.wait_ms.or(default_wait), options.lease_ms),
-            None => (default_wait, None),
-        };
-        let options = CoreOptions { wait: wait_from_millis(wait_ms)?, lease: lease_from_millis_f64(lease_ms)? };
-        let lock = self.lock.clone().with_local_id(polylock::kit::owner_ids::next_owner_id());
+    ) -> Result<impl std::future::Future<Output = polylock::Result<AnyGuard>> + Send + 'static> {
+        let options = core_options(options, default_wait)?;
+        let target = self.target.owned_by(polylock::kit::owner_ids::next_owner_id());
         let cancel = cancel.map(AcquireCancel::token);
-        Ok(async move { until_cancelled(cancel, lock.acquire_with(options)).await })
+        let what = format!("lock '{}'", target.name());
+        Ok(async move { until_cancelled(what, cancel, target.acquire(options)).await })
     }
-}
-
-/// Run `acquiring` unless `cancel` fires first; dropping the core's acquire future is how
-/// it is cancelled (nothing stays held).
-async fn until_cancelled(
-    cancel: Option<CancellationToken>,
-    acquiring: impl std::future::Future<Output = polylock::Result<polylock::Guard>>,
-) -> polylock::Result<polylock::Guard> {
-    match cancel {
-        None => acquiring.await,
-        Some(cancel) => tokio::select! {
-            acquired = acquiring => acquired,
-            () = cancel.cancelled() => Err(polylock::Error::new(ErrorKind::Timeout, errors::ABORTED)),
-        },
-    }
-}
-
-/// A core error, with a cancellation marked for `index.js` to replace with the signal's reason.
-fn acquire_error(err: polylock::Error) -> napi::Error {
-    if err.message() == errors::ABORTED {
-        return errors::with_code(errors::ABORTED, "the acquisition was aborted");
-    }
-    to_napi(err)
 }
 
 #[napi]
@@ -85,7 +124,7 @@ impl Lock {
         cancel: Option<&AcquireCancel>,
     ) -> Result<PromiseRaw<'env, Guard>> {
         let acquiring = self.start(options, None, cancel)?;
-        settle::spawn(env, async move { acquiring.await.map(Guard::new).map_err(acquire_error) })
+        settle::spawn(env, async move { acquiring.await.map(Guard::new).map_err(to_napi) })
     }
 
     /// Try to acquire, waiting at most `waitMs` (default 0: try once). Resolves to `null`
@@ -98,22 +137,21 @@ impl Lock {
         cancel: Option<&AcquireCancel>,
     ) -> Result<PromiseRaw<'env, Option<Guard>>> {
         let acquiring = self.start(options, Some(0.0), cancel)?;
-        settle::spawn(env, async move {
-            match acquiring.await {
-                Ok(guard) => Ok(Some(Guard::new(guard))),
-                Err(err) if err.kind() == ErrorKind::Timeout && err.message() != errors::ABORTED => Ok(None),
-                Err(err) => Err(acquire_error(err)),
-            }
-        })
+        settle::spawn(env, async move { none_if_timed_out(acquiring.await).map(|held| held.map(Guard::new)) })
     }
 
     #[napi(getter)]
     pub fn name(&self) -> String {
-        self.lock.name().to_string()
+        self.target.name().to_string()
     }
 
-    #[napi(getter, ts_return_type = "'reentrant' | 'fair' | 'token' | 'lease'")]
+    /// The mutex's kind, or `'read'` / `'write'` for a side of a read-write lock.
+    #[napi(getter, ts_return_type = "'reentrant' | 'fair' | 'token' | 'lease' | 'read' | 'write'")]
     pub fn kind(&self) -> &'static str {
-        self.lock.kind().as_str()
+        match &self.target {
+            Target::Lock(lock) => lock.kind().as_str(),
+            Target::Read(_) => "read",
+            Target::Write(_) => "write",
+        }
     }
 }

@@ -40,7 +40,11 @@ test('lock names: not a string, empty, too long', () => {
 test('lock kinds: unknown, or not offered by the backend', async () => {
   assertInvalid(thrown(() => client.lock(uniqueName(), { kind: 'mutex' })), /unknown lock kind/)
   assertInvalid(thrown(() => client.lock(uniqueName(), { kind: 7 })))
-  assertInvalid(await rejection(client.lock(uniqueName(), { kind: 'fair' }).acquire()), /does not offer/)
+  // Refused when the handle is made, before anything is written.
+  const refused = thrown(() => client.lock(uniqueName(), { kind: 'fair' }))
+  assert.ok(refused instanceof polylock.PolylockError, String(refused))
+  assert.equal(refused.code, 'POLYLOCK_UNSUPPORTED')
+  assert.match(refused.message, /does not offer fair locks/)
 })
 
 test('waits and leases: negative, NaN, infinite, zero lease, wrong types', async () => {

@@ -101,6 +101,34 @@ impl<K: HoldKind> Guard<K> {
     /// the same token. A guard whose hold was lost (even if its owner has taken the lock
     /// again since) fails with an error of kind `Lost`: it never hands back a fresh hold.
     pub async fn reenter(&self, options: AcquireOptions) -> Result<Guard<K>> {
+        self.reentry().reenter(options).await
+    }
+
+    /// What [`Guard::reenter`] needs, apart from the guard: for bindings that re-enter in a
+    /// task of its own while the guard stays where it is.
+    pub fn reentry(&self) -> Reentry<K> {
+        Reentry { handle: self.handle.clone(), token: self.token, lost: self.lost.clone() }
+    }
+
+    /// Keep holding without this guard, for bindings whose users release by owner (a Java
+    /// thread calling `unlock()`): the hold stays until the same owner releases it.
+    /// Returns the fencing token.
+    pub fn detach(mut self) -> u64 {
+        self.armed = false;
+        self.token
+    }
+}
+
+/// A guard's right to re-enter its hold; see [`Guard::reentry`].
+pub struct Reentry<K: HoldKind> {
+    handle: Handle<K>,
+    token: u64,
+    lost: LostWatch,
+}
+
+impl<K: HoldKind> Reentry<K> {
+    /// As [`Guard::reenter`].
+    pub async fn reenter(self, options: AcquireOptions) -> Result<Guard<K>> {
         let lost = || {
             let reason = self.lost.reason().unwrap_or(LostReason::Taken);
             Error::lost(format!(
@@ -109,7 +137,7 @@ impl<K: HoldKind> Guard<K> {
                 self.handle.name()
             ))
         };
-        if self.is_lost() || !self.handle.current_hold_has(self.token) {
+        if self.lost.is_lost() || !self.handle.current_hold_has(self.token) {
             return Err(lost());
         }
         let granted = self.handle.acquire(options).await?;
@@ -119,14 +147,6 @@ impl<K: HoldKind> Guard<K> {
             return Err(lost());
         }
         Ok(Guard::new(self.handle.clone(), granted.token, granted.lost))
-    }
-
-    /// Keep holding without this guard, for bindings whose users release by owner (a Java
-    /// thread calling `unlock()`): the hold stays until the same owner releases it.
-    /// Returns the fencing token.
-    pub fn detach(mut self) -> u64 {
-        self.armed = false;
-        self.token
     }
 }
 

@@ -8,7 +8,7 @@ mod name;
 mod rw_lock;
 mod semaphore;
 
-pub use guard::Guard;
+pub use guard::{Guard, Reentry};
 pub use lock::Lock;
 pub use name::MAX_NAME_LEN;
 pub(crate) use name::{storage_key, validate_name};
