@@ -53,6 +53,15 @@ typedef enum {
    * A bug inside polylock was caught at the boundary; the message says where.
    */
   POLYLOCK_INTERNAL = 7,
+  /**
+   * The backend does not offer this kind of lock or primitive (say, a read-write lock on
+   * Redis); reported when the handle is made, before anything is written.
+   */
+  POLYLOCK_UNSUPPORTED = 8,
+  /**
+   * The caller gave up on the call before it finished; nothing is left held.
+   */
+  POLYLOCK_CANCELLED = 9,
 } polylock_status;
 
 /**
@@ -66,6 +75,17 @@ typedef struct polylock_client polylock_client;
  * threads, each of which owns its own holds. Free it with `polylock_lock_free()`.
  */
 typedef struct polylock_lock polylock_lock;
+
+/**
+ * A handle on one named read-write lock of one client. Holds nothing by itself; may be
+ * shared by threads, each of which owns its own holds. Free it with `polylock_rwlock_free()`.
+ */
+typedef struct polylock_rwlock polylock_rwlock;
+
+/**
+ * A handle on one named semaphore of one client. Free it with `polylock_semaphore_free()`.
+ */
+typedef struct polylock_semaphore polylock_semaphore;
 
 /**
  * A Snowflake ID generator. Safe to share between threads.
@@ -134,8 +154,8 @@ polylock_status polylock_client_lock(polylock_client *client,
 /**
  * A handle on the lock `name` of kind `kind`: "reentrant" (the default; Redisson's RLock
  * on Redis), "fair" (Redisson's fair lock), "token" (redis-py's and redlock's `SET NX PX`)
- * or "lease" (ShedLock's table on SQL). Whether the backend offers the kind is checked
- * when acquiring.
+ * or "lease" (ShedLock's table on SQL). A kind the backend does not offer is refused here
+ * with `POLYLOCK_UNSUPPORTED`, before anything is written.
  *
  * # Safety
  * `client` is NULL or live; `name` and `kind` are NULL or NUL-terminated; `out` is NULL or
@@ -210,6 +230,126 @@ bool polylock_lock_is_lost(const polylock_lock *lock);
  * `lock` is NULL or a handle from `polylock_client_lock()` not freed yet.
  */
 void polylock_lock_free(polylock_lock *lock);
+
+/**
+ * A handle on the read-write lock `name`. Creating it holds nothing.
+ *
+ * @param out  receives the new handle on success; untouched on failure.
+ * @return `POLYLOCK_UNSUPPORTED` if the backend has no read-write locks (only `sqlite://` and
+ *         `mem://` have them today), `POLYLOCK_INVALID_ARGUMENT` for a NULL argument, an empty
+ *         or over-long name.
+ *
+ * # Safety
+ * `client` is NULL or live; `name` is NULL or NUL-terminated; `out` is NULL or writable.
+ */
+polylock_status polylock_client_rwlock(polylock_client *client,
+                                       const char *name,
+                                       polylock_rwlock **out);
+
+/**
+ * Take the read (shared) side for the calling thread: many threads and processes may read
+ * at once while nobody writes. Reentrant; the thread holding the write side may read too.
+ * Arguments and statuses as `polylock_lock_acquire()`.
+ *
+ * # Safety
+ * `rw` is NULL or live; `fencing_token` is NULL or writable.
+ */
+polylock_status polylock_rwlock_read_acquire(polylock_rwlock *rw,
+                                             int64_t wait_ms,
+                                             int64_t lease_ms,
+                                             uint64_t *fencing_token);
+
+/**
+ * Take the write (exclusive) side for the calling thread. A thread that holds the read side
+ * gets `POLYLOCK_INVALID_ARGUMENT` at once (an upgrade could deadlock): release it first.
+ * Arguments and statuses as `polylock_lock_acquire()`.
+ *
+ * # Safety
+ * `rw` is NULL or live; `fencing_token` is NULL or writable.
+ */
+polylock_status polylock_rwlock_write_acquire(polylock_rwlock *rw,
+                                              int64_t wait_ms,
+                                              int64_t lease_ms,
+                                              uint64_t *fencing_token);
+
+/**
+ * Give back one read hold of the calling thread (`POLYLOCK_NOT_OWNER` if it has none).
+ *
+ * # Safety
+ * `rw` is NULL or live.
+ */
+polylock_status polylock_rwlock_read_release(polylock_rwlock *rw);
+
+/**
+ * Give back one write hold of the calling thread (`POLYLOCK_NOT_OWNER` if it has none).
+ *
+ * # Safety
+ * `rw` is NULL or live.
+ */
+polylock_status polylock_rwlock_write_release(polylock_rwlock *rw);
+
+/**
+ * Free a read-write lock handle. Holds are not released: they belong to the threads. NULL
+ * is ignored.
+ *
+ * # Safety
+ * `rw` is NULL or a handle from `polylock_client_rwlock()` not freed yet.
+ */
+void polylock_rwlock_free(polylock_rwlock *rw);
+
+/**
+ * A handle on the semaphore `name` of `permits` permits (the count is fixed by the first
+ * use of the name: another count fails when acquiring, with `POLYLOCK_INVALID_ARGUMENT`).
+ *
+ * @param out  receives the new handle on success; untouched on failure.
+ * @return `POLYLOCK_UNSUPPORTED` if the backend has no semaphores (only `sqlite://` and
+ *         `mem://` have them today), `POLYLOCK_INVALID_ARGUMENT` for a NULL argument, a bad
+ *         name or zero permits.
+ *
+ * # Safety
+ * `client` is NULL or live; `name` is NULL or NUL-terminated; `out` is NULL or writable.
+ */
+polylock_status polylock_client_semaphore(polylock_client *client,
+                                          const char *name,
+                                          uint32_t permits,
+                                          polylock_semaphore **out);
+
+/**
+ * Take a permit. Arguments and statuses as `polylock_lock_acquire()`; the permit's lease is
+ * renewed by the watchdog (`lease_ms` 0) or fixed, so a crashed holder's permit comes back.
+ *
+ * @param permit_id      receives the permit's id, for `polylock_semaphore_release()`.
+ * @param fencing_token  receives the permit's fencing token; may be NULL.
+ *
+ * # Safety
+ * `semaphore` is NULL or live; `permit_id` is NULL or writable; `fencing_token` is NULL or
+ * writable.
+ */
+polylock_status polylock_semaphore_acquire(polylock_semaphore *semaphore,
+                                           int64_t wait_ms,
+                                           int64_t lease_ms,
+                                           uint64_t *permit_id,
+                                           uint64_t *fencing_token);
+
+/**
+ * Give back the permit `permit_id` (from any thread).
+ *
+ * @return `POLYLOCK_NOT_OWNER` if this client does not hold that permit (already released,
+ *         or never this client's); `POLYLOCK_LOST` if its lease ran out first.
+ *
+ * # Safety
+ * `semaphore` is NULL or live.
+ */
+polylock_status polylock_semaphore_release(polylock_semaphore *semaphore, uint64_t permit_id);
+
+/**
+ * Free a semaphore handle. Permits are not released (release them first, or they stay until
+ * the client is closed or their lease runs out). NULL is ignored.
+ *
+ * # Safety
+ * `semaphore` is NULL or a handle from `polylock_client_semaphore()` not freed yet.
+ */
+void polylock_semaphore_free(polylock_semaphore *semaphore);
 
 /**
  * A generator for worker `worker` (0..=1023 in the Twitter layout).

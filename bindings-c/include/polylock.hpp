@@ -51,6 +51,12 @@ struct ClientFree {
 struct LockFree {
     void operator()(polylock_lock *lock) const noexcept { polylock_lock_free(lock); }
 };
+struct RwLockFree {
+    void operator()(polylock_rwlock *rw) const noexcept { polylock_rwlock_free(rw); }
+};
+struct SemaphoreFree {
+    void operator()(polylock_semaphore *semaphore) const noexcept { polylock_semaphore_free(semaphore); }
+};
 struct SnowflakeFree {
     void operator()(polylock_snowflake *generator) const noexcept { polylock_snowflake_free(generator); }
 };
@@ -108,6 +114,91 @@ class Guard {
     std::uint64_t token_;
 };
 
+/** A read-write lock handle; ReadGuard and WriteGuard hold its sides for this thread. */
+class RwLock {
+  public:
+    explicit RwLock(polylock_rwlock *raw) : raw_(raw) {}
+    std::uint64_t acquire_read(std::int64_t wait_ms = -1, std::int64_t lease_ms = 0) {
+        std::uint64_t token = 0;
+        detail::check(polylock_rwlock_read_acquire(raw_.get(), wait_ms, lease_ms, &token));
+        return token;
+    }
+    std::uint64_t acquire_write(std::int64_t wait_ms = -1, std::int64_t lease_ms = 0) {
+        std::uint64_t token = 0;
+        detail::check(polylock_rwlock_write_acquire(raw_.get(), wait_ms, lease_ms, &token));
+        return token;
+    }
+    void release_read() { detail::check(polylock_rwlock_read_release(raw_.get())); }
+    void release_write() { detail::check(polylock_rwlock_write_release(raw_.get())); }
+    polylock_rwlock *get() const noexcept { return raw_.get(); }
+
+  private:
+    std::unique_ptr<polylock_rwlock, detail::RwLockFree> raw_;
+};
+
+/** One hold of a side of a read-write lock, given back when the guard goes out of scope. */
+template <bool Write>
+class RwGuard {
+  public:
+    explicit RwGuard(RwLock &rw, std::int64_t wait_ms = -1, std::int64_t lease_ms = 0)
+        : rw_(&rw), token_(Write ? rw.acquire_write(wait_ms, lease_ms) : rw.acquire_read(wait_ms, lease_ms)) {}
+    RwGuard(const RwGuard &) = delete;
+    RwGuard &operator=(const RwGuard &) = delete;
+    RwGuard(RwGuard &&other) noexcept : rw_(std::exchange(other.rw_, nullptr)), token_(other.token_) {}
+    RwGuard &operator=(RwGuard &&) = delete;
+    ~RwGuard() {
+        if (rw_) Write ? polylock_rwlock_write_release(rw_->get()) : polylock_rwlock_read_release(rw_->get());
+    }
+    std::uint64_t fencing_token() const noexcept { return token_; }
+    /** Release now and throw if that failed. */
+    void release() {
+        RwLock *rw = std::exchange(rw_, nullptr);
+        Write ? rw->release_write() : rw->release_read();
+    }
+
+  private:
+    RwLock *rw_;
+    std::uint64_t token_;
+};
+using ReadGuard = RwGuard<false>;
+using WriteGuard = RwGuard<true>;
+
+/** A semaphore handle; a Permit holds one of its permits. */
+class Semaphore {
+  public:
+    explicit Semaphore(polylock_semaphore *raw) : raw_(raw) {}
+    polylock_semaphore *get() const noexcept { return raw_.get(); }
+
+  private:
+    std::unique_ptr<polylock_semaphore, detail::SemaphoreFree> raw_;
+};
+
+/** One permit, given back when it goes out of scope (from any thread it was moved to). */
+class Permit {
+  public:
+    explicit Permit(Semaphore &semaphore, std::int64_t wait_ms = -1, std::int64_t lease_ms = 0)
+        : semaphore_(&semaphore) {
+        detail::check(polylock_semaphore_acquire(semaphore.get(), wait_ms, lease_ms, &id_, &token_));
+    }
+    Permit(const Permit &) = delete;
+    Permit &operator=(const Permit &) = delete;
+    Permit(Permit &&other) noexcept
+        : semaphore_(std::exchange(other.semaphore_, nullptr)), id_(other.id_), token_(other.token_) {}
+    Permit &operator=(Permit &&) = delete;
+    ~Permit() {
+        if (semaphore_) polylock_semaphore_release(semaphore_->get(), id_);
+    }
+    std::uint64_t id() const noexcept { return id_; }
+    std::uint64_t fencing_token() const noexcept { return token_; }
+    /** Release now and throw if that failed (POLYLOCK_LOST: its lease ran out). */
+    void release() { detail::check(polylock_semaphore_release(std::exchange(semaphore_, nullptr)->get(), id_)); }
+
+  private:
+    Semaphore *semaphore_;
+    std::uint64_t id_ = 0;
+    std::uint64_t token_ = 0;
+};
+
 /** A connection to one backend, shareable between threads. */
 class Client {
   public:
@@ -121,6 +212,16 @@ class Client {
         polylock_lock *raw = nullptr;
         detail::check(polylock_client_lock_kind(raw_.get(), name.c_str(), kind.c_str(), &raw));
         return Lock(raw);
+    }
+    RwLock rw_lock(const std::string &name) {
+        polylock_rwlock *raw = nullptr;
+        detail::check(polylock_client_rwlock(raw_.get(), name.c_str(), &raw));
+        return RwLock(raw);
+    }
+    Semaphore semaphore(const std::string &name, std::uint32_t permits) {
+        polylock_semaphore *raw = nullptr;
+        detail::check(polylock_client_semaphore(raw_.get(), name.c_str(), permits, &raw));
+        return Semaphore(raw);
     }
     void close() { detail::check(polylock_client_close(raw_.get())); }
     polylock_client *get() const noexcept { return raw_.get(); }

@@ -3,7 +3,7 @@
 
 use std::ffi::{c_char, CStr};
 
-use polylock::{Error, Result};
+use polylock::{AcquireOptions, Error, Result};
 
 /// Borrow the object behind a handle, or say which argument was NULL.
 ///
@@ -34,4 +34,27 @@ pub unsafe fn text<'a>(ptr: *const c_char, what: &str) -> Result<&'a str> {
     // SAFETY: non-NULL and NUL-terminated by the caller's contract.
     let bytes = unsafe { CStr::from_ptr(ptr) };
     bytes.to_str().map_err(|err| Error::invalid_argument(format!("{what} is not valid UTF-8: {err}")))
+}
+
+/// The core's acquire options from C's: `wait_ms` negative waits forever, 0 tries once;
+/// `lease_ms` 0 lets the watchdog keep the hold, positive fixes it, negative is an error.
+pub fn acquire_options(wait_ms: i64, lease_ms: i64) -> Result<AcquireOptions> {
+    Ok(AcquireOptions {
+        wait: polylock::duration::wait_from_millis(wait_ms),
+        lease: match lease_ms {
+            0 => None,
+            millis => Some(polylock::duration::lease_from_millis(millis)?),
+        },
+    })
+}
+
+/// Write `value` where the caller asked for it, if it did (NULL: not wanted).
+///
+/// # Safety
+/// `ptr` is NULL or points to writable memory for one `T`.
+pub unsafe fn set_if_wanted<T>(ptr: *mut T, value: T) {
+    // SAFETY: the caller's contract above.
+    if let Some(slot) = unsafe { ptr.as_mut() } {
+        *slot = value;
+    }
 }

@@ -11,6 +11,8 @@ mod client;
 mod last_error;
 mod lock;
 mod runtime;
+mod rwlock;
+mod semaphore;
 mod snowflake;
 mod status;
 
@@ -19,6 +21,14 @@ pub use last_error::polylock_last_error;
 pub use lock::{
     polylock_client_lock, polylock_client_lock_kind, polylock_lock, polylock_lock_acquire, polylock_lock_free,
     polylock_lock_hold_count, polylock_lock_is_held, polylock_lock_is_lost, polylock_lock_release,
+};
+pub use rwlock::{
+    polylock_client_rwlock, polylock_rwlock, polylock_rwlock_free, polylock_rwlock_read_acquire,
+    polylock_rwlock_read_release, polylock_rwlock_write_acquire, polylock_rwlock_write_release,
+};
+pub use semaphore::{
+    polylock_client_semaphore, polylock_semaphore, polylock_semaphore_acquire, polylock_semaphore_free,
+    polylock_semaphore_release,
 };
 pub use snowflake::{polylock_snowflake, polylock_snowflake_free, polylock_snowflake_new, polylock_snowflake_next};
 pub use status::{polylock_status, polylock_status_name};

@@ -4,7 +4,7 @@
 use std::ffi::c_char;
 use std::sync::Arc;
 
-use polylock::{AcquireOptions, Lock, LockKind};
+use polylock::{Lock, LockKind};
 
 use crate::args;
 use crate::boundary::{call, quietly};
@@ -47,8 +47,8 @@ pub unsafe extern "C" fn polylock_client_lock(
 
 /// A handle on the lock `name` of kind `kind`: "reentrant" (the default; Redisson's RLock
 /// on Redis), "fair" (Redisson's fair lock), "token" (redis-py's and redlock's `SET NX PX`)
-/// or "lease" (ShedLock's table on SQL). Whether the backend offers the kind is checked
-/// when acquiring.
+/// or "lease" (ShedLock's table on SQL). A kind the backend does not offer is refused here
+/// with `POLYLOCK_UNSUPPORTED`, before anything is written.
 ///
 /// # Safety
 /// `client` is NULL or live; `name` and `kind` are NULL or NUL-terminated; `out` is NULL or
@@ -94,21 +94,12 @@ pub unsafe extern "C" fn polylock_lock_acquire(
     call(|| {
         // SAFETY: the caller's contract.
         let handle = unsafe { args::handle(lock, "lock") }?;
-        let options = AcquireOptions {
-            wait: polylock::duration::wait_from_millis(wait_ms),
-            lease: match lease_ms {
-                0 => None,
-                millis => Some(polylock::duration::lease_from_millis(millis)?),
-            },
-        };
+        let options = args::acquire_options(wait_ms, lease_ms)?;
         let owned = handle.for_this_thread();
         let guard = handle.shared.block_on(async move { owned.acquire_with(options).await })?;
         // The thread releases by owner, so the hold outlives the guard.
-        let token = guard.detach();
         // SAFETY: the caller's contract.
-        if let Some(slot) = unsafe { fencing_token.as_mut() } {
-            *slot = token;
-        }
+        unsafe { args::set_if_wanted(fencing_token, guard.detach()) };
         Ok(())
     })
 }

@@ -26,8 +26,15 @@ pub enum polylock_status {
     POLYLOCK_BACKEND = 6,
     /// A bug inside polylock was caught at the boundary; the message says where.
     POLYLOCK_INTERNAL = 7,
+    /// The backend does not offer this kind of lock or primitive (say, a read-write lock on
+    /// Redis); reported when the handle is made, before anything is written.
+    POLYLOCK_UNSUPPORTED = 8,
+    /// The caller gave up on the call before it finished; nothing is left held.
+    POLYLOCK_CANCELLED = 9,
 }
 
+/// The core's one table of error kinds: each kind's status has the kind's number and name
+/// (a unit test below checks every kind).
 impl From<ErrorKind> for polylock_status {
     fn from(kind: ErrorKind) -> Self {
         match kind {
@@ -36,9 +43,10 @@ impl From<ErrorKind> for polylock_status {
             ErrorKind::Lost => polylock_status::POLYLOCK_LOST,
             ErrorKind::Connection => polylock_status::POLYLOCK_CONNECTION,
             ErrorKind::InvalidArgument => polylock_status::POLYLOCK_INVALID_ARGUMENT,
-            // ErrorKind is non-exhaustive: a kind added later is reported as a backend error
-            // until this binding learns its own code for it.
-            _ => polylock_status::POLYLOCK_BACKEND,
+            ErrorKind::Backend => polylock_status::POLYLOCK_BACKEND,
+            ErrorKind::Internal => polylock_status::POLYLOCK_INTERNAL,
+            ErrorKind::Unsupported => polylock_status::POLYLOCK_UNSUPPORTED,
+            ErrorKind::Cancelled => polylock_status::POLYLOCK_CANCELLED,
         }
     }
 }
@@ -54,6 +62,8 @@ impl polylock_status {
             polylock_status::POLYLOCK_INVALID_ARGUMENT => c"INVALID_ARGUMENT",
             polylock_status::POLYLOCK_BACKEND => c"BACKEND",
             polylock_status::POLYLOCK_INTERNAL => c"INTERNAL",
+            polylock_status::POLYLOCK_UNSUPPORTED => c"UNSUPPORTED",
+            polylock_status::POLYLOCK_CANCELLED => c"CANCELLED",
         }
     }
 }
@@ -65,7 +75,7 @@ impl polylock_status {
 pub extern "C" fn polylock_status_name(status: i32) -> *const c_char {
     // Takes an int, not the enum: C may pass any integer, and an out-of-range enum value
     // would be undefined behaviour on the Rust side.
-    const ALL: [polylock_status; 8] = [
+    const ALL: [polylock_status; 10] = [
         polylock_status::POLYLOCK_OK,
         polylock_status::POLYLOCK_TIMEOUT,
         polylock_status::POLYLOCK_NOT_OWNER,
@@ -74,9 +84,30 @@ pub extern "C" fn polylock_status_name(status: i32) -> *const c_char {
         polylock_status::POLYLOCK_INVALID_ARGUMENT,
         polylock_status::POLYLOCK_BACKEND,
         polylock_status::POLYLOCK_INTERNAL,
+        polylock_status::POLYLOCK_UNSUPPORTED,
+        polylock_status::POLYLOCK_CANCELLED,
     ];
     match ALL.iter().find(|s| **s as i32 == status) {
         Some(s) => s.name().as_ptr(),
         None => c"UNKNOWN".as_ptr(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every core error kind has the status of its number, named as the core names it.
+    #[test]
+    fn statuses_follow_the_core_table() {
+        for kind in ErrorKind::ALL {
+            let status = polylock_status::from(kind);
+            assert_eq!(status as i32, i32::from(kind.code()), "{kind}");
+            assert_eq!(status.name().to_str().unwrap(), kind.as_str());
+            // SAFETY: a static NUL-terminated string.
+            let by_number = unsafe { std::ffi::CStr::from_ptr(polylock_status_name(status as i32)) };
+            assert_eq!(by_number.to_str().unwrap(), kind.as_str());
+        }
+        assert_eq!(polylock_status::POLYLOCK_OK as i32, 0);
     }
 }

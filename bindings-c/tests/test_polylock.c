@@ -214,6 +214,125 @@ static void test_lease_lost(void) {
     polylock_client_free(client);
 }
 
+/* ---- read-write locks: shared reads, exclusive writes, downgrade, refused upgrade ---- */
+
+static int offers_rw_and_semaphores(void) {
+    return strncmp(url, "sqlite:", 7) == 0 || strncmp(url, "mem:", 4) == 0;
+}
+
+struct rw_probe {
+    polylock_rwlock *rw;
+    polylock_status read, write, release;
+    uint64_t read_token;
+};
+
+static void *probe_rwlock(void *arg) {
+    struct rw_probe *probe = arg;
+    probe->read = polylock_rwlock_read_acquire(probe->rw, 1000, 0, &probe->read_token);
+    if (probe->read == POLYLOCK_OK) CHECK_OK(polylock_rwlock_read_release(probe->rw));
+    probe->write = polylock_rwlock_write_acquire(probe->rw, 50, 0, NULL);
+    probe->release = polylock_rwlock_write_release(probe->rw);
+    return NULL;
+}
+
+static void test_rwlock(void) {
+    polylock_client *client = connect_or_die();
+    unique_name("rwlock");
+    polylock_rwlock *rw = NULL;
+    if (!offers_rw_and_semaphores()) {
+        CHECK_STATUS(polylock_client_rwlock(client, lock_name, &rw), POLYLOCK_UNSUPPORTED);
+        CHECK(rw == NULL);
+        CHECK(strstr(polylock_last_error(), "read-write locks") != NULL);
+        polylock_client_free(client);
+        return;
+    }
+    CHECK_STATUS(polylock_client_rwlock(client, "", &rw), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_rwlock_read_acquire(NULL, 0, 0, NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_OK(polylock_client_rwlock(client, lock_name, &rw));
+    uint64_t read = 0;
+    CHECK_OK(polylock_rwlock_read_acquire(rw, 0, 0, &read));
+    /* Another thread may read too, but not write. */
+    struct rw_probe probe = {.rw = rw};
+    pthread_t thread;
+    CHECK(pthread_create(&thread, NULL, probe_rwlock, &probe) == 0);
+    CHECK(pthread_join(thread, NULL) == 0);
+    CHECK_OK(probe.read);
+    CHECK(probe.read_token > read);
+    CHECK_STATUS(probe.write, POLYLOCK_TIMEOUT);
+    CHECK_STATUS(probe.release, POLYLOCK_NOT_OWNER);
+    /* A reader asking for the write side is refused at once: an upgrade could deadlock. */
+    CHECK_STATUS(polylock_rwlock_write_acquire(rw, 5000, 0, NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_OK(polylock_rwlock_read_release(rw));
+    CHECK_STATUS(polylock_rwlock_read_release(rw), POLYLOCK_NOT_OWNER);
+    /* The writer may read too (a downgrade), then let go of the write side. */
+    uint64_t write = 0;
+    CHECK_OK(polylock_rwlock_write_acquire(rw, 0, 0, &write));
+    CHECK(write > probe.read_token);
+    CHECK_OK(polylock_rwlock_read_acquire(rw, 0, 0, NULL));
+    CHECK_OK(polylock_rwlock_write_release(rw));
+    CHECK_OK(polylock_rwlock_read_release(rw));
+    polylock_rwlock_free(rw);
+    polylock_rwlock_free(NULL);
+    polylock_client_free(client);
+}
+
+/* ---- semaphores: N owned permits, released by id from any thread ---- */
+
+struct permit_release {
+    polylock_semaphore *semaphore;
+    uint64_t permit;
+    polylock_status status;
+};
+
+static void *release_permit(void *arg) {
+    struct permit_release *job = arg;
+    job->status = polylock_semaphore_release(job->semaphore, job->permit);
+    return NULL;
+}
+
+static void test_semaphore(void) {
+    polylock_client *client = connect_or_die();
+    unique_name("semaphore");
+    polylock_semaphore *semaphore = NULL;
+    if (!offers_rw_and_semaphores()) {
+        CHECK_STATUS(polylock_client_semaphore(client, lock_name, 2, &semaphore), POLYLOCK_UNSUPPORTED);
+        CHECK(semaphore == NULL);
+        polylock_client_free(client);
+        return;
+    }
+    CHECK_STATUS(polylock_client_semaphore(client, lock_name, 0, &semaphore), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_OK(polylock_client_semaphore(client, lock_name, 2, &semaphore));
+    uint64_t a = 0, b = 0, token_a = 0, token_b = 0, none = 0;
+    CHECK_STATUS(polylock_semaphore_acquire(semaphore, 0, 0, NULL, NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_OK(polylock_semaphore_acquire(semaphore, 0, 0, &a, &token_a));
+    CHECK_OK(polylock_semaphore_acquire(semaphore, 0, 0, &b, &token_b));
+    CHECK(a != b && token_b > token_a);
+    CHECK_STATUS(polylock_semaphore_acquire(semaphore, 50, 0, &none, NULL), POLYLOCK_TIMEOUT);
+    /* Any thread may release a permit by its id; a second release is NOT_OWNER. */
+    struct permit_release job = {.semaphore = semaphore, .permit = a};
+    pthread_t thread;
+    CHECK(pthread_create(&thread, NULL, release_permit, &job) == 0);
+    CHECK(pthread_join(thread, NULL) == 0);
+    CHECK_OK(job.status);
+    CHECK_STATUS(polylock_semaphore_release(semaphore, a), POLYLOCK_NOT_OWNER);
+    /* A permit whose lease runs out comes back. */
+    uint64_t short_lived = 0, later = 0;
+    CHECK_OK(polylock_semaphore_acquire(semaphore, 0, 150, &short_lived, NULL));
+    CHECK_OK(polylock_semaphore_acquire(semaphore, 5000, 0, &later, NULL));
+    CHECK_STATUS(polylock_semaphore_release(semaphore, short_lived), POLYLOCK_LOST);
+    CHECK_OK(polylock_semaphore_release(semaphore, later));
+    CHECK_OK(polylock_semaphore_release(semaphore, b));
+    /* The count is fixed by the first use of the name. */
+    polylock_semaphore *other = NULL;
+    CHECK_OK(polylock_client_semaphore(client, lock_name, 3, &other));
+    CHECK_STATUS(polylock_semaphore_acquire(other, 0, 0, &none, NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK(strstr(polylock_last_error(), "has 2 permits") != NULL);
+    polylock_semaphore_free(other);
+    polylock_semaphore_free(semaphore);
+    polylock_semaphore_free(NULL);
+    polylock_client_free(client);
+}
+
 /* ---- snowflake IDs: unique and increasing; worker ids checked ---- */
 
 static void test_snowflake(void) {
@@ -235,7 +354,8 @@ static void test_snowflake(void) {
 
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s bad_input|contract|other_thread|reentrant|lease_lost|snowflake URL\n", argv[0]);
+        fprintf(stderr, "usage: %s bad_input|contract|other_thread|reentrant|lease_lost|rwlock|semaphore|snowflake URL\n",
+                argv[0]);
         return 2;
     }
     url = argv[2];
@@ -245,6 +365,7 @@ int main(int argc, char **argv) {
     } tests[] = {
         {"bad_input", test_bad_input},   {"contract", test_contract},     {"other_thread", test_other_thread},
         {"reentrant", test_reentrant},   {"lease_lost", test_lease_lost}, {"snowflake", test_snowflake},
+        {"rwlock", test_rwlock},         {"semaphore", test_semaphore},
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         if (strcmp(tests[i].name, argv[1]) == 0) {

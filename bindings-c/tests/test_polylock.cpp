@@ -72,6 +72,51 @@ int main(int argc, char **argv) {
     });
     taker.join();
 
+    // Read-write locks and semaphores where the backend has them; elsewhere UNSUPPORTED.
+    const bool offers = url.rfind("sqlite:", 0) == 0 || url.rfind("mem:", 0) == 0;
+    if (offers) {
+        polylock::RwLock rw = client.rw_lock(name + ":rw");
+        std::uint64_t read_token = 0;
+        {
+            polylock::ReadGuard reading(rw);
+            read_token = reading.fencing_token();
+            std::thread writer([&] {
+                try {
+                    polylock::WriteGuard writing(rw, 50);
+                    EXPECT(false);  // a writer must wait for the reader
+                } catch (const polylock::Error &err) {
+                    EXPECT(err.status() == POLYLOCK_TIMEOUT);
+                }
+            });
+            writer.join();
+        }
+        polylock::WriteGuard writing(rw, 2000);
+        EXPECT(writing.fencing_token() > read_token);
+        writing.release();
+
+        polylock::Semaphore pool = client.semaphore(name + ":pool", 1);
+        std::uint64_t first_permit = 0;
+        {
+            polylock::Permit permit(pool);
+            first_permit = permit.fencing_token();
+            try {
+                polylock::Permit second(pool, 50);
+                EXPECT(false);
+            } catch (const polylock::Error &err) {
+                EXPECT(err.status() == POLYLOCK_TIMEOUT);
+            }
+        }
+        polylock::Permit again(pool, 2000);
+        EXPECT(again.fencing_token() > first_permit);
+    } else {
+        try {
+            client.rw_lock(name + ":rw");
+            EXPECT(false);
+        } catch (const polylock::Error &err) {
+            EXPECT(err.status() == POLYLOCK_UNSUPPORTED);
+        }
+    }
+
     polylock::Snowflake ids(3);
     EXPECT(ids.next() < ids.next());
     std::puts("cpp raii: ok");

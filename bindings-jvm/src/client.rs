@@ -7,11 +7,12 @@ use std::time::Duration;
 use jni::objects::{JClass, JString};
 use jni::sys::{jlong, jstring};
 use jni::JNIEnv;
-use polylock::{Client, Error, Lock, LockKind};
+use polylock::{Client, Error};
 use tokio::runtime::Runtime;
 use tokio_util::sync::CancellationToken;
 
 use crate::entry::{entry, read_string, JResult, JniResultExt};
+use crate::target::Target;
 use crate::vm::attach_current_thread;
 
 /// How long close may spend giving holds back before it stops the runtime anyway.
@@ -36,20 +37,9 @@ impl NativeClient {
             .ok_or_else(|| Error::connection("this polylock client is closed; connect again"))
     }
 
-    /// The lock `name` of `kind`, owned by `thread_id` of this client (Redisson's field
-    /// `<client uuid>:<thread id>`).
-    pub fn lock(&self, name: &str, kind: i32, thread_id: jlong) -> JResult<Lock> {
-        Ok(self.client.lock(name)?.with_kind(lock_kind(kind)?)?.with_local_id(thread_id as u64))
-    }
-}
-
-/// The kind codes of `io.polylock.NativeLock`.
-fn lock_kind(code: i32) -> JResult<LockKind> {
-    match code {
-        0 => Ok(LockKind::Reentrant),
-        1 => Ok(LockKind::Fair),
-        2 => Ok(LockKind::Token),
-        other => Err(Error::invalid_argument(format!("unknown lock kind code {other}"))),
+    /// The lock `name` of kind code `kind`, owned by `thread_id` of this client.
+    pub fn lock(&self, name: &str, kind: i32, thread_id: jlong) -> JResult<Target> {
+        Target::new(&self.client, name, kind, thread_id as u64)
     }
 }
 

@@ -11,16 +11,10 @@ use polylock::{Error, ErrorKind};
 
 pub type JResult<T> = Result<T, Error>;
 
-/// The code of an error kind, as `io.polylock.ErrorCode.fromNative` reads it.
+/// The code of an error kind, as `io.polylock.ErrorCode.fromNative` reads it: the kind's
+/// number in the core's one table (ErrorCodeTest checks the Java enum against it).
 pub fn code(kind: ErrorKind) -> i32 {
-    match kind {
-        ErrorKind::InvalidArgument => 1,
-        ErrorKind::Timeout => 2,
-        ErrorKind::NotOwner => 3,
-        ErrorKind::Lost => 4,
-        ErrorKind::Connection => 5,
-        _ => 6, // Backend, and any kind added later
-    }
+    i32::from(kind.code())
 }
 
 /// A failed JNI call: an error of kind Backend (a pending Java exception, if any, wins).
@@ -55,7 +49,7 @@ pub fn panic_error(panic: Box<dyn Any + Send>) -> Error {
         .map(|s| s.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".to_string());
-    Error::backend(format!("internal error in polylock's native library (please report it): {what}"))
+    Error::internal(format!("internal error in polylock's native library (please report it): {what}"))
 }
 
 fn throw(env: &mut JNIEnv<'_>, error: &Error) {
@@ -89,28 +83,4 @@ pub fn require_object(value: &JObject<'_>, what: &str) -> JResult<()> {
         return Err(Error::invalid_argument(format!("{what} must not be null")));
     }
     Ok(())
-}
-
-/// Proves the panic barrier in a release build: `NativeBridge.selfTestPanic` panics on purpose,
-/// directly (the exception is thrown to the caller) or inside a runtime task (the future fails).
-#[no_mangle]
-pub extern "system" fn Java_io_polylock_NativeBridge_selfTestPanic<'l>(
-    mut env: JNIEnv<'l>,
-    _class: jni::objects::JClass<'l>,
-    handle: jni::sys::jlong,
-    future: JObject<'l>,
-) {
-    entry(&mut env, (), |env| {
-        if future.is_null() {
-            panic!("self-test panic at a JNI entry point");
-        }
-        // SAFETY: Java keeps the handle alive for the call.
-        let native = unsafe { crate::client::NativeClient::from_handle(handle)? };
-        let completer = crate::complete::Completer::new(env, &future)?;
-        native.runtime.spawn(async move {
-            let _owned_by_the_task = completer;
-            panic!("self-test panic in a runtime task");
-        });
-        Ok(())
-    })
 }

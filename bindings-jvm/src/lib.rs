@@ -8,7 +8,10 @@ mod client;
 mod complete;
 mod entry;
 mod lock;
+mod self_test;
+mod semaphore;
 mod snowflake;
+mod target;
 mod vm;
 
 pub use vm::JNI_OnLoad;

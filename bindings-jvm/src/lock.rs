@@ -9,34 +9,35 @@ use std::time::Duration;
 use jni::objects::{JClass, JObject, JString};
 use jni::sys::{jint, jlong};
 use jni::JNIEnv;
-use polylock::{AcquireOptions, Error, ErrorKind, Lock};
+use polylock::{AcquireOptions, Error, ErrorKind};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::NativeClient;
 use crate::complete::{Completer, Outcome};
 use crate::entry::{entry, read_string, JResult};
+use crate::target::Target;
 
 /// The lock one call is about, from the (client, name, kind, thread id) Java passes.
-fn lock_for(env: &mut JNIEnv<'_>, handle: jlong, name: &JString<'_>, kind: jint, thread_id: jlong) -> JResult<Lock> {
+fn lock_for(env: &mut JNIEnv<'_>, handle: jlong, name: &JString<'_>, kind: jint, thread_id: jlong) -> JResult<Target> {
     // SAFETY: Java keeps the handle alive for the call (PolylockClient's read lock).
     let native = unsafe { NativeClient::from_handle(handle)? };
     let name = read_string(env, name, "lock name")?;
     native.lock(&name, kind, thread_id)
 }
 
-fn runtime(handle: jlong) -> JResult<tokio::runtime::Handle> {
+pub fn runtime(handle: jlong) -> JResult<tokio::runtime::Handle> {
     // SAFETY: as in `lock_for`.
     Ok(unsafe { NativeClient::from_handle(handle)? }.runtime.handle().clone())
 }
 
-fn closing(handle: jlong) -> JResult<CancellationToken> {
+pub fn closing(handle: jlong) -> JResult<CancellationToken> {
     // SAFETY: as in `lock_for`.
     Ok(unsafe { NativeClient::from_handle(handle)? }.closing.clone())
 }
 
 /// Java's milliseconds: for a wait, -1 is forever; for a lease, -1 is the watchdog
 /// (Redisson's convention). Other negatives are errors.
-fn options(wait_ms: jlong, lease_ms: jlong) -> JResult<AcquireOptions> {
+pub fn options(wait_ms: jlong, lease_ms: jlong) -> JResult<AcquireOptions> {
     let millis = |ms: jlong, what: &str, unset: &str| match ms {
         -1 => Ok(None),
         ms if ms < 0 => Err(Error::invalid_argument(format!("{what} must be -1 ({unset}) or at least 0, got {ms}ms"))),
@@ -84,12 +85,11 @@ pub extern "system" fn Java_io_polylock_NativeBridge_acquire<'l>(
                     completer.complete(Outcome::Failed(closed));
                     return;
                 }
-                acquired = lock.acquire_with(options) => acquired,
+                acquired = lock.acquire(options) => acquired,
             };
             match acquired {
-                Ok(guard) => {
+                Ok(token) => {
                     // The Java thread releases by owner, so the hold outlives the guard.
-                    let token = guard.detach();
                     if !completer.complete(Outcome::Value(token as i64)) {
                         let _ = lock.release().await;
                     }

@@ -1,8 +1,6 @@
 //! `NativeClient`: a connection to one backend, with its own runtime. The Python classes
 //! `polylock.Client` and `polylock.aio.Client` wrap it.
 
-use std::sync::Arc;
-
 use polylock::LockKind;
 use pyo3::prelude::*;
 
@@ -10,18 +8,7 @@ use crate::errors::IntoPyResult;
 use crate::lock::{NativeLock, Target};
 use crate::pending::{Abandon, Outcome, PendingCall};
 use crate::semaphore::NativeSemaphore;
-use crate::shared::{new_runtime, ClientShared};
-
-#[pyclass(module = "polylock._polylock", frozen)]
-pub struct NativeClient {
-    shared: Arc<ClientShared>,
-}
-
-impl NativeClient {
-    pub fn from_shared(shared: ClientShared) -> NativeClient {
-        NativeClient { shared: Arc::new(shared) }
-    }
-}
+use crate::shared::{new_runtime, ClientShared, NativeClient};
 
 /// The URL to connect to: the caller's, else `$POLYLOCK_URL`, else the core's default.
 fn url_or_default(url: Option<String>) -> String {

@@ -16,13 +16,13 @@ use pyo3::prelude::*;
 #[pymodule]
 mod _polylock {
     #[pymodule_export]
-    use crate::client::NativeClient;
-    #[pymodule_export]
     use crate::lock::NativeLock;
     #[pymodule_export]
     use crate::pending::PendingCall;
     #[pymodule_export]
     use crate::semaphore::NativeSemaphore;
+    #[pymodule_export]
+    use crate::shared::NativeClient;
     #[pymodule_export]
     use crate::snowflake::{parse_snowflake, NativeSnowflake};
 

@@ -16,9 +16,8 @@ use pyo3::prelude::*;
 use tokio::runtime::{Handle, Runtime};
 use tokio::task::AbortHandle;
 
-use crate::client::NativeClient;
 use crate::errors::to_py_err;
-use crate::shared::ClientShared;
+use crate::shared::{ClientShared, NativeClient};
 
 /// What a finished call produced.
 pub enum Outcome {

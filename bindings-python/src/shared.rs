@@ -144,3 +144,17 @@ impl Drop for ClientShared {
         }
     }
 }
+
+/// A connection to one backend, as Python holds it (its methods are in client.rs). Defined
+/// here, beside what it shares with its locks, so that pending.rs can hand a connected client
+/// to Python without importing the module that starts connects.
+#[pyclass(module = "polylock._polylock", frozen)]
+pub struct NativeClient {
+    pub(crate) shared: std::sync::Arc<ClientShared>,
+}
+
+impl NativeClient {
+    pub fn from_shared(shared: ClientShared) -> NativeClient {
+        NativeClient { shared: std::sync::Arc::new(shared) }
+    }
+}

@@ -7,6 +7,9 @@ final class NativeBridge {
     static final int KIND_REENTRANT = 0;
     static final int KIND_FAIR = 1;
     static final int KIND_TOKEN = 2;
+    static final int KIND_LEASE = 3;
+    static final int KIND_READ = 4;
+    static final int KIND_WRITE = 5;
 
     static final int QUERY_IS_LOCKED = 0;
     static final int QUERY_REMAINING = 1;
@@ -44,6 +47,15 @@ final class NativeBridge {
     static native int holdCount(long client, String name, int kind, long threadId);
 
     static native long token(long client, String name, int kind, long threadId);
+
+    /** Completes {@code future} with the permit id, or null when the wait ran out. Returns a call handle. */
+    static native long semaphoreAcquire(
+            long client, String name, int permits, long waitMs, long leaseMs, CompletableFuture<Long> future);
+
+    static native void semaphoreRelease(long client, String name, int permits, long permitId, CompletableFuture<Long> future);
+
+    /** The core's table of error kinds: names, in the order of their numbers (1, 2, ...). */
+    static native String[] errorKinds();
 
     static native long snowflakeNew(long worker, long epochMs);
 

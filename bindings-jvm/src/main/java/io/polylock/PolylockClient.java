@@ -46,6 +46,31 @@ public final class PolylockClient implements AutoCloseable {
         return newLock(name, NativeBridge.KIND_TOKEN);
     }
 
+    /** ShedLock's lease lock on SQL databases (its {@code shedlock} table): a row with a lease, not reentrant in the store. */
+    public RLock getLeaseLock(String name) {
+        return newLock(name, NativeBridge.KIND_LEASE);
+    }
+
+    /**
+     * A read-write lock (Redisson's RReadWriteLock): {@code readLock()} is shared, {@code writeLock()} exclusive, each
+     * owned by the calling thread and reentrant. The writer may also read (a downgrade); a reader asking for the write
+     * lock gets a {@link PolylockException} ({@link ErrorCode#INVALID_ARGUMENT}) at once. Backends without read-write
+     * locks throw {@link ErrorCode#UNSUPPORTED} here.
+     */
+    public RReadWriteLock getReadWriteLock(String name) {
+        return new ReadWriteLock(newLock(name, NativeBridge.KIND_READ), newLock(name, NativeBridge.KIND_WRITE));
+    }
+
+    /**
+     * A semaphore of owned, expiring permits (Redisson's RPermitExpirableSemaphore): set its count with {@link
+     * RPermitExpirableSemaphore#trySetPermits(int)}, then acquire permits by id. Backends without semaphores throw
+     * {@link ErrorCode#UNSUPPORTED} when a permit is first asked for.
+     */
+    public RPermitExpirableSemaphore getPermitExpirableSemaphore(String name) {
+        Objects.requireNonNull(name, "name");
+        return new PermitExpirableSemaphore(this, name);
+    }
+
     /**
      * A Snowflake ID generator for {@code workerId} (Twitter layout: 41 bits of milliseconds, 10 of worker, 12 of
      * sequence). IDs are positive {@code long}s.

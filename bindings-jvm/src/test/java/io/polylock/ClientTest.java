@@ -92,12 +92,12 @@ class ClientTest {
     void aRustPanicBecomesAnExceptionAndTheJvmCarriesOn() throws Exception {
         try (PolylockClient client = Polylock.connect("mem://panics")) {
             PolylockException direct = assertThrows(PolylockException.class, () -> client.selfTestPanic(false));
-            assertEquals(ErrorCode.BACKEND, direct.getCode());
+            assertEquals(ErrorCode.INTERNAL, direct.getCode());
             assertTrue(direct.getMessage().contains("self-test panic at a JNI entry point"), direct.getMessage());
 
             ExecutionException inTask = assertThrows(ExecutionException.class,
                     () -> client.selfTestPanic(true).get(10, TimeUnit.SECONDS));
-            assertEquals(ErrorCode.BACKEND, ((PolylockException) inTask.getCause()).getCode());
+            assertEquals(ErrorCode.INTERNAL, ((PolylockException) inTask.getCause()).getCode());
 
             RLock lock = client.getLock("after-the-panics");
             assertTrue(lock.tryLock(), "the client still works");

@@ -1,0 +1,149 @@
+package io.polylock;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+/** {@link RPermitExpirableSemaphore} over the native semaphore calls; permit ids are the native ids in hex. */
+final class PermitExpirableSemaphore implements RPermitExpirableSemaphore {
+    private static final long FOREVER = -1;
+    private static final long WATCHDOG = -1;
+
+    private final PolylockClient client;
+    private final String name;
+    private volatile int permits;
+
+    PermitExpirableSemaphore(PolylockClient client, String name) {
+        this.client = client;
+        this.name = name;
+    }
+
+    @Override
+    public String getName() {
+        return name;
+    }
+
+    @Override
+    public synchronized boolean trySetPermits(int permits) {
+        if (permits < 1) {
+            throw new PolylockException(ErrorCode.INVALID_ARGUMENT, "a semaphore needs at least one permit, got " + permits);
+        }
+        if (this.permits != 0) {
+            return this.permits == permits;
+        }
+        this.permits = permits;
+        return true;
+    }
+
+    private int permits() {
+        int count = permits;
+        if (count == 0) {
+            throw new IllegalStateException("semaphore '" + name + "' has no permit count yet: call trySetPermits first");
+        }
+        return count;
+    }
+
+    /** Completes with the permit id, or null when the wait ran out. */
+    private CompletableFuture<Long> acquireAsync(long waitMs, long leaseMs) {
+        int count = permits();
+        CompletableFuture<Long> future = new CompletableFuture<>();
+        long call = client.withHandle(h -> NativeBridge.semaphoreAcquire(h, name, count, waitMs, leaseMs, future));
+        future.whenComplete((id, error) -> {
+            if (future.isCancelled()) {
+                NativeBridge.cancel(call);
+            }
+            NativeBridge.freeCall(call);
+        });
+        return future;
+    }
+
+    /** Wait for a permit; an interrupt cancels the wait (no permit stays taken) and throws InterruptedException. */
+    private String await(CompletableFuture<Long> acquisition) throws InterruptedException {
+        try {
+            Long id = acquisition.get();
+            return id == null ? null : Long.toHexString(id);
+        } catch (InterruptedException interrupted) {
+            if (!acquisition.cancel(false) && !acquisition.isCompletedExceptionally()) {
+                Long id = acquisition.getNow(null);
+                if (id != null) {
+                    release(Long.toHexString(id)); // arrived just before the interrupt: give it back
+                }
+            }
+            throw interrupted;
+        } catch (ExecutionException e) {
+            throw rethrow(e.getCause());
+        }
+    }
+
+    private static RuntimeException rethrow(Throwable cause) {
+        if (cause instanceof RuntimeException) {
+            return (RuntimeException) cause;
+        }
+        if (cause instanceof Error) {
+            throw (Error) cause;
+        }
+        return new PolylockException(ErrorCode.INTERNAL, String.valueOf(cause));
+    }
+
+    private static long leaseMillis(long time, TimeUnit unit) {
+        if (time == WATCHDOG) {
+            return WATCHDOG;
+        }
+        long millis = unit.toMillis(time);
+        return time > 0 && millis == 0 ? 1 : millis;
+    }
+
+    private static long waitMillis(long time, TimeUnit unit) {
+        if (time == FOREVER) {
+            return FOREVER;
+        }
+        return time <= 0 ? 0 : Math.max(1, unit.toMillis(time));
+    }
+
+    @Override
+    public String acquire() throws InterruptedException {
+        return await(acquireAsync(FOREVER, WATCHDOG));
+    }
+
+    @Override
+    public String acquire(long leaseTime, TimeUnit unit) throws InterruptedException {
+        return await(acquireAsync(FOREVER, leaseMillis(leaseTime, unit)));
+    }
+
+    @Override
+    public String tryAcquire() {
+        try {
+            Long id = acquireAsync(0, WATCHDOG).join();
+            return id == null ? null : Long.toHexString(id);
+        } catch (CompletionException e) {
+            throw rethrow(e.getCause());
+        }
+    }
+
+    @Override
+    public String tryAcquire(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
+        return await(acquireAsync(waitMillis(waitTime, unit), leaseMillis(leaseTime, unit)));
+    }
+
+    @Override
+    public void release(String permitId) {
+        long id;
+        try {
+            id = Long.parseUnsignedLong(permitId, 16);
+        } catch (NumberFormatException | NullPointerException e) {
+            throw new PolylockException(ErrorCode.INVALID_ARGUMENT, "'" + permitId + "' is not a permit id of this semaphore");
+        }
+        int count = permits();
+        CompletableFuture<Long> future = new CompletableFuture<>();
+        client.withHandle(h -> {
+            NativeBridge.semaphoreRelease(h, name, count, id, future);
+            return null;
+        });
+        try {
+            future.join();
+        } catch (CompletionException e) {
+            throw rethrow(e.getCause());
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! Semaphore calls (`io.polylock.RPermitExpirableSemaphore`): a permit is its own owner,
+//! named by the id its acquisition returns, so any Java thread may release it by that id.
+
+use std::sync::Arc;
+
+use jni::objects::{JClass, JObject, JString};
+use jni::sys::{jint, jlong, jobjectArray};
+use jni::JNIEnv;
+use polylock::{ErrorKind, Semaphore};
+use tokio_util::sync::CancellationToken;
+
+use crate::client::NativeClient;
+use crate::complete::{Completer, Outcome};
+use crate::entry::{entry, read_string, JResult, JniResultExt};
+use crate::lock::{closing, options, runtime};
+
+fn semaphore_for(env: &mut JNIEnv<'_>, handle: jlong, name: &JString<'_>, permits: jint) -> JResult<Semaphore> {
+    // SAFETY: Java keeps the handle alive for the call (PolylockClient's read lock).
+    let native = unsafe { NativeClient::from_handle(handle)? };
+    let name = read_string(env, name, "semaphore name")?;
+    let permits = u32::try_from(permits).map_err(|_| {
+        polylock::Error::invalid_argument(format!("a semaphore needs a positive permit count, got {permits}"))
+    })?;
+    native.client.semaphore(&name, permits)
+}
+
+/// Start taking a permit; the future gets the permit id, or null when the wait ran out.
+/// Returns a call handle for `cancel`/`freeCall`, as `acquire` does; a permit that arrives
+/// for a cancelled call is given back.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_NativeBridge_semaphoreAcquire<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    permits: jint,
+    wait_ms: jlong,
+    lease_ms: jlong,
+    future: JObject<'l>,
+) -> jlong {
+    entry(&mut env, 0, |env| {
+        let semaphore = semaphore_for(env, handle, &name, permits)?;
+        let options = options(wait_ms, lease_ms)?;
+        let completer = Completer::new(env, &future)?;
+        let cancel = Arc::new(CancellationToken::new());
+        let cancelled = cancel.clone();
+        let closing = closing(handle)?;
+        runtime(handle)?.spawn(async move {
+            let acquired = tokio::select! {
+                biased;
+                _ = cancelled.cancelled() => {
+                    completer.complete(Outcome::Nothing);
+                    return;
+                }
+                _ = closing.cancelled() => {
+                    let closed = polylock::Error::connection("the polylock client was closed while this call waited for a permit");
+                    completer.complete(Outcome::Failed(closed));
+                    return;
+                }
+                acquired = semaphore.acquire_with(options) => acquired,
+            };
+            match acquired {
+                Ok(permit) => {
+                    let id = permit.owner().local_id;
+                    // Released by id, so the permit outlives the guard.
+                    permit.detach();
+                    if !completer.complete(Outcome::Value(id as i64)) {
+                        let _ = semaphore.release_permit(id).await;
+                    }
+                }
+                Err(err) if err.kind() == ErrorKind::Timeout => {
+                    completer.complete(Outcome::Nothing);
+                }
+                Err(err) => {
+                    completer.complete(Outcome::Failed(err));
+                }
+            }
+        });
+        Ok(Arc::into_raw(cancel) as jlong)
+    })
+}
+
+/// Give back the permit `permit_id`; the future gets null, or fails with NOT_OWNER or LOST.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_NativeBridge_semaphoreRelease<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    permits: jint,
+    permit_id: jlong,
+    future: JObject<'l>,
+) {
+    entry(&mut env, (), |env| {
+        let semaphore = semaphore_for(env, handle, &name, permits)?;
+        let completer = Completer::new(env, &future)?;
+        runtime(handle)?.spawn(async move {
+            completer.complete(match semaphore.release_permit(permit_id as u64).await {
+                Ok(()) => Outcome::Nothing,
+                Err(err) => Outcome::Failed(err),
+            });
+        });
+        Ok(())
+    })
+}
+
+/// The core's table of error kinds, as names in number order (ErrorCodeTest reads it).
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_NativeBridge_errorKinds<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+) -> jobjectArray {
+    entry(&mut env, std::ptr::null_mut(), |env| {
+        let kinds = polylock::ErrorKind::ALL;
+        let array = env.new_object_array(kinds.len() as i32, "java/lang/String", JObject::null()).or_backend()?;
+        for (i, kind) in kinds.iter().enumerate() {
+            let name = env.new_string(kind.as_str()).or_backend()?;
+            env.set_object_array_element(&array, i as i32, name).or_backend()?;
+        }
+        Ok(array.into_raw())
+    })
+}

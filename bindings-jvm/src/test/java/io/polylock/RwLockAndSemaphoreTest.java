@@ -1,0 +1,155 @@
+package io.polylock;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Arrays;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Read-write locks and permit-expirable semaphores with Redisson's names, on the backends that offer them (mem://,
+ * sqlite://); the others refuse with UNSUPPORTED. Also: the lease kind, and the error codes against the core's table.
+ */
+class RwLockAndSemaphoreTest {
+    private static boolean offers(Backends.Backend backend) {
+        return backend.url.startsWith("mem") || backend.url.startsWith("sqlite");
+    }
+
+    /** Run on another thread (another owner) and return its result. */
+    private static <T> T onOtherThread(java.util.concurrent.Callable<T> call) throws Exception {
+        return CompletableFuture.supplyAsync(() -> {
+            try {
+                return call.call();
+            } catch (Exception e) {
+                throw new RuntimeException(e);
+            }
+        }).get(30, TimeUnit.SECONDS);
+    }
+
+    @Test
+    void readersShareWritersExcludeDowngradeWorksUpgradeIsRefused() throws Exception {
+        for (Backends.Backend backend : Backends.all()) {
+            try (PolylockClient client = backend.connect()) {
+                String name = Backends.uniqueName("rw");
+                if (!offers(backend)) {
+                    PolylockException refused =
+                            assertThrows(PolylockException.class, () -> client.getReadWriteLock(name), backend.label);
+                    assertEquals(ErrorCode.UNSUPPORTED, refused.getCode(), backend.label);
+                    continue;
+                }
+                RReadWriteLock rw = client.getReadWriteLock(name);
+                assertEquals(name, rw.getName());
+                rw.readLock().lock();
+                assertTrue(onOtherThread(() -> {
+                    boolean read = rw.readLock().tryLock(1, -1, TimeUnit.SECONDS);
+                    rw.readLock().unlock();
+                    return read;
+                }), backend.label);
+                assertFalse(onOtherThread(() -> rw.writeLock().tryLock(50, -1, TimeUnit.MILLISECONDS)), backend.label);
+                // A reader asking for the write lock is refused at once: an upgrade could deadlock.
+                long started = System.nanoTime();
+                PolylockException upgrade = assertThrows(
+                        PolylockException.class, () -> rw.writeLock().tryLock(5, -1, TimeUnit.SECONDS), backend.label);
+                assertEquals(ErrorCode.INVALID_ARGUMENT, upgrade.getCode());
+                assertTrue(System.nanoTime() - started < TimeUnit.SECONDS.toNanos(1));
+                rw.readLock().unlock();
+                assertThrows(IllegalMonitorStateException.class, () -> rw.readLock().unlock());
+                // The writer may also read, then let go of the write lock (a downgrade).
+                rw.writeLock().lock();
+                assertTrue(rw.writeLock().isHeldByCurrentThread());
+                rw.readLock().lock();
+                rw.writeLock().unlock();
+                assertTrue(onOtherThread(() -> {
+                    boolean read = rw.readLock().tryLock(1, -1, TimeUnit.SECONDS);
+                    rw.readLock().unlock();
+                    return read;
+                }));
+                rw.readLock().unlock();
+            }
+        }
+    }
+
+    @Test
+    void permitsAreOwnedCountedExpiringAndReleasedById() throws Exception {
+        for (Backends.Backend backend : Backends.all()) {
+            try (PolylockClient client = backend.connect()) {
+                String name = Backends.uniqueName("sem");
+                RPermitExpirableSemaphore semaphore = client.getPermitExpirableSemaphore(name);
+                assertThrows(IllegalStateException.class, semaphore::tryAcquire, "no count yet");
+                assertTrue(semaphore.trySetPermits(2));
+                assertFalse(semaphore.trySetPermits(3), "the count is set already");
+                if (!offers(backend)) {
+                    PolylockException refused = assertThrows(PolylockException.class, semaphore::tryAcquire);
+                    assertEquals(ErrorCode.UNSUPPORTED, refused.getCode(), backend.label);
+                    continue;
+                }
+                String first = semaphore.acquire();
+                String second = semaphore.tryAcquire(1, -1, TimeUnit.SECONDS);
+                assertNotNull(second);
+                assertNotEquals(first, second);
+                assertNull(semaphore.tryAcquire());
+                // Another thread may release a permit by its id; a second release is not the owner's.
+                onOtherThread(() -> {
+                    semaphore.release(first);
+                    return null;
+                });
+                assertThrows(IllegalMonitorStateException.class, () -> semaphore.release(first));
+                // A permit whose lease runs out comes back.
+                String shortLived = semaphore.acquire(150, TimeUnit.MILLISECONDS);
+                String later = semaphore.tryAcquire(5, -1, TimeUnit.SECONDS);
+                assertNotNull(later, backend.label);
+                PolylockException lost = assertThrows(PolylockException.class, () -> semaphore.release(shortLived));
+                assertEquals(ErrorCode.LOST, lost.getCode());
+                semaphore.release(later);
+                semaphore.release(second);
+                // Another count for the same name is refused by the store.
+                RPermitExpirableSemaphore other = client.getPermitExpirableSemaphore(name);
+                other.trySetPermits(5);
+                assertEquals(ErrorCode.INVALID_ARGUMENT,
+                        assertThrows(PolylockException.class, other::tryAcquire).getCode());
+                assertEquals(ErrorCode.INVALID_ARGUMENT,
+                        assertThrows(PolylockException.class, () -> semaphore.release("not-hex")).getCode());
+            }
+        }
+    }
+
+    @Test
+    void theLeaseKindIsReachedFromJavaLikeEveryOtherKind() throws Exception {
+        for (Backends.Backend backend : Backends.all()) {
+            try (PolylockClient client = backend.connect()) {
+                String name = Backends.uniqueName("lease");
+                if (!backend.isSqlSession()) {
+                    PolylockException refused =
+                            assertThrows(PolylockException.class, () -> client.getLeaseLock(name), backend.label);
+                    assertEquals(ErrorCode.UNSUPPORTED, refused.getCode(), backend.label);
+                    continue;
+                }
+                RLock lock = client.getLeaseLock(name);
+                assertTrue(lock.tryLock(0, 10, TimeUnit.SECONDS), backend.label);
+                assertFalse(onOtherThread(() -> lock.tryLock(50, -1, TimeUnit.MILLISECONDS)));
+                assertTrue(lock.isLocked());
+                lock.unlock();
+                assertFalse(lock.isLocked());
+            }
+        }
+    }
+
+    @Test
+    void errorCodesAreTheCoreTableInItsOrder() {
+        String[] core = NativeBridge.errorKinds();
+        String[] java = Arrays.stream(ErrorCode.values()).map(Enum::name).toArray(String[]::new);
+        assertArrayEquals(core, java);
+        for (ErrorCode code : ErrorCode.values()) {
+            assertEquals(code.ordinal() + 1, code.code(), code.name());
+            assertEquals(code, ErrorCode.fromNative(code.code()));
+        }
+    }
+}
