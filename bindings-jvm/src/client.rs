@@ -7,12 +7,13 @@ use std::time::Duration;
 use jni::objects::{JClass, JString};
 use jni::sys::{jlong, jstring};
 use jni::JNIEnv;
+use polylock::kit::LockTarget;
 use polylock::{Client, Error};
 use tokio::runtime::Runtime;
 use tokio_util::sync::CancellationToken;
 
 use crate::entry::{entry, read_string, JResult, JniResultExt};
-use crate::target::Target;
+use crate::target::lock_target;
 use crate::vm::attach_current_thread;
 
 /// How long close may spend giving holds back before it stops the runtime anyway.
@@ -38,8 +39,8 @@ impl NativeClient {
     }
 
     /// The lock `name` of kind code `kind`, owned by `thread_id` of this client.
-    pub fn lock(&self, name: &str, kind: i32, thread_id: jlong) -> JResult<Target> {
-        Target::new(&self.client, name, kind, thread_id as u64)
+    pub fn lock(&self, name: &str, kind: i32, thread_id: jlong) -> JResult<LockTarget> {
+        lock_target(&self.client, name, kind, thread_id as u64)
     }
 }
 

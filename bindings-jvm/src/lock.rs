@@ -9,16 +9,22 @@ use std::time::Duration;
 use jni::objects::{JClass, JObject, JString};
 use jni::sys::{jint, jlong};
 use jni::JNIEnv;
+use polylock::kit::LockTarget;
 use polylock::{AcquireOptions, Error, ErrorKind};
 use tokio_util::sync::CancellationToken;
 
 use crate::client::NativeClient;
 use crate::complete::{Completer, Outcome};
 use crate::entry::{entry, read_string, JResult};
-use crate::target::Target;
 
 /// The lock one call is about, from the (client, name, kind, thread id) Java passes.
-fn lock_for(env: &mut JNIEnv<'_>, handle: jlong, name: &JString<'_>, kind: jint, thread_id: jlong) -> JResult<Target> {
+fn lock_for(
+    env: &mut JNIEnv<'_>,
+    handle: jlong,
+    name: &JString<'_>,
+    kind: jint,
+    thread_id: jlong,
+) -> JResult<LockTarget> {
     // SAFETY: Java keeps the handle alive for the call (PolylockClient's read lock).
     let native = unsafe { NativeClient::from_handle(handle)? };
     let name = read_string(env, name, "lock name")?;
@@ -30,7 +36,7 @@ pub fn runtime(handle: jlong) -> JResult<tokio::runtime::Handle> {
     Ok(unsafe { NativeClient::from_handle(handle)? }.runtime.handle().clone())
 }
 
-pub fn closing(handle: jlong) -> JResult<CancellationToken> {
+fn closing(handle: jlong) -> JResult<CancellationToken> {
     // SAFETY: as in `lock_for`.
     Ok(unsafe { NativeClient::from_handle(handle)? }.closing.clone())
 }
@@ -69,41 +75,59 @@ pub extern "system" fn Java_io_polylock_NativeBridge_acquire<'l>(
         let lock = lock_for(env, handle, &name, kind, thread_id)?;
         let options = options(wait_ms, lease_ms)?;
         let completer = Completer::new(env, &future)?;
-        let cancel = Arc::new(CancellationToken::new());
-        let cancelled = cancel.clone();
-        let closing = closing(handle)?;
-        runtime(handle)?.spawn(async move {
-            let acquired = tokio::select! {
-                biased;
-                _ = cancelled.cancelled() => {
-                    // The Java future is already cancelled; dropping the acquisition left nothing held.
-                    completer.complete(Outcome::Nothing);
-                    return;
-                }
-                _ = closing.cancelled() => {
-                    let closed = Error::connection("the polylock client was closed while this call waited for the lock");
-                    completer.complete(Outcome::Failed(closed));
-                    return;
-                }
-                acquired = lock.acquire(options) => acquired,
-            };
-            match acquired {
-                Ok(token) => {
-                    // The Java thread releases by owner, so the hold outlives the guard.
-                    if !completer.complete(Outcome::Value(token as i64)) {
-                        let _ = lock.release().await;
-                    }
-                }
-                Err(err) if err.kind() == ErrorKind::Timeout => {
-                    completer.complete(Outcome::Nothing);
-                }
-                Err(err) => {
-                    completer.complete(Outcome::Failed(err));
+        let giving_back = lock.clone();
+        // The Java thread releases by owner, so the hold outlives the guard.
+        let acquiring = async move { lock.acquire(options).await.map(|guard| guard.detach()) };
+        spawn_acquisition(handle, completer, acquiring, move |_token| async move {
+            let _ = giving_back.release().await;
+        })
+    })
+}
+
+/// Run an acquisition for a Java future on the client's runtime: `acquiring` answers the
+/// value Java gets (a fencing token, a permit id). The call stops when Java cancels it (see
+/// `cancel`), holding nothing, and fails with CONNECTION when the client closes; a hold
+/// granted after the Java future was cancelled is given back by `give_back`. Returns the
+/// call handle for `cancel`/`freeCall`.
+pub fn spawn_acquisition<A, G, GF>(handle: jlong, completer: Completer, acquiring: A, give_back: G) -> JResult<jlong>
+where
+    A: std::future::Future<Output = polylock::Result<u64>> + Send + 'static,
+    G: FnOnce(u64) -> GF + Send + 'static,
+    GF: std::future::Future<Output = ()> + Send + 'static,
+{
+    let cancel = Arc::new(CancellationToken::new());
+    let cancelled = cancel.clone();
+    let closing = closing(handle)?;
+    runtime(handle)?.spawn(async move {
+        let acquired = tokio::select! {
+            biased;
+            _ = cancelled.cancelled() => {
+                // The Java future is already cancelled; dropping the acquisition left nothing held.
+                completer.complete(Outcome::Nothing);
+                return;
+            }
+            _ = closing.cancelled() => {
+                let closed = Error::connection("the polylock client was closed while this call waited");
+                completer.complete(Outcome::Failed(closed));
+                return;
+            }
+            acquired = acquiring => acquired,
+        };
+        match acquired {
+            Ok(value) => {
+                if !completer.complete(Outcome::Value(value as i64)) {
+                    give_back(value).await;
                 }
             }
-        });
-        Ok(Arc::into_raw(cancel) as jlong)
-    })
+            Err(err) if err.kind() == ErrorKind::Timeout => {
+                completer.complete(Outcome::Nothing);
+            }
+            Err(err) => {
+                completer.complete(Outcome::Failed(err));
+            }
+        }
+    });
+    Ok(Arc::into_raw(cancel) as jlong)
 }
 
 /// Stop a pending acquisition (interrupt, or the Java future cancelled).

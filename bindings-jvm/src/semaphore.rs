@@ -1,18 +1,15 @@
 //! Semaphore calls (`io.polylock.RPermitExpirableSemaphore`): a permit is its own owner,
 //! named by the id its acquisition returns, so any Java thread may release it by that id.
 
-use std::sync::Arc;
-
 use jni::objects::{JClass, JObject, JString};
 use jni::sys::{jint, jlong, jobjectArray};
 use jni::JNIEnv;
-use polylock::{ErrorKind, Semaphore};
-use tokio_util::sync::CancellationToken;
+use polylock::Semaphore;
 
 use crate::client::NativeClient;
 use crate::complete::{Completer, Outcome};
 use crate::entry::{entry, read_string, JResult, JniResultExt};
-use crate::lock::{closing, options, runtime};
+use crate::lock::{options, runtime, spawn_acquisition};
 
 fn semaphore_for(env: &mut JNIEnv<'_>, handle: jlong, name: &JString<'_>, permits: jint) -> JResult<Semaphore> {
     // SAFETY: Java keeps the handle alive for the call (PolylockClient's read lock).
@@ -42,41 +39,17 @@ pub extern "system" fn Java_io_polylock_NativeBridge_semaphoreAcquire<'l>(
         let semaphore = semaphore_for(env, handle, &name, permits)?;
         let options = options(wait_ms, lease_ms)?;
         let completer = Completer::new(env, &future)?;
-        let cancel = Arc::new(CancellationToken::new());
-        let cancelled = cancel.clone();
-        let closing = closing(handle)?;
-        runtime(handle)?.spawn(async move {
-            let acquired = tokio::select! {
-                biased;
-                _ = cancelled.cancelled() => {
-                    completer.complete(Outcome::Nothing);
-                    return;
-                }
-                _ = closing.cancelled() => {
-                    let closed = polylock::Error::connection("the polylock client was closed while this call waited for a permit");
-                    completer.complete(Outcome::Failed(closed));
-                    return;
-                }
-                acquired = semaphore.acquire_with(options) => acquired,
-            };
-            match acquired {
-                Ok(permit) => {
-                    let id = permit.owner().local_id;
-                    // Released by id, so the permit outlives the guard.
-                    permit.detach();
-                    if !completer.complete(Outcome::Value(id as i64)) {
-                        let _ = semaphore.release_permit(id).await;
-                    }
-                }
-                Err(err) if err.kind() == ErrorKind::Timeout => {
-                    completer.complete(Outcome::Nothing);
-                }
-                Err(err) => {
-                    completer.complete(Outcome::Failed(err));
-                }
-            }
-        });
-        Ok(Arc::into_raw(cancel) as jlong)
+        let giving_back = semaphore.clone();
+        let acquiring = async move {
+            let permit = semaphore.acquire_with(options).await?;
+            let id = permit.owner().local_id;
+            // Released by id, so the permit outlives the guard.
+            permit.detach();
+            Ok(id)
+        };
+        spawn_acquisition(handle, completer, acquiring, move |id| async move {
+            let _ = giving_back.release_permit(id).await;
+        })
     })
 }
 

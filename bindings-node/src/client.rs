@@ -2,10 +2,11 @@
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
+use polylock::kit::LockTarget;
 use polylock::LockKind;
 
 use crate::errors::IntoNapiResult;
-use crate::lock::{Lock, Target};
+use crate::lock::Lock;
 use crate::rw_lock::ReadWriteLock;
 use crate::semaphore::Semaphore;
 use crate::settle;
@@ -53,7 +54,7 @@ impl Client {
             None => LockKind::default(),
         };
         let lock = self.client.lock(&name).and_then(|lock| lock.with_kind(kind)).into_napi()?;
-        Ok(Lock::new(Target::Lock(lock)))
+        Ok(Lock::new(LockTarget::Lock(lock)))
     }
 
     /// A handle on the read-write lock `name` (`.read`, `.write`). Throws

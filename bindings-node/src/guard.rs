@@ -3,89 +3,16 @@
 //! if never released, when it is garbage-collected).
 
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
 
 use napi::bindgen_prelude::*;
 use napi::threadsafe_function::ThreadsafeFunctionCallMode;
 use napi_derive::napi;
-use polylock::{AcquireOptions, LostWatch, Permits, RwMode};
+use polylock::kit::AnyGuard;
+use polylock::LostWatch;
 use tokio::task::AbortHandle;
 
 use crate::errors::{to_napi, IntoNapiResult};
 use crate::settle;
-
-/// The core guard of whatever was acquired: a mutex, a side of a read-write lock, a permit.
-pub enum AnyGuard {
-    Lock(polylock::Guard),
-    Rw(polylock::Guard<RwMode>),
-    Permit(polylock::Guard<Permits>),
-}
-
-impl AnyGuard {
-    fn name(&self) -> &str {
-        match self {
-            AnyGuard::Lock(guard) => guard.name(),
-            AnyGuard::Rw(guard) => guard.name(),
-            AnyGuard::Permit(guard) => guard.name(),
-        }
-    }
-
-    fn fencing_token(&self) -> u64 {
-        match self {
-            AnyGuard::Lock(guard) => guard.fencing_token(),
-            AnyGuard::Rw(guard) => guard.fencing_token(),
-            AnyGuard::Permit(guard) => guard.fencing_token(),
-        }
-    }
-
-    fn lost_watch(&self) -> LostWatch {
-        match self {
-            AnyGuard::Lock(guard) => guard.lost_watch(),
-            AnyGuard::Rw(guard) => guard.lost_watch(),
-            AnyGuard::Permit(guard) => guard.lost_watch(),
-        }
-    }
-
-    /// Whether releasing hands the hold to a waiter of this client (mutexes only).
-    fn is_waited_for_here(&self) -> bool {
-        match self {
-            AnyGuard::Lock(guard) => guard.lock().is_waited_for_here(),
-            AnyGuard::Rw(_) | AnyGuard::Permit(_) => false,
-        }
-    }
-
-    async fn release(self) -> polylock::Result<()> {
-        match self {
-            AnyGuard::Lock(guard) => guard.release().await,
-            AnyGuard::Rw(guard) => guard.release().await,
-            AnyGuard::Permit(guard) => guard.release().await,
-        }
-    }
-
-    /// A future that re-enters this guard's hold, as the same owner, without the guard.
-    fn reentry(&self) -> polylock::Result<Reentering> {
-        // Try once: the owner holds it, so re-entry never waits.
-        let options = AcquireOptions::default().wait(Duration::ZERO);
-        Ok(match self {
-            AnyGuard::Lock(guard) => {
-                let reentry = guard.reentry();
-                Box::pin(async move { reentry.reenter(options).await.map(AnyGuard::Lock) })
-            }
-            AnyGuard::Rw(guard) => {
-                let reentry = guard.reentry();
-                Box::pin(async move { reentry.reenter(options).await.map(AnyGuard::Rw) })
-            }
-            AnyGuard::Permit(guard) => {
-                return Err(polylock::Error::invalid_argument(format!(
-                    "a permit of semaphore '{}' cannot be re-entered; take another permit",
-                    guard.name()
-                )))
-            }
-        })
-    }
-}
-
-type Reentering = std::pin::Pin<Box<dyn std::future::Future<Output = polylock::Result<AnyGuard>> + Send>>;
 
 #[napi]
 pub struct Guard {

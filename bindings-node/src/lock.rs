@@ -6,12 +6,13 @@
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use polylock::kit::cancel::cancellable;
-use polylock::{AcquireOptions as CoreOptions, ErrorKind, RwLock};
+use polylock::kit::{AnyGuard, LockTarget};
+use polylock::{AcquireOptions as CoreOptions, ErrorKind};
 
 use crate::cancel::AcquireCancel;
 use crate::convert::{lease_from_millis_f64, wait_from_millis};
 use crate::errors::to_napi;
-use crate::guard::{AnyGuard, Guard};
+use crate::guard::Guard;
 use crate::settle;
 
 #[napi(object, object_to_js = false)]
@@ -21,39 +22,6 @@ pub struct AcquireOptions {
     /// Hold for at most this long, in ms, unless released sooner. Absent: the watchdog
     /// renews the lock while the guard is held (30 s lease by default).
     pub lease_ms: Option<f64>,
-}
-
-/// What a `Lock` takes: a mutex, or a side of a read-write lock.
-#[derive(Clone)]
-pub enum Target {
-    Lock(polylock::Lock),
-    Read(RwLock),
-    Write(RwLock),
-}
-
-impl Target {
-    fn owned_by(&self, owner: u64) -> Target {
-        match self {
-            Target::Lock(lock) => Target::Lock(lock.clone().with_local_id(owner)),
-            Target::Read(rw) => Target::Read(rw.clone().with_local_id(owner)),
-            Target::Write(rw) => Target::Write(rw.clone().with_local_id(owner)),
-        }
-    }
-
-    fn name(&self) -> &str {
-        match self {
-            Target::Lock(lock) => lock.name(),
-            Target::Read(rw) | Target::Write(rw) => rw.name(),
-        }
-    }
-
-    async fn acquire(self, options: CoreOptions) -> polylock::Result<AnyGuard> {
-        match &self {
-            Target::Lock(lock) => lock.acquire_with(options).await.map(AnyGuard::Lock),
-            Target::Read(rw) => rw.read().acquire_with(options).await.map(AnyGuard::Rw),
-            Target::Write(rw) => rw.write().acquire_with(options).await.map(AnyGuard::Rw),
-        }
-    }
 }
 
 /// The core's options from the JavaScript ones; `default_wait` when `waitMs` is absent.
@@ -89,11 +57,11 @@ pub fn none_if_timed_out<T>(acquired: polylock::Result<T>) -> Result<Option<T>> 
 
 #[napi]
 pub struct Lock {
-    target: Target,
+    target: LockTarget,
 }
 
 impl Lock {
-    pub fn new(target: Target) -> Lock {
+    pub fn new(target: LockTarget) -> Lock {
         Lock { target }
     }
 
@@ -108,7 +76,7 @@ impl Lock {
         let target = self.target.owned_by(polylock::kit::owner_ids::next_owner_id());
         let cancel = cancel.map(AcquireCancel::token);
         let what = format!("lock '{}'", target.name());
-        Ok(async move { until_cancelled(what, cancel, target.acquire(options)).await })
+        Ok(async move { until_cancelled(what, cancel, async move { target.acquire(options).await }).await })
     }
 }
 
@@ -148,10 +116,6 @@ impl Lock {
     /// The mutex's kind, or `'read'` / `'write'` for a side of a read-write lock.
     #[napi(getter, ts_return_type = "'reentrant' | 'fair' | 'token' | 'lease' | 'read' | 'write'")]
     pub fn kind(&self) -> &'static str {
-        match &self.target {
-            Target::Lock(lock) => lock.kind().as_str(),
-            Target::Read(_) => "read",
-            Target::Write(_) => "write",
-        }
+        self.target.kind_name()
     }
 }

@@ -2,7 +2,9 @@
 
 use napi_derive::napi;
 
-use crate::lock::{Lock, Target};
+use polylock::kit::LockTarget;
+
+use crate::lock::Lock;
 
 /// A read-write lock: `read` is shared (any number of holders while nobody writes), `write`
 /// is exclusive. Each side is used like a `Lock`. The writer may also read (a downgrade); a
@@ -23,13 +25,13 @@ impl ReadWriteLock {
     /// The shared side.
     #[napi(getter)]
     pub fn read(&self) -> Lock {
-        Lock::new(Target::Read(self.rw.clone()))
+        Lock::new(LockTarget::Read(self.rw.clone()))
     }
 
     /// The exclusive side.
     #[napi(getter)]
     pub fn write(&self) -> Lock {
-        Lock::new(Target::Write(self.rw.clone()))
+        Lock::new(LockTarget::Write(self.rw.clone()))
     }
 
     #[napi(getter)]

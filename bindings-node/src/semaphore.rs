@@ -3,10 +3,11 @@
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
+use polylock::kit::AnyGuard;
 
 use crate::cancel::AcquireCancel;
 use crate::errors::to_napi;
-use crate::guard::{AnyGuard, Guard};
+use crate::guard::Guard;
 use crate::lock::{core_options, none_if_timed_out, until_cancelled, AcquireOptions};
 use crate::settle;
 

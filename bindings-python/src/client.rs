@@ -1,11 +1,12 @@
 //! `NativeClient`: a connection to one backend, with its own runtime. The Python classes
 //! `polylock.Client` and `polylock.aio.Client` wrap it.
 
+use polylock::kit::LockTarget;
 use polylock::LockKind;
 use pyo3::prelude::*;
 
 use crate::errors::IntoPyResult;
-use crate::lock::{NativeLock, Target};
+use crate::lock::NativeLock;
 use crate::pending::{Abandon, Outcome, PendingCall};
 use crate::semaphore::NativeSemaphore;
 use crate::shared::{new_runtime, ClientShared, NativeClient};
@@ -49,15 +50,15 @@ impl NativeClient {
     fn lock(&self, name: &str, kind: &str) -> PyResult<NativeLock> {
         let kind: LockKind = kind.parse().into_py_result()?;
         let lock = self.shared.client()?.lock(name).and_then(|lock| lock.with_kind(kind)).into_py_result()?;
-        Ok(NativeLock::new(self.shared.clone(), Target::Lock(lock)))
+        Ok(NativeLock::new(self.shared.clone(), LockTarget::Lock(lock)))
     }
 
     /// The two sides of the read-write lock `name`: (read, write). UnsupportedError if the
     /// backend has no read-write locks.
     fn rw_lock(&self, name: &str) -> PyResult<(NativeLock, NativeLock)> {
         let rw = self.shared.client()?.rw_lock(name).into_py_result()?;
-        let read = NativeLock::new(self.shared.clone(), Target::Read(rw.clone()));
-        Ok((read, NativeLock::new(self.shared.clone(), Target::Write(rw))))
+        let read = NativeLock::new(self.shared.clone(), LockTarget::Read(rw.clone()));
+        Ok((read, NativeLock::new(self.shared.clone(), LockTarget::Write(rw))))
     }
 
     /// The semaphore `name` of `permits` permits. UnsupportedError if the backend has none.

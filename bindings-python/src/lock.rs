@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use polylock::{AcquireOptions, ErrorKind, Lock, LostWatch, RwLock};
+use polylock::kit::LockTarget;
+use polylock::{AcquireOptions, ErrorKind};
 use pyo3::prelude::*;
 
 use crate::convert::{lease_from_seconds, wait_from_seconds};
@@ -13,105 +14,28 @@ use crate::errors::to_py_err;
 use crate::pending::{Abandon, Outcome, PendingCall};
 use crate::shared::ClientShared;
 
-/// What a `NativeLock` takes: a mutex, or a side of a read-write lock.
-#[derive(Clone)]
-pub enum Target {
-    Lock(Lock),
-    Read(RwLock),
-    Write(RwLock),
-}
-
-impl Target {
-    fn owned_by(&self, owner: u64) -> Target {
-        match self {
-            Target::Lock(lock) => Target::Lock(lock.clone().with_local_id(owner)),
-            Target::Read(rw) => Target::Read(rw.clone().with_local_id(owner)),
-            Target::Write(rw) => Target::Write(rw.clone().with_local_id(owner)),
-        }
-    }
-
-    fn name(&self) -> &str {
-        match self {
-            Target::Lock(lock) => lock.name(),
-            Target::Read(rw) | Target::Write(rw) => rw.name(),
-        }
-    }
-
-    fn kind(&self) -> &'static str {
-        match self {
-            Target::Lock(lock) => lock.kind().as_str(),
-            Target::Read(_) => "read",
-            Target::Write(_) => "write",
-        }
-    }
-
-    /// Acquire for the owner (who releases by id), turning a wait that ran out into
-    /// `TimedOut` rather than an error.
-    async fn acquire(self, options: AcquireOptions) -> polylock::Result<Outcome> {
-        let acquired = match &self {
-            Target::Lock(lock) => lock.acquire_with(options).await.map(Outcome::acquired),
-            Target::Read(rw) => rw.read().acquire_with(options).await.map(Outcome::acquired),
-            Target::Write(rw) => rw.write().acquire_with(options).await.map(Outcome::acquired),
-        };
-        match acquired {
-            Err(err) if err.kind() == ErrorKind::Timeout => Ok(Outcome::TimedOut),
-            other => other,
-        }
-    }
-
-    async fn release(self) -> polylock::Result<()> {
-        match &self {
-            Target::Lock(lock) => lock.release().await,
-            Target::Read(rw) => rw.read().release().await,
-            Target::Write(rw) => rw.write().release().await,
-        }
-    }
-
-    fn is_held(&self) -> bool {
-        match self {
-            Target::Lock(lock) => lock.is_held(),
-            Target::Read(rw) => rw.read().is_held(),
-            Target::Write(rw) => rw.write().is_held(),
-        }
-    }
-
-    fn hold_count(&self) -> u32 {
-        match self {
-            Target::Lock(lock) => lock.hold_count(),
-            Target::Read(rw) => rw.read().hold_count(),
-            Target::Write(rw) => rw.write().hold_count(),
-        }
-    }
-
-    fn fencing_token(&self) -> Option<u64> {
-        match self {
-            Target::Lock(lock) => lock.fencing_token(),
-            Target::Read(rw) => rw.read().fencing_token(),
-            Target::Write(rw) => rw.write().fencing_token(),
-        }
-    }
-
-    fn lost_watch(&self) -> Option<LostWatch> {
-        match self {
-            Target::Lock(lock) => lock.lost_watch(),
-            Target::Read(rw) => rw.read().lost_watch(),
-            Target::Write(rw) => rw.write().lost_watch(),
-        }
+/// Acquire for the owner (who releases by id), turning a wait that ran out into `TimedOut`
+/// rather than an error.
+async fn acquire(target: LockTarget, options: AcquireOptions) -> polylock::Result<Outcome> {
+    match target.acquire(options).await {
+        Ok(guard) => Ok(Outcome::Acquired(guard)),
+        Err(err) if err.kind() == ErrorKind::Timeout => Ok(Outcome::TimedOut),
+        Err(err) => Err(err),
     }
 }
 
 #[pyclass(module = "polylock._polylock", frozen)]
 pub struct NativeLock {
     shared: Arc<ClientShared>,
-    target: Target,
+    target: LockTarget,
 }
 
 impl NativeLock {
-    pub fn new(shared: Arc<ClientShared>, target: Target) -> NativeLock {
+    pub fn new(shared: Arc<ClientShared>, target: LockTarget) -> NativeLock {
         NativeLock { shared, target }
     }
 
-    fn owned_by(&self, owner: u64) -> PyResult<Target> {
+    fn owned_by(&self, owner: u64) -> PyResult<LockTarget> {
         self.shared.client()?;
         Ok(self.target.owned_by(owner))
     }
@@ -129,7 +53,7 @@ impl NativeLock {
     fn acquire(&self, py: Python<'_>, owner: u64, wait: Option<f64>, lease: Option<f64>) -> PyResult<Option<u64>> {
         let target = self.owned_by(owner)?;
         let options = acquire_options(wait, lease)?;
-        match self.shared.wait(py, target.acquire(options))? {
+        match self.shared.wait(py, acquire(target, options))? {
             // The owner releases by id, so the hold outlives the guard.
             Ok(Outcome::Acquired(guard)) => Ok(Some(guard.detach())),
             Ok(_) => Ok(None),
@@ -148,14 +72,14 @@ impl NativeLock {
         let target = self.owned_by(owner)?;
         let options = acquire_options(wait, lease)?;
         let runtime = self.shared.runtime()?.handle();
-        Ok(PendingCall::spawn(runtime, target.acquire(options), wake, Abandon::Allowed))
+        Ok(PendingCall::spawn(runtime, acquire(target, options), wake, Abandon::Allowed))
     }
 
     /// Give back one hold of `owner`: NotOwnerError if it holds none, LockLostError if the
     /// hold was lost meanwhile.
     fn release(&self, py: Python<'_>, owner: u64) -> PyResult<()> {
         let target = self.owned_by(owner)?;
-        self.shared.wait(py, target.release())?.map_err(to_py_err)
+        self.shared.wait(py, async move { target.release().await })?.map_err(to_py_err)
     }
 
     fn start_release(&self, owner: u64, wake: Py<PyAny>) -> PyResult<PendingCall> {
@@ -208,6 +132,6 @@ impl NativeLock {
     /// read-write lock.
     #[getter]
     fn kind(&self) -> &'static str {
-        self.target.kind()
+        self.target.kind_name()
     }
 }

@@ -10,8 +10,7 @@
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use polylock::spi::HoldKind;
-use polylock::{Guard, Permit};
+use polylock::kit::AnyGuard;
 use pyo3::prelude::*;
 use tokio::runtime::{Handle, Runtime};
 use tokio::task::AbortHandle;
@@ -21,11 +20,10 @@ use crate::shared::{ClientShared, NativeClient};
 
 /// What a finished call produced.
 pub enum Outcome {
-    /// A lock acquisition (a mutex, or a side of a read-write lock); collecting it detaches
-    /// the guard (the owner releases by id). Dropped uncollected, it releases the hold.
-    Acquired(Box<dyn Detach>),
-    /// A semaphore permit; collecting it detaches it (released by its id).
-    Permit(Permit),
+    /// An acquisition (a mutex, a side of a read-write lock, a permit); collecting it
+    /// detaches the guard (the owner, or the permit's id, releases it). Dropped uncollected,
+    /// it releases the hold.
+    Acquired(AnyGuard),
     /// The wait for a lock ran out.
     TimedOut,
     /// A call with nothing to return (release, close).
@@ -34,24 +32,6 @@ pub enum Outcome {
     Connected(polylock::Client),
     /// A hold was lost, for this reason.
     Lost(String),
-}
-
-/// A guard of any kind of lock, kept held without it once collected.
-pub trait Detach: Send {
-    /// Keep the hold without the guard; returns the fencing token.
-    fn detach(self: Box<Self>) -> u64;
-}
-
-impl<K: HoldKind> Detach for Guard<K> {
-    fn detach(self: Box<Self>) -> u64 {
-        Guard::detach(*self)
-    }
-}
-
-impl Outcome {
-    pub fn acquired<K: HoldKind>(guard: Guard<K>) -> Outcome {
-        Outcome::Acquired(Box::new(guard))
-    }
 }
 
 enum CallState {
@@ -142,12 +122,10 @@ impl PendingCall {
             }
         };
         match outcome {
-            Ok(Outcome::Acquired(guard)) => Ok(guard.detach().into_pyobject(py)?.into_any().unbind()),
-            Ok(Outcome::Permit(permit)) => {
-                let id = permit.owner().local_id;
-                let token = permit.detach();
-                Ok((id, token).into_pyobject(py)?.into_any().unbind())
-            }
+            Ok(Outcome::Acquired(guard)) => match guard.permit_id() {
+                Some(id) => Ok((id, guard.detach()).into_pyobject(py)?.into_any().unbind()),
+                None => Ok(guard.detach().into_pyobject(py)?.into_any().unbind()),
+            },
             Ok(Outcome::TimedOut) | Ok(Outcome::Done) => Ok(py.None()),
             Ok(Outcome::Lost(reason)) => Ok(reason.into_pyobject(py)?.into_any().unbind()),
             Ok(Outcome::Connected(client)) => {

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use polylock::kit::AnyGuard;
 use polylock::{ErrorKind, Semaphore};
 use pyo3::prelude::*;
 
@@ -31,7 +32,7 @@ impl NativeSemaphore {
 /// Take a permit; a wait that ran out is `TimedOut` rather than an error.
 async fn take_permit(semaphore: Semaphore, options: polylock::AcquireOptions) -> polylock::Result<Outcome> {
     match semaphore.acquire_with(options).await {
-        Ok(permit) => Ok(Outcome::Permit(permit)),
+        Ok(permit) => Ok(Outcome::Acquired(AnyGuard::Permit(permit))),
         Err(err) if err.kind() == ErrorKind::Timeout => Ok(Outcome::TimedOut),
         Err(err) => Err(err),
     }
@@ -45,8 +46,8 @@ impl NativeSemaphore {
         let semaphore = self.semaphore()?;
         let options = acquire_options(wait, lease)?;
         match self.shared.wait(py, take_permit(semaphore, options))? {
-            Ok(Outcome::Permit(permit)) => {
-                let id = permit.owner().local_id;
+            Ok(Outcome::Acquired(permit)) => {
+                let id = permit.permit_id().unwrap_or_default();
                 Ok(Some((id, permit.detach())))
             }
             Ok(_) => Ok(None),

@@ -15,6 +15,16 @@ from . import _polylock
 _current_thread_id = _polylock.current_thread_owner
 
 
+def _wait(blocking: bool, timeout: Optional[float]) -> Optional[float]:
+    """threading's (blocking, timeout) as a wait in seconds: 0 tries once, None has no bound."""
+    if not blocking:
+        if timeout is not None and timeout != -1:
+            raise ValueError("can't specify a timeout for a non-blocking call")
+        return 0.0
+    # threading's convention: -1 means no bound.
+    return None if timeout is None or timeout == -1 else timeout
+
+
 class Lock:
     """A distributed lock owned by the calling thread. Reentrant per thread; only the thread
     that acquired it may release it. Made by :meth:`Client.lock`; holds nothing until acquired.
@@ -33,14 +43,7 @@ class Lock:
         without it a watchdog keeps the lock while this client lives. The GIL is released
         while waiting.
         """
-        if not blocking:
-            if timeout is not None and timeout != -1:
-                raise ValueError("can't specify a timeout for a non-blocking call")
-            wait: Optional[float] = 0.0
-        else:
-            # threading's convention: -1 means no bound.
-            wait = None if timeout is None or timeout == -1 else timeout
-        return self._native.acquire(_current_thread_id(), wait, lease) is not None
+        return self._native.acquire(_current_thread_id(), _wait(blocking, timeout), lease) is not None
 
     def release(self) -> None:
         """Give back one hold of the calling thread.
@@ -178,13 +181,7 @@ class Semaphore:
     ) -> Optional[Permit]:
         """Take a permit: a :class:`Permit`, or None if the wait ran out. Arguments as
         :meth:`Lock.acquire`. The GIL is released while waiting."""
-        if not blocking:
-            if timeout is not None and timeout != -1:
-                raise ValueError("can't specify a timeout for a non-blocking call")
-            wait: Optional[float] = 0.0
-        else:
-            wait = None if timeout is None or timeout == -1 else timeout
-        taken = self._native.acquire(wait, lease)
+        taken = self._native.acquire(_wait(blocking, timeout), lease)
         if taken is None:
             return None
         return Permit(self._native, taken[0], taken[1])

@@ -6,7 +6,12 @@
 //!   reused (a thread's, a task's, a handle's, a permit's);
 //! - [`cancel`]: an acquisition raced against the caller giving up, ending in `Cancelled`
 //!   and leaving nothing held;
+//! - [`LockTarget`] and [`AnyGuard`]: a handle and a guard over every primitive family, so no
+//!   binding keeps its own dispatch between them;
 //! - the error table is [`crate::ErrorKind::ALL`] with its stable names and numbers.
 
 pub mod cancel;
 pub mod owner_ids;
+mod target;
+
+pub use target::{AnyGuard, LockTarget, Reentering};

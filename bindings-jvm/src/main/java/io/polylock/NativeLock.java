@@ -66,7 +66,7 @@ final class NativeLock implements RFencedLock {
     }
 
     /** Redisson's -1 passes through; other times become milliseconds (a positive sub-millisecond time is 1 ms). */
-    private static long leaseMillis(long time, TimeUnit unit) {
+    static long leaseMillis(long time, TimeUnit unit) {
         if (time == WATCHDOG) {
             return WATCHDOG;
         }
@@ -75,7 +75,7 @@ final class NativeLock implements RFencedLock {
     }
 
     /** -1 waits forever; zero or other negatives try once, as {@link java.util.concurrent.locks.Lock#tryLock(long, TimeUnit)}. */
-    private static long waitMillis(long time, TimeUnit unit) {
+    static long waitMillis(long time, TimeUnit unit) {
         if (time == FOREVER) {
             return FOREVER;
         }
@@ -110,14 +110,14 @@ final class NativeLock implements RFencedLock {
         }
     }
 
-    private static RuntimeException rethrow(Throwable cause) {
+    static RuntimeException rethrow(Throwable cause) {
         if (cause instanceof RuntimeException) {
             return (RuntimeException) cause;
         }
         if (cause instanceof Error) {
             throw (Error) cause;
         }
-        return new PolylockException(ErrorCode.BACKEND, String.valueOf(cause));
+        return new PolylockException(ErrorCode.INTERNAL, String.valueOf(cause));
     }
 
     /** A derived future whose cancellation reaches the native call. */

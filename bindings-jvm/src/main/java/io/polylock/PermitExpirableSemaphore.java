@@ -7,7 +7,7 @@ import java.util.concurrent.TimeUnit;
 
 /** {@link RPermitExpirableSemaphore} over the native semaphore calls; permit ids are the native ids in hex. */
 final class PermitExpirableSemaphore implements RPermitExpirableSemaphore {
-    private static final long FOREVER = -1;
+    private static final long FOREVER = -1; // NativeLock's conventions for waits and leases
     private static final long WATCHDOG = -1;
 
     private final PolylockClient client;
@@ -72,33 +72,8 @@ final class PermitExpirableSemaphore implements RPermitExpirableSemaphore {
             }
             throw interrupted;
         } catch (ExecutionException e) {
-            throw rethrow(e.getCause());
+            throw NativeLock.rethrow(e.getCause());
         }
-    }
-
-    private static RuntimeException rethrow(Throwable cause) {
-        if (cause instanceof RuntimeException) {
-            return (RuntimeException) cause;
-        }
-        if (cause instanceof Error) {
-            throw (Error) cause;
-        }
-        return new PolylockException(ErrorCode.INTERNAL, String.valueOf(cause));
-    }
-
-    private static long leaseMillis(long time, TimeUnit unit) {
-        if (time == WATCHDOG) {
-            return WATCHDOG;
-        }
-        long millis = unit.toMillis(time);
-        return time > 0 && millis == 0 ? 1 : millis;
-    }
-
-    private static long waitMillis(long time, TimeUnit unit) {
-        if (time == FOREVER) {
-            return FOREVER;
-        }
-        return time <= 0 ? 0 : Math.max(1, unit.toMillis(time));
     }
 
     @Override
@@ -108,7 +83,7 @@ final class PermitExpirableSemaphore implements RPermitExpirableSemaphore {
 
     @Override
     public String acquire(long leaseTime, TimeUnit unit) throws InterruptedException {
-        return await(acquireAsync(FOREVER, leaseMillis(leaseTime, unit)));
+        return await(acquireAsync(FOREVER, NativeLock.leaseMillis(leaseTime, unit)));
     }
 
     @Override
@@ -117,13 +92,13 @@ final class PermitExpirableSemaphore implements RPermitExpirableSemaphore {
             Long id = acquireAsync(0, WATCHDOG).join();
             return id == null ? null : Long.toHexString(id);
         } catch (CompletionException e) {
-            throw rethrow(e.getCause());
+            throw NativeLock.rethrow(e.getCause());
         }
     }
 
     @Override
     public String tryAcquire(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
-        return await(acquireAsync(waitMillis(waitTime, unit), leaseMillis(leaseTime, unit)));
+        return await(acquireAsync(NativeLock.waitMillis(waitTime, unit), NativeLock.leaseMillis(leaseTime, unit)));
     }
 
     @Override
@@ -143,7 +118,7 @@ final class PermitExpirableSemaphore implements RPermitExpirableSemaphore {
         try {
             future.join();
         } catch (CompletionException e) {
-            throw rethrow(e.getCause());
+            throw NativeLock.rethrow(e.getCause());
         }
     }
 }
