@@ -49,7 +49,7 @@ impl Drop for Completer {
     fn drop(&mut self) {
         if let Some(future) = self.future.take() {
             let error = if std::thread::panicking() {
-                Error::backend("internal error in polylock's native library: a task panicked (please report it)")
+                Error::internal("internal error in polylock's native library: a task panicked (please report it)")
             } else {
                 Error::connection("the polylock client was closed before this call finished")
             };
