@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 import uuid
 from functools import lru_cache
 from typing import Dict, Iterator, List, Optional
@@ -145,6 +146,25 @@ def unoffered_kind_params():
         for kind in ALL_KINDS
         if kind not in kinds
     ]
+
+
+def run_in_thread(function):
+    """Run `function` in another thread (another owner) and return what it returned or raised."""
+    outcome = {}
+
+    def target():
+        try:
+            outcome["value"] = function()
+        except BaseException as err:  # handed back to the test
+            outcome["error"] = err
+
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join(30)
+    assert not thread.is_alive(), "the other thread is stuck"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 @pytest.fixture

@@ -8,28 +8,9 @@ import time
 import pytest
 
 import polylock
-from conftest import backend_kind_params, make_url, unique_name
+from conftest import backend_kind_params, make_url, run_in_thread, unique_name
 
 pytestmark = pytest.mark.parametrize("backend,kind", backend_kind_params())
-
-
-def run_in_thread(function):
-    """Run `function` in another thread (another owner) and return what it returned or raised."""
-    outcome = {}
-
-    def target():
-        try:
-            outcome["value"] = function()
-        except BaseException as err:  # handed back to the test
-            outcome["error"] = err
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join(30)
-    assert not thread.is_alive(), "the other thread is stuck"
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
 
 
 def test_acquire_release_and_tokens_increase(client, lock_name, kind):

@@ -11,28 +11,9 @@ import pytest
 
 import polylock
 import polylock.aio
-from conftest import SERVER_URLS, backend_params, make_url, unique_name
+from conftest import SERVER_URLS, backend_params, make_url, run_in_thread, unique_name
 
 OFFERING = ["sqlite", "mem"]
-
-
-def in_thread(function):
-    """Run `function` in another thread (another owner); return or raise what it did."""
-    outcome = {}
-
-    def target():
-        try:
-            outcome["value"] = function()
-        except BaseException as err:  # handed back to the test
-            outcome["error"] = err
-
-    thread = threading.Thread(target=target)
-    thread.start()
-    thread.join(30)
-    assert not thread.is_alive()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
 
 
 @pytest.fixture(params=backend_params(OFFERING))
@@ -46,14 +27,14 @@ def test_readers_share_writers_exclude_and_tokens_grow(client):
     with rw.read:
         first = rw.read.fencing_token
         # Another thread reads at the same time, but cannot write.
-        assert in_thread(lambda: (rw.read.acquire(timeout=1), rw.read.fencing_token, rw.read.release())[1]) > first
-        assert in_thread(lambda: rw.write.acquire(timeout=0.05)) is False
+        assert run_in_thread(lambda: (rw.read.acquire(timeout=1), rw.read.fencing_token, rw.read.release())[1]) > first
+        assert run_in_thread(lambda: rw.write.acquire(timeout=0.05)) is False
     with rw.write:
         assert rw.write.fencing_token > first
         assert rw.write.hold_count == 1
-        assert in_thread(lambda: rw.read.acquire(blocking=False)) is False
-        assert in_thread(lambda: rw.write.acquire(blocking=False)) is False
-    assert in_thread(lambda: (rw.write.acquire(blocking=False), rw.write.release())[0]) is True
+        assert run_in_thread(lambda: rw.read.acquire(blocking=False)) is False
+        assert run_in_thread(lambda: rw.write.acquire(blocking=False)) is False
+    assert run_in_thread(lambda: (rw.write.acquire(blocking=False), rw.write.release())[0]) is True
     assert rw.name == rw.read.name == rw.write.name
     assert rw.read.kind == "read" and rw.write.kind == "write"
 
@@ -63,7 +44,7 @@ def test_downgrade_allowed_upgrade_refused_at_once(client):
     rw.write.acquire()
     assert rw.read.acquire(timeout=1)  # the writer may read
     rw.write.release()  # downgraded
-    assert in_thread(lambda: (rw.read.acquire(timeout=1), rw.read.release())[0])
+    assert run_in_thread(lambda: (rw.read.acquire(timeout=1), rw.read.release())[0])
     started = time.monotonic()
     with pytest.raises(polylock.InvalidArgumentError, match="release the read lock first"):
         rw.write.acquire(timeout=5)
@@ -83,7 +64,7 @@ def test_semaphore_hands_out_n_owned_permits(client):
     assert semaphore.acquire(timeout=0.05) is None
     assert semaphore.acquire(blocking=False) is None
     # Any thread may release a permit it was handed; a second release is NotOwner.
-    in_thread(first.release)
+    run_in_thread(first.release)
     with pytest.raises(polylock.NotOwnerError):
         first.release()
     with semaphore.acquire(timeout=1) as third:
