@@ -71,7 +71,7 @@ pub unsafe extern "C" fn polylock_semaphore_acquire(
         let options = args::acquire_options(wait_ms, lease_ms)?;
         let semaphore = handle.semaphore.clone();
         let permit = handle.shared.block_on(async move { semaphore.acquire_with(options).await })?;
-        *permit_id = permit.owner().local_id;
+        *permit_id = permit.id();
         // Released by id, so the permit outlives the guard.
         // SAFETY: the caller's contract.
         unsafe { args::set_if_wanted(fencing_token, permit.detach()) };

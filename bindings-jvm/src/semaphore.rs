@@ -42,7 +42,7 @@ pub extern "system" fn Java_io_polylock_NativeBridge_semaphoreAcquire<'l>(
         let giving_back = semaphore.clone();
         let acquiring = async move {
             let permit = semaphore.acquire_with(options).await?;
-            let id = permit.owner().local_id;
+            let id = permit.id();
             // Released by id, so the permit outlives the guard.
             permit.detach();
             Ok(id)

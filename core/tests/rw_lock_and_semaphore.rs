@@ -154,10 +154,10 @@ async fn semaphore_permits_are_owned_counted_and_come_back_at_their_lease_end() 
         assert!(short.is_lost(), "{url}");
         assert!(third.fencing_token() > short.fencing_token());
         // Release by anyone but the holder is NotOwner.
-        let err = other.release_permit(first.owner().local_id).await.unwrap_err();
+        let err = other.release_permit(first.id()).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::NotOwner, "{url}: {err}");
         // By id, from the client that holds it.
-        sem.release_permit(first.owner().local_id).await.unwrap();
+        sem.release_permit(first.id()).await.unwrap();
         first.detach();
         assert!(other.acquire_with(wait(1000)).await.is_ok());
         // The count is fixed by the first use.

@@ -154,7 +154,7 @@ impl AnyGuard {
     /// A permit's id (what `Semaphore::release_permit` takes); `None` for a lock.
     pub fn permit_id(&self) -> Option<u64> {
         match self {
-            AnyGuard::Permit(guard) => Some(guard.owner().local_id),
+            AnyGuard::Permit(guard) => Some(guard.id()),
             AnyGuard::Lock(_) | AnyGuard::Rw(_) => None,
         }
     }

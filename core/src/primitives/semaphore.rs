@@ -15,8 +15,15 @@ use crate::owner::{next_handle_local_id, Owner};
 use crate::spi::Permits;
 
 /// One permit of a semaphore: release it, or drop it to release in the background.
-/// [`Guard::owner`] is the permit's identity; [`Semaphore::release_permit`] releases by it.
+/// [`Guard::id`] is the permit's identity; [`Semaphore::release_permit`] releases by it.
 pub type Permit = Guard<Permits>;
+
+impl Guard<Permits> {
+    /// The permit's identity, for [`Semaphore::release_permit`] (Redisson's permit id).
+    pub fn id(&self) -> u64 {
+        self.owner().local_id
+    }
+}
 
 /// A named semaphore with a fixed number of permits. The count is fixed by the first use
 /// of the name in the store; using the name with another count is an error that says so.
@@ -67,7 +74,7 @@ impl Semaphore {
         Ok(Guard::new(handle, granted.token, granted.lost))
     }
 
-    /// Release the permit whose identity is `permit` (a [`Permit`]'s `owner().local_id`),
+    /// Release the permit whose identity is `permit` (a [`Permit`]'s [`Guard::id`]),
     /// for bindings whose users release by id (Redisson's `release(permitId)`). A permit this
     /// client does not hold is an error of kind `NotOwner`.
     pub async fn release_permit(&self, permit: u64) -> Result<()> {
