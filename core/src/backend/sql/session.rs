@@ -11,98 +11,40 @@ use std::sync::{Arc, Mutex as SyncMutex};
 use std::time::Duration;
 
 use sqlx::pool::PoolConnection;
-#[cfg(feature = "mysql")]
-use sqlx::MySql;
-#[cfg(feature = "postgres")]
-use sqlx::Postgres;
 use tokio::sync::Mutex;
 use tokio::task::AbortHandle;
 use tokio::time::{sleep_until, timeout, Instant};
 
-use super::in_own_task;
+use super::dialect::Dialect;
+use super::waiting::in_own_task;
 use crate::spi::{HeldLock, HoldState, Release, Renewal};
 use crate::spi::{LostNotifier, LostReason};
 
-/// The connection that holds a session lock.
-pub(crate) enum SessionConn {
-    #[cfg(feature = "postgres")]
-    Postgres { conn: PoolConnection<Postgres>, key: i64 },
-    #[cfg(feature = "mysql")]
-    MySql { conn: PoolConnection<MySql>, name: String },
+/// The connection that holds a session lock, and the lock.
+pub(crate) struct SessionConn<D: Dialect> {
+    pub conn: PoolConnection<D::DB>,
+    pub lock: D::SessionLock,
 }
 
-impl SessionConn {
-    /// Whether the session is alive and still holds the lock.
+impl<D: Dialect> SessionConn<D> {
     async fn still_holds(&mut self) -> Result<bool, sqlx::Error> {
-        match self {
-            // Only the session itself can release an advisory lock it holds, so a live
-            // session is proof enough and the cheapest round trip.
-            #[cfg(feature = "postgres")]
-            SessionConn::Postgres { conn, .. } => sqlx::query("SELECT 1").execute(&mut **conn).await.map(|_| true),
-            #[cfg(feature = "mysql")]
-            SessionConn::MySql { conn, name } => {
-                let holds: Option<i64> = sqlx::query_scalar("SELECT IS_USED_LOCK(?) = CONNECTION_ID()")
-                    .bind(&*name)
-                    .fetch_one(&mut **conn)
-                    .await?;
-                Ok(holds == Some(1))
-            }
-        }
+        D::session_holds(&mut self.conn, &self.lock).await
     }
 
-    /// Give the lock back; true if the session still held it.
     async fn unlock(&mut self) -> Result<bool, sqlx::Error> {
-        match self {
-            #[cfg(feature = "postgres")]
-            SessionConn::Postgres { conn, key } => {
-                sqlx::query_scalar("SELECT pg_advisory_unlock($1)").bind(*key).fetch_one(&mut **conn).await
-            }
-            #[cfg(feature = "mysql")]
-            SessionConn::MySql { conn, name } => {
-                let released: Option<i64> =
-                    sqlx::query_scalar("SELECT RELEASE_LOCK(?)").bind(&*name).fetch_one(&mut **conn).await?;
-                Ok(released == Some(1))
-            }
-        }
+        D::session_unlock(&mut self.conn, &self.lock).await
     }
 
     /// Draw the next fencing token of `fencing_name` on the session's own connection, for a
     /// hold handed to another owner of this client: the lock never leaves the session, and a
     /// session that died fails the statement instead of handing on a lock it no longer has.
     async fn draw_next_token(&mut self, fencing_name: &str) -> Result<u64, sqlx::Error> {
-        match self {
-            #[cfg(feature = "postgres")]
-            SessionConn::Postgres { conn, .. } => {
-                let token: i64 =
-                    sqlx::query_scalar("UPDATE polylock_fencing SET token = token + 1 WHERE name = $1 RETURNING token")
-                        .bind(fencing_name)
-                        .fetch_optional(&mut **conn)
-                        .await?
-                        .ok_or(sqlx::Error::RowNotFound)?;
-                Ok(token as u64)
-            }
-            #[cfg(feature = "mysql")]
-            SessionConn::MySql { conn, .. } => {
-                let done = sqlx::query("UPDATE polylock_fencing SET token = LAST_INSERT_ID(token + 1) WHERE name = ?")
-                    .bind(fencing_name)
-                    .execute(&mut **conn)
-                    .await?;
-                if done.rows_affected() != 1 {
-                    return Err(sqlx::Error::RowNotFound);
-                }
-                Ok(done.last_insert_id())
-            }
-        }
+        D::step_token(&mut self.conn, fencing_name).await
     }
 
     /// Close the connection, which frees anything its session held.
     async fn close(self) {
-        let _ = match self {
-            #[cfg(feature = "postgres")]
-            SessionConn::Postgres { conn, .. } => conn.close().await,
-            #[cfg(feature = "mysql")]
-            SessionConn::MySql { conn, .. } => conn.close().await,
-        };
+        let _ = self.conn.close().await;
     }
 }
 
@@ -139,7 +81,7 @@ impl<DB: sqlx::Database> Drop for Unrecorded<DB> {
 const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The slot of the connection that holds the lock; `None` once it was given back or closed.
-type ConnSlot = Arc<Mutex<Option<SessionConn>>>;
+type ConnSlot<D> = Arc<Mutex<Option<SessionConn<D>>>>;
 
 /// What a check of the session found.
 enum Check {
@@ -152,7 +94,7 @@ enum Check {
 
 /// Whether the session still holds the lock; a connection that fails or does not answer is
 /// closed (its lock went with its session, or goes now), so it is never used again.
-async fn check_conn(slot: ConnSlot) -> Check {
+async fn check_conn<D: Dialect>(slot: ConnSlot<D>) -> Check {
     in_own_task(
         async move {
             let mut guard = slot.lock_owned().await;
@@ -173,8 +115,8 @@ async fn check_conn(slot: ConnSlot) -> Check {
     .await
 }
 
-pub(crate) struct Session {
-    conn: ConnSlot,
+pub(crate) struct Session<D: Dialect> {
+    conn: ConnSlot<D>,
     lease_end: SyncMutex<Instant>,
     monitor: SyncMutex<Option<AbortHandle>>,
     /// The latch the monitor marks: the current owner's (a transfer points it at the owner
@@ -182,9 +124,9 @@ pub(crate) struct Session {
     lost: Arc<SyncMutex<LostNotifier>>,
 }
 
-impl Session {
+impl<D: Dialect> Session<D> {
     /// Start holding through `conn`, with a lease that ends at `lease_end` unless renewed.
-    pub fn start(conn: SessionConn, lease_end: Instant, check: Duration, lost: LostNotifier) -> Arc<Session> {
+    pub fn start(conn: SessionConn<D>, lease_end: Instant, check: Duration, lost: LostNotifier) -> Arc<Self> {
         let lost = Arc::new(SyncMutex::new(lost));
         let session = Arc::new(Session {
             conn: Arc::new(Mutex::new(Some(conn))),
@@ -197,14 +139,14 @@ impl Session {
         session
     }
 
-    pub fn of(held: &HeldLock) -> Option<Arc<Session>> {
-        held.state.clone().and_then(|state| state.downcast::<Session>().ok())
+    pub fn of(held: &HeldLock) -> Option<Arc<Self>> {
+        held.state.clone().and_then(|state| state.downcast::<Self>().ok())
     }
 
     /// The backend's renew for a session lock: `Gone` when the hold carries no session or
     /// the session no longer holds the lock.
     pub async fn renew_held(held: &HeldLock, lease: Duration) -> Renewal {
-        let renewed = match Session::of(held) {
+        let renewed = match Self::of(held) {
             Some(session) => session.renew(lease).await,
             None => false,
         };
@@ -218,7 +160,7 @@ impl Session {
     /// The backend's release for a session lock: a partial release only checks the session
     /// still holds it; the last one gives it back.
     pub async fn release_held(held: &HeldLock, holds_left: u32) -> Release {
-        let Some(session) = Session::of(held) else { return Release::Gone };
+        let Some(session) = Self::of(held) else { return Release::Gone };
         let held_still = if holds_left > 0 { session.check().await } else { session.release().await };
         if held_still {
             Release::Released
@@ -256,7 +198,7 @@ impl Session {
         lease: Duration,
         lost: &LostNotifier,
     ) -> Result<Option<u64>, sqlx::Error> {
-        let Some(session) = Session::of(held) else { return Ok(None) };
+        let Some(session) = Self::of(held) else { return Ok(None) };
         let sent = Instant::now();
         let slot = session.conn.clone();
         let reserved = in_own_task(
@@ -319,7 +261,7 @@ impl Session {
     }
 }
 
-impl Drop for Session {
+impl<D: Dialect> Drop for Session<D> {
     fn drop(&mut self) {
         self.stop_monitor();
     }
@@ -327,7 +269,11 @@ impl Drop for Session {
 
 /// Ping the session every `check` and end the hold when its lease runs out. Holds only a
 /// weak reference, so a hold that is dropped stops its monitor.
-async fn monitor(session: std::sync::Weak<Session>, check: Duration, lost: Arc<SyncMutex<LostNotifier>>) {
+async fn monitor<D: Dialect>(
+    session: std::sync::Weak<Session<D>>,
+    check: Duration,
+    lost: Arc<SyncMutex<LostNotifier>>,
+) {
     let mark = |reason: LostReason| lost.lock().unwrap_or_else(|e| e.into_inner()).mark(reason);
     loop {
         let Some(lease_end) = session.upgrade().map(|s| s.lease_end()) else { return };

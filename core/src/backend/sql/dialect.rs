@@ -1,0 +1,153 @@
+//! What PostgreSQL and MySQL/MariaDB do differently: the statements. Everything else (the
+//! pools, which kind is kept where, waiting, interrupting, sessions, fencing, handoffs, error
+//! mapping) is the one engine in `store.rs` and `session.rs`.
+//!
+//! Statements answer `sqlx::Error`; the engine turns them into polylock's errors, so each
+//! database's messages say the same things.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::{Database, Pool};
+use tokio::sync::watch;
+use tokio::task::AbortHandle;
+
+use crate::backend::poll::{Attempt, Backoff};
+
+/// The session connection a statement runs on.
+pub(crate) type Conn<D> = sqlx::pool::PoolConnection<<D as Dialect>::DB>;
+
+/// The options sqlx connects with.
+pub(crate) type Options<D> = <<<D as Dialect>::DB as Database>::Connection as sqlx::Connection>::Options;
+
+/// How a blocking session-lock statement ended.
+pub(crate) enum LockWait {
+    Granted,
+    /// The server's own timeout ran out; nothing is held.
+    TimedOut,
+    /// Interrupted on the server (by our interrupt, or by someone else's).
+    Interrupted,
+    Failed(sqlx::Error),
+}
+
+#[async_trait]
+pub(crate) trait Dialect: Send + Sync + Sized + 'static {
+    type DB: Database;
+    /// A session lock's identity on the server: PostgreSQL's advisory key, MySQL's lock name.
+    type SessionLock: Send + Sync + 'static;
+    /// The server's id of a connection, to interrupt its wait from another connection.
+    type ConnectionId: Copy + Send + Sync + 'static;
+
+    /// The database as users know it, for messages: "PostgreSQL", "MySQL/MariaDB".
+    const DATABASE: &'static str;
+    /// The backend's name in capabilities and `Unsupported` errors.
+    const BACKEND: &'static str;
+    /// The scheme sqlx connects with, and its own URL options polylock passes through.
+    const SQLX_SCHEME: &'static str;
+    const SQLX_OPTIONS: &'static [&'static str];
+    /// The pause between lease attempts when no release is announced.
+    const LEASE_BACKOFF: Backoff;
+
+    /// The statements for ShedLock's table named `table`.
+    fn new(table: String) -> Self;
+
+    fn connect_options(sqlx_url: &str) -> Result<Options<Self>, sqlx::Error>;
+
+    /// Create the fencing counter table and ShedLock's table if they are missing.
+    async fn create_schema(&self, pool: &Pool<Self::DB>) -> Result<(), sqlx::Error>;
+
+    // Session locks: the statements run on the connection that holds (or waits for) the lock.
+
+    fn session_lock(key: &str) -> Self::SessionLock;
+
+    /// The fencing counter's row for a session lock on `key`.
+    fn session_fencing_name(key: &str) -> String;
+
+    /// Take the lock if it is free, without waiting; also the connection's id.
+    async fn try_session_lock(
+        conn: &mut Conn<Self>,
+        lock: &Self::SessionLock,
+    ) -> Result<(bool, Self::ConnectionId), sqlx::Error>;
+
+    /// Block on the server until the lock is granted or `wait` (`None`: a very long time)
+    /// runs out.
+    async fn wait_session_lock(conn: &mut Conn<Self>, lock: &Self::SessionLock, wait: Option<Duration>) -> LockWait;
+
+    /// Interrupt the blocking statement of connection `id`, from another connection.
+    async fn interrupt_wait(shared: &Pool<Self::DB>, id: Self::ConnectionId);
+
+    /// After an interrupted wait: give up the lock, in case it was granted just before the
+    /// interrupt landed, so the connection goes back to the pool holding nothing.
+    async fn give_up_after_interrupt(conn: &mut Conn<Self>, lock: &Self::SessionLock) -> Result<(), sqlx::Error>;
+
+    /// Whether the session is alive and still holds the lock.
+    async fn session_holds(conn: &mut Conn<Self>, lock: &Self::SessionLock) -> Result<bool, sqlx::Error>;
+
+    /// Give the lock back; true if the session still held it.
+    async fn session_unlock(conn: &mut Conn<Self>, lock: &Self::SessionLock) -> Result<bool, sqlx::Error>;
+
+    /// Whether any session holds the lock.
+    async fn session_lock_taken(shared: &Pool<Self::DB>, lock: &Self::SessionLock) -> Result<bool, sqlx::Error>;
+
+    // Fencing: `polylock_fencing(name, token)`, bumped only while the lock is held.
+
+    /// Draw two tokens and return the first; the second is set aside for the owner the hold
+    /// may be handed to. A new name starts at 2, issuing 1.
+    async fn draw_tokens(conn: &mut Conn<Self>, fencing_name: &str) -> Result<u64, sqlx::Error>;
+
+    /// Step the counter by one for a handoff; returns the new counter (the token set aside
+    /// is the one before it). `RowNotFound` when the name has no counter.
+    async fn step_token(conn: &mut Conn<Self>, fencing_name: &str) -> Result<u64, sqlx::Error>;
+
+    // Lease locks: ShedLock's row, with the database's clock, on the shared pool.
+
+    /// One attempt: take the row if it is free or expired and draw two tokens (issuing the
+    /// first), or report the holder's time left.
+    async fn lease_attempt(
+        &self,
+        shared: &Pool<Self::DB>,
+        name: &str,
+        by: &str,
+        lease: Duration,
+    ) -> Result<Attempt, sqlx::Error>;
+
+    /// End `by`'s live lease on `name` now (the row stays, as ShedLock leaves it) and announce
+    /// it where the database can. True if it was `by`'s.
+    async fn lease_give_back(&self, shared: &Pool<Self::DB>, name: &str, by: &str) -> Result<bool, sqlx::Error>;
+
+    /// Extend `by`'s live lease to `lease` from now; true if it was still `by`'s.
+    async fn lease_renew(
+        &self,
+        shared: &Pool<Self::DB>,
+        name: &str,
+        by: &str,
+        lease: Duration,
+    ) -> Result<bool, sqlx::Error>;
+
+    /// Whether `by` holds a live lease on `name`.
+    async fn lease_is_held_by(&self, shared: &Pool<Self::DB>, name: &str, by: &str) -> Result<bool, sqlx::Error>;
+
+    /// Move a live lease from `from` (or `to`, whose abandoned attempt may have won it) to
+    /// `to` with a fresh lease and step the counter by one, in one statement; the token set
+    /// aside, or `None` when neither held it.
+    async fn lease_transfer(
+        &self,
+        shared: &Pool<Self::DB>,
+        name: &str,
+        from: &str,
+        to: &str,
+        lease: Duration,
+    ) -> Result<Option<u64>, sqlx::Error>;
+
+    /// The live lease's time left, `None` if the row is free or missing.
+    async fn lease_left(&self, shared: &Pool<Self::DB>, name: &str) -> Result<Option<Duration>, sqlx::Error>;
+
+    /// End whoever's live lease on `name` now, and announce it where the database can.
+    async fn lease_force_end(&self, shared: &Pool<Self::DB>, name: &str) -> Result<bool, sqlx::Error>;
+
+    /// Turn releases announced by other processes into bumps of `released`, in a task of its
+    /// own on a `sessions` connection; `None` where the database cannot announce (waiters then
+    /// rely on `LEASE_BACKOFF`).
+    fn watch_releases(sessions: Pool<Self::DB>, released: Arc<watch::Sender<u64>>) -> Option<AbortHandle>;
+}
