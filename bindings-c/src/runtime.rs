@@ -3,28 +3,14 @@
 
 use std::future::Future;
 use std::sync::RwLock;
-use std::time::Duration;
 
+use polylock::kit::runtime::{close_and_stop, Workers, CLOSE_LIMIT};
 use polylock::{Error, Result};
 use tokio::runtime::Runtime;
 
-/// The watchdogs, acquire tasks and connection drivers are light; C programs often run on
-/// small machines and may create several clients.
-const WORKER_THREADS: usize = 2;
-
-/// How long freeing a client may spend giving its holds back to the backend.
-const CLOSE_LIMIT: Duration = Duration::from_secs(5);
-
-/// How long freeing a client waits for the runtime's threads to finish.
-const SHUTDOWN_LIMIT: Duration = Duration::from_secs(5);
-
+/// The kit's runtime with two workers: the calling C thread does the waiting.
 pub fn new_runtime() -> Result<Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(WORKER_THREADS)
-        .thread_name("polylock-worker")
-        .enable_all()
-        .build()
-        .map_err(|err| Error::backend(format!("cannot start the polylock runtime: {err}")))
+    polylock::kit::runtime::new_runtime(Workers::Light, None)
 }
 
 pub struct Shared {
@@ -48,15 +34,12 @@ impl Shared {
         runtime.block_on(future)
     }
 
-    /// Close the core client (stopping its watchdogs and giving its holds back), then stop
-    /// the runtime and join its threads. Waits for calls in flight on other threads.
+    /// Close the core client and stop the runtime (the kit's close policy). Waits for calls
+    /// in flight on other threads.
     pub fn shut_down(&self) {
         let mut slot = self.runtime.write().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(runtime) = slot.take() {
-            runtime.block_on(async {
-                let _ = tokio::time::timeout(CLOSE_LIMIT, self.client.close()).await;
-            });
-            runtime.shutdown_timeout(SHUTDOWN_LIMIT);
+            close_and_stop(runtime, &self.client, CLOSE_LIMIT);
         }
     }
 }

@@ -2,11 +2,10 @@
 //! holds the pair as an opaque `long`, and guarantees no call uses it once `close` began
 //! (PolylockClient's read-write lock).
 
-use std::time::Duration;
-
 use jni::objects::{JClass, JString};
 use jni::sys::{jlong, jstring};
 use jni::JNIEnv;
+use polylock::kit::runtime::{self, Workers, CLOSE_LIMIT};
 use polylock::kit::LockTarget;
 use polylock::{Client, Error};
 use tokio::runtime::Runtime;
@@ -15,9 +14,6 @@ use tokio_util::sync::CancellationToken;
 use crate::entry::{entry, read_string, JResult, JniResultExt};
 use crate::target::lock_target;
 use crate::vm::attach_current_thread;
-
-/// How long close may spend giving holds back before it stops the runtime anyway.
-const CLOSE_LIMIT: Duration = Duration::from_secs(5);
 
 pub struct NativeClient {
     pub runtime: Runtime,
@@ -44,15 +40,10 @@ impl NativeClient {
     }
 }
 
+/// The kit's runtime with a worker per core: every Java call is a future handed to it. Its
+/// threads attach to the JVM once, to complete those futures.
 fn new_runtime() -> JResult<Runtime> {
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).max(2);
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers)
-        .thread_name("polylock-worker")
-        .on_thread_start(attach_current_thread)
-        .enable_all()
-        .build()
-        .map_err(|err| Error::backend(format!("cannot start the polylock runtime: {err}")))
+    runtime::new_runtime(Workers::OnePerCore, Some(attach_current_thread))
 }
 
 #[no_mangle]
@@ -79,12 +70,8 @@ pub extern "system" fn Java_io_polylock_NativeBridge_close<'l>(mut env: JNIEnv<'
         let native = unsafe { Box::from_raw(handle as *mut NativeClient) };
         let NativeClient { runtime, client, closing } = *native;
         closing.cancel();
-        runtime.block_on(async {
-            let _ = tokio::time::timeout(CLOSE_LIMIT, client.close()).await;
-        });
-        drop(client);
-        // Pending calls' tasks are dropped here, failing their futures with "closed".
-        runtime.shutdown_timeout(Duration::from_secs(1));
+        // Pending calls' tasks are dropped when the runtime stops, failing their futures.
+        runtime::close_and_stop(runtime, &client, CLOSE_LIMIT);
         Ok(())
     })
 }

@@ -5,19 +5,13 @@
 //! a pending Promise does (an acquire still waiting, a release or close still running).
 
 use napi_derive::module_init;
+use polylock::kit::runtime::{new_runtime, Workers};
 
-/// Two workers: the watchdogs, acquire tasks and connection drivers are light, and a Node
-/// process already has its own threads for everything else.
-const WORKER_THREADS: usize = 2;
-
+/// The kit's runtime with two workers: a Node process already has its own threads for
+/// everything else.
 #[module_init]
 fn init() {
-    match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(WORKER_THREADS)
-        .thread_name("polylock-node")
-        .enable_all()
-        .build()
-    {
+    match new_runtime(Workers::Light, None) {
         Ok(runtime) => napi::bindgen_prelude::create_custom_tokio_runtime(runtime),
         // Without our own runtime napi-rs starts its default one on first use, which works too.
         Err(err) => eprintln!("polylock: cannot start its own runtime ({err}); using napi-rs's default"),

@@ -9,6 +9,7 @@ use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::time::Duration;
 
+use polylock::kit::runtime::{self, Workers, CLOSE_ON_DROP_LIMIT};
 use polylock::ErrorKind;
 use pyo3::prelude::*;
 use tokio::runtime::Runtime;
@@ -19,20 +20,9 @@ use crate::errors::binding_error;
 /// (CPython only delivers signals to Python code, never into a native wait).
 const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(100);
 
-/// How long dropping an unclosed client may spend giving its holds back.
-const CLOSE_ON_DROP_LIMIT: Duration = Duration::from_secs(2);
-
-/// Two workers: the watchdogs, the acquire tasks and the backends' connection drivers are
-/// light, and the machines this runs on are often small.
-const WORKER_THREADS: usize = 2;
-
+/// The kit's runtime with two workers: Python threads and asyncio loops do the waiting.
 pub fn new_runtime() -> PyResult<Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(WORKER_THREADS)
-        .thread_name("polylock-worker")
-        .enable_all()
-        .build()
-        .map_err(|err| binding_error(ErrorKind::Backend, format!("cannot start the polylock runtime: {err}")))
+    runtime::new_runtime(Workers::Light, None).map_err(crate::errors::to_py_err)
 }
 
 pub struct ClientShared {
@@ -116,22 +106,9 @@ impl Drop for ClientShared {
             std::mem::forget(runtime);
             return;
         }
-        if tokio::runtime::Handle::try_current().is_ok() {
-            // Freed on one of the runtime's own threads (a Python object released by an
-            // asyncio callback): blocking here would deadlock, so let the core's own drop
-            // give the holds back and stop the runtime without waiting.
-            drop(client);
-            runtime.shutdown_background();
-            return;
-        }
-        let mut finish = Some(move || {
-            // Give the holds back and stop the watchdogs, bounded, then stop the runtime.
-            runtime.block_on(async {
-                let _ = tokio::time::timeout(CLOSE_ON_DROP_LIMIT, client.close()).await;
-            });
-            drop(client);
-            runtime.shutdown_timeout(Duration::from_secs(1));
-        });
+        // The kit's close policy (which also copes with being freed on one of the runtime's
+        // own threads, a Python object released by an asyncio callback).
+        let mut finish = Some(move || runtime::close_and_stop(runtime, &client, CLOSE_ON_DROP_LIMIT));
         // Without the GIL: a worker thread may be waiting for it to wake an asyncio loop.
         Python::try_attach(|py| {
             if let Some(finish) = finish.take() {
