@@ -17,7 +17,13 @@ pub fn wait_from_millis(millis: Option<f64>) -> napi::Result<Option<Duration>> {
             "waitMs must be a finite number of milliseconds >= 0 (omit it to wait until the lock is free), got {millis}"
         )));
     }
-    Ok(Some(Duration::from_secs_f64(millis / 1000.0)))
+    // try_: a wait of 1e300 ms must be refused (by the core, for its length), never panic here.
+    Duration::try_from_secs_f64(millis / 1000.0).map(Some).map_err(|_| {
+        invalid_argument(format!(
+            "waitMs must be at most {} ms (omit it to wait until the lock is free), got {millis}",
+            polylock::duration::MAX_WAIT.as_millis()
+        ))
+    })
 }
 
 /// `leaseMs`: absent lets the watchdog renew the lock; zero and negative leases are the

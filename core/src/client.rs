@@ -50,6 +50,7 @@ impl Client {
                 watchdog_lease.as_millis()
             )));
         }
+        crate::duration::check_lease("URL option 'lease'", watchdog_lease)?;
         let store = backend::open(&mut url).await?;
         if let Err(err) = url.ensure_no_options_left() {
             store.close().await;

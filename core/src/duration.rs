@@ -43,6 +43,53 @@ pub fn parse_duration(what: &str, text: &str) -> Result<Duration> {
     Ok(total)
 }
 
+/// The shortest lease polylock accepts. A shorter one would end before the grant's reply is
+/// back from a server on the same host, so the hold would be lost as it is handed over.
+pub const MIN_LEASE: Duration = Duration::from_millis(10);
+
+/// The longest lease, and the longest wait short of waiting forever, that every backend can
+/// honour: one year. Redis's `PEXPIRE`, SQL intervals and tokio's timers all take far more,
+/// but MySQL's `TIMESTAMP` (ShedLock's `lock_until`) ends in January 2038, and a limit that
+/// depends on the backend would make the same call fail on one and pass on another.
+pub const MAX_LEASE: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// See [`MAX_LEASE`]. `Duration::MAX` is the one longer wait accepted, meaning forever.
+pub const MAX_WAIT: Duration = MAX_LEASE;
+
+/// `lease` if polylock can honour it on every backend, else `InvalidArgument` saying the range.
+pub fn check_lease(what: &str, lease: Duration) -> Result<Duration> {
+    if (MIN_LEASE..=MAX_LEASE).contains(&lease) {
+        return Ok(lease);
+    }
+    Err(Error::invalid_argument(format!(
+        "{what} must be between {}ms and {} days, got {}; omit it to let the watchdog renew the lock",
+        MIN_LEASE.as_millis(),
+        MAX_LEASE.as_secs() / 86_400,
+        describe(lease)
+    )))
+}
+
+/// `wait` if polylock can honour it (`Duration::MAX` waits forever), else `InvalidArgument`.
+pub fn check_wait(what: &str, wait: Duration) -> Result<Duration> {
+    if wait <= MAX_WAIT || wait == Duration::MAX {
+        return Ok(wait);
+    }
+    Err(Error::invalid_argument(format!(
+        "{what} must be at most {} days, got {}; omit it to wait until the lock is free",
+        MAX_WAIT.as_secs() / 86_400,
+        describe(wait)
+    )))
+}
+
+/// A duration for a message: whole milliseconds, or seconds when it is long or below 1 ms.
+fn describe(d: Duration) -> String {
+    if d >= Duration::from_secs(1000) || (d < Duration::from_millis(1) && !d.is_zero()) {
+        format!("{}s", d.as_secs_f64())
+    } else {
+        format!("{}ms", d.as_millis())
+    }
+}
+
 /// A lease as bindings receive it: signed milliseconds from a language without unsigned
 /// durations. Zero and negative leases are errors; a lease must let the holder do something.
 pub fn lease_from_millis(millis: i64) -> Result<Duration> {
@@ -51,10 +98,11 @@ pub fn lease_from_millis(millis: i64) -> Result<Duration> {
             "a lease must be positive, got {millis} ms; omit it to let the watchdog renew the lock"
         )));
     }
-    Ok(Duration::from_millis(millis as u64))
+    check_lease("a lease", Duration::from_millis(millis as u64))
 }
 
-/// A wait as bindings receive it: negative means forever, zero means try once.
+/// A wait as bindings receive it: negative means forever, zero means try once. A wait past
+/// [`MAX_WAIT`] is refused by the acquisition, before anything is written.
 pub fn wait_from_millis(millis: i64) -> Option<Duration> {
     u64::try_from(millis).ok().map(Duration::from_millis)
 }
@@ -71,6 +119,30 @@ mod tests {
         assert_eq!(parse_duration("x", "1m500ms").unwrap(), Duration::from_millis(60_500));
         assert_eq!(parse_duration("x", "7").unwrap(), Duration::from_secs(7));
         assert_eq!(parse_duration("x", "0").unwrap(), Duration::ZERO);
+    }
+
+    #[test]
+    fn leases_and_waits_outside_what_every_backend_honours_are_refused() {
+        for lease in [
+            Duration::ZERO,
+            Duration::from_nanos(1),
+            Duration::from_millis(9),
+            MAX_LEASE + Duration::from_secs(1),
+            Duration::MAX,
+        ] {
+            let err = check_lease("lease", lease).unwrap_err();
+            assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument, "{lease:?}");
+            assert!(err.to_string().contains("between 10ms and 365 days"), "{err}");
+        }
+        assert_eq!(check_lease("lease", MIN_LEASE).unwrap(), MIN_LEASE);
+        assert_eq!(check_lease("lease", MAX_LEASE).unwrap(), MAX_LEASE);
+        assert!(check_wait("wait", Duration::ZERO).is_ok());
+        assert!(check_wait("wait", MAX_WAIT).is_ok());
+        assert!(check_wait("wait", Duration::MAX).is_ok(), "Duration::MAX is forever");
+        let err = check_wait("wait", Duration::from_secs(u64::MAX)).unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
+        assert_eq!(lease_from_millis(i64::MAX).unwrap_err().kind(), crate::ErrorKind::InvalidArgument);
+        assert_eq!(lease_from_millis(1).unwrap_err().kind(), crate::ErrorKind::InvalidArgument);
     }
 
     #[test]

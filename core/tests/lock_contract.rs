@@ -10,7 +10,7 @@ use std::time::Duration;
 use polylock::{AcquireOptions, Client, ErrorKind, Lock, LockKind, LostReason};
 use tokio::time::{sleep, timeout, Instant};
 mod common;
-use common::{mariadb_url, postgres_url};
+use common::{mariadb_latin1_url, mariadb_url, postgres_url};
 
 /// A fresh store per test: a private mem:// store, an SQLite file in a temp dir, or a
 /// private namespace on the test redis-server (tests/services), once per lock kind.
@@ -220,6 +220,34 @@ async fn explicit_lease_expires_and_the_guard_knows() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_counts_from_the_grant_not_from_the_start_of_the_wait() {
+    for store in stores("") {
+        // Two clients, so the lock goes through the store and not a local handoff.
+        let (a, b) = (connect(&store).await, connect(&store).await);
+        let held = store.lock(&a, "waited").acquire().await.unwrap();
+        let waiter = store.lock(&b, "waited");
+        let waiting = tokio::spawn(async move {
+            let options = AcquireOptions::default().wait(Duration::from_secs(10)).lease(Duration::from_millis(600));
+            let guard = waiter.acquire_with(options).await;
+            (guard, Instant::now())
+        });
+        sleep(Duration::from_millis(1200)).await; // twice the waiter's lease
+        held.release().await.unwrap();
+        let (guard, granted) = waiting.await.unwrap();
+        let guard = guard.unwrap_or_else(|e| panic!("{}: {e}", store.url));
+        sleep(Duration::from_millis(300)).await;
+        assert!(
+            !guard.is_lost(),
+            "{}: lost {:?} after the grant, within its 600ms lease",
+            store.url,
+            granted.elapsed()
+        );
+        assert!(store.lock(&a, "waited").try_acquire().await.unwrap().is_none(), "{}", store.url);
+        guard.release().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watchdog_keeps_the_lock_past_its_lease() {
     for store in stores("lease=300ms") {
         let client = connect(&store).await;
@@ -365,8 +393,26 @@ async fn bad_input_gets_typed_errors() {
             ErrorKind::InvalidArgument
         );
         let lock = store.lock(&client, "fine");
-        let err = lock.acquire_with(AcquireOptions::default().lease(Duration::ZERO)).await.unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::InvalidArgument);
+        // Leases and waits no backend can honour are refused before anything is written.
+        let huge = Duration::from_secs(u64::MAX);
+        for options in [
+            AcquireOptions::default().lease(Duration::ZERO),
+            AcquireOptions::default().lease(Duration::from_nanos(1)),
+            AcquireOptions::default().lease(huge),
+            AcquireOptions::default().lease(Duration::from_secs(10_000_000_000_000_000)),
+            AcquireOptions::default().lease(polylock::duration::MAX_LEASE + Duration::from_millis(1)),
+            AcquireOptions::default().wait(huge),
+            AcquireOptions::default().wait(polylock::duration::MAX_WAIT + Duration::from_secs(1)),
+        ] {
+            let err = lock.acquire_with(options).await.unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{}: {options:?}: {err}", store.url);
+            assert!(!lock.is_locked().await.unwrap(), "{}: {options:?} wrote a lock", store.url);
+        }
+        // The longest lease is honoured, and the lock has an expiry: it is not held forever.
+        let guard = lock.acquire_with(AcquireOptions::default().lease(polylock::duration::MAX_LEASE)).await.unwrap();
+        let left = lock.remaining_lease().await.unwrap().expect("held");
+        assert!(left <= polylock::duration::MAX_LEASE || left == Duration::MAX, "{}: {left:?}", store.url);
+        guard.release().await.unwrap();
         // The SQL backends offer lease locks (ShedLock's table) but not fair ones.
         let sql = store.url.starts_with("postgres") || store.url.starts_with("mysql");
         let unoffered = if sql { LockKind::Fair } else { LockKind::Lease };
@@ -393,6 +439,49 @@ async fn bad_input_gets_typed_errors() {
     assert!(err.to_string().contains("/nonexistent-dir/deeper/locks.db"), "{err}");
     let err = Client::connect("redis://user:hunter2@localhost:6379").await.unwrap_err();
     assert!(!err.to_string().contains("hunter2"), "{err}");
+}
+
+/// Names in every script, in both cases and past the SQL name limit: each works as a lock of
+/// its own, or is refused with `InvalidArgument` naming the backend and the character.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_unicode_name_works_or_is_refused_naming_the_backend() {
+    let names = [
+        "ünïcödé",
+        "Ünïcödé",
+        "名前のロック",
+        "emoji-😀",
+        "emoji-🎉",
+        "Ω-long-名前-😀-name-that-goes-on-past-sixty-four-characters-of-text-and-more",
+    ];
+    let mut all = stores("");
+    for kind in [LockKind::Reentrant, LockKind::Lease] {
+        let url = format!("{}?namespace=unicode-{}-{kind}", mariadb_latin1_url(), std::process::id());
+        all.push(Store { url, kind, _dir: None });
+    }
+    for store in all {
+        let (a, b) = (connect(&store).await, connect(&store).await);
+        let mut held = Vec::new();
+        for name in names {
+            match store.lock(&a, name).try_acquire().await {
+                Ok(Some(guard)) => held.push((name, guard)),
+                Ok(None) => panic!("{}: '{name}' is taken by another name's hold", store.url),
+                Err(err) => {
+                    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{}: '{name}': {err}", store.url);
+                    // Only ZooKeeper refuses names: characters outside the BMP.
+                    assert!(err.to_string().contains("ZooKeeper"), "{}: '{name}': {err}", store.url);
+                    let c = name.chars().find(|c| u32::from(*c) > 0xFFFF).expect("a character outside the BMP");
+                    assert!(err.to_string().contains(&format!("U+{:04X}", c as u32)), "{}: {err}", store.url);
+                }
+            }
+        }
+        for (name, guard) in held {
+            assert!(store.lock(&b, name).try_acquire().await.unwrap().is_none(), "{}: '{name}' not held", store.url);
+            guard.release().await.unwrap();
+            let again = store.lock(&b, name).try_acquire().await.unwrap();
+            assert!(again.is_some(), "{}: '{name}' not free after release", store.url);
+            again.unwrap().release().await.unwrap();
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

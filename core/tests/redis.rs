@@ -505,6 +505,36 @@ async fn unreachable_server_is_a_connection_error() {
     assert!(err.to_string().contains("cannot reach redis at redis://:***@127.0.0.1:1"), "{err}");
 }
 
+#[tokio::test]
+async fn a_server_that_never_answers_fails_the_connect_within_its_timeout() {
+    // Accepts the TCP connection and then says nothing, like a firewall or a wrong service.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let silent = tokio::spawn(async move {
+        let mut accepted = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            accepted.push(socket);
+        }
+    });
+    let started = Instant::now();
+    let err = Client::connect(&format!("redis://127.0.0.1:{port}?timeout=1s")).await.unwrap_err();
+    let took = started.elapsed();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(err.to_string().contains("within 1000ms"), "{err}");
+    assert!(took < Duration::from_millis(1500), "connect gave up after {took:?}, not about 1s");
+    silent.abort();
+}
+
+#[tokio::test]
+async fn a_database_the_server_does_not_have_is_an_invalid_argument() {
+    let err = Client::connect(&format!("{}/99", redis_url())).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    assert!(err.to_string().contains("no database 99"), "{err}");
+    let err = Client::connect("redis://127.0.0.1:70000").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    assert!(err.to_string().contains("'70000' is not a port number"), "{err}");
+}
+
 /// Wait until a waiter listens for `name`'s unlock message: it has made its first attempt
 /// and, being of polylock, joined its client's queue of local waiters before that.
 async fn wait_for_a_subscriber(redis: &mut redis::aio::MultiplexedConnection, name: &str) {

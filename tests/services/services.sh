@@ -831,6 +831,11 @@ CREATE USER 'polylock'@'%' IDENTIFIED BY 'polylock';
 CREATE USER 'polylock'@'localhost' IDENTIFIED BY 'polylock';
 GRANT ALL PRIVILEGES ON polylock.* TO 'polylock'@'%';
 GRANT ALL PRIVILEGES ON polylock.* TO 'polylock'@'localhost';
+-- A database whose default is latin1, as MariaDB's own default is: the tables polylock
+-- creates there must still take every Unicode name.
+CREATE DATABASE polylock_latin1 CHARACTER SET latin1;
+GRANT ALL PRIVILEGES ON polylock_latin1.* TO 'polylock'@'%';
+GRANT ALL PRIVILEGES ON polylock_latin1.* TO 'polylock'@'localhost';
 SQL
 }
 

@@ -13,6 +13,7 @@ use super::handoff::{self, Handover, Run};
 use super::hold::{self, Hold, LeaseMode};
 use super::transfer_watch::Transferred;
 use super::Engine;
+use crate::duration::{check_lease, check_wait};
 use crate::error::{Error, Result};
 use crate::owner::Owner;
 use crate::spi::{
@@ -128,10 +129,12 @@ impl<K: HoldKind> Handle<K> {
     /// `Timeout`. If this owner already holds it, the acquisition joins the hold
     /// (reentrancy), returns its token and keeps its lease mode.
     pub async fn acquire(&self, options: AcquireOptions) -> Result<Granted> {
-        if options.lease == Some(Duration::ZERO) {
-            return Err(Error::invalid_argument(
-                "a lease must be positive; omit it to let the watchdog renew the lock",
-            ));
+        // Before anything is written: a lease or wait no backend can honour is refused here.
+        if let Some(lease) = options.lease {
+            check_lease("a lease", lease)?;
+        }
+        if let Some(wait) = options.wait {
+            check_wait("a wait", wait)?;
         }
         self.engine.ensure_open()?;
         self.store()?;

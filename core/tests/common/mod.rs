@@ -15,6 +15,13 @@ pub fn mariadb_url() -> String {
         .unwrap_or_else(|_| "mysql://polylock:polylock@127.0.0.1:13306/polylock".to_string())
 }
 
+/// The MariaDB service's second database, whose default character set is latin1.
+pub fn mariadb_latin1_url() -> String {
+    let url = mariadb_url();
+    let (server, _database) = url.rsplit_once('/').expect("a database in the MariaDB URL");
+    format!("{server}/polylock_latin1")
+}
+
 /// Local handoffs are bounded: a client whose four owners keep `name` busy between themselves
 /// (1 ms holds) still lets another client's waiter in within `wait`.
 pub async fn a_busy_client_does_not_starve_another_clients_waiter(

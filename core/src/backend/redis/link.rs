@@ -287,6 +287,13 @@ pub(super) fn map_error(endpoint: &Endpoint, err: RedisError) -> Error {
         return Error::connection(format!("cannot reach redis at {url}; is it running and reachable?"))
             .with_source(err);
     }
+    if err.to_string().contains("DB index is out of range") {
+        return Error::invalid_argument(format!(
+            "redis at {url} has no database {}; the database is the URL's path (/0 to /15 by default, \
+             the server's 'databases' setting)",
+            endpoint.db
+        ));
+    }
     if err.kind() == redis::ErrorKind::MasterNameNotFoundBySentinel {
         return Error::connection(format!("no sentinel of {url} knows that master name"));
     }

@@ -49,7 +49,19 @@ impl RedisBackend {
     pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Self> {
         let endpoint = Endpoint::parse(url)?;
         let (push, pushes) = tokio::sync::mpsc::unbounded_channel();
-        let link = Arc::new(Link::connect(endpoint, push).await?);
+        // `timeout` bounds the whole connect: the connection managers retry a handshake that
+        // gets no answer, which would otherwise take about three times as long.
+        let (limit, shown) = (endpoint.timeout, endpoint.redacted.clone());
+        let link = match tokio::time::timeout(limit, Link::connect(endpoint, push)).await {
+            Ok(link) => Arc::new(link?),
+            Err(_) => {
+                return Err(Error::connection(format!(
+                    "redis at {shown} did not answer within {}ms (URL option 'timeout'); is it a Redis server, \
+                     and is it running and reachable?",
+                    limit.as_millis()
+                )))
+            }
+        };
         let subscriptions = Subscriptions::start(link.clone(), pushes);
         Ok(RedisBackend { link, subscriptions })
     }

@@ -32,6 +32,16 @@ pub(crate) fn map_error(shown_url: &str, err: sqlx::Error) -> Error {
                 "3D000" | "1049" | "42000" if db.message().contains("database") => {
                     format!("the database named in {shown_url} does not exist (or the user may not use it)")
                 }
+                // MySQL: a name the table's character set cannot hold (a table created before
+                // polylock made its tables utf8mb4, or by another tool).
+                "1366" | "HY000:1366" | "22007" => {
+                    return Error::invalid_argument(format!(
+                        "the database at {shown_url} cannot store this lock name: its table's character set \
+                         lacks one of the name's characters; convert the table with ALTER TABLE <table> \
+                         CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+                    ))
+                    .with_source(err)
+                }
                 // Session killed by an administrator or the server shutting down.
                 "57P01" | "57P02" | "57P03" | "1927" | "70100" => {
                     format!("the database session at {shown_url} was ended")

@@ -17,6 +17,11 @@ use super::errors::mysql_number;
 use crate::backend::poll::{Attempt, Backoff};
 use polylock_id::sql_names::mysql_lock_name;
 
+/// Every table polylock creates holds any Unicode name (the server's default may be latin1,
+/// or utf8mb3 without four-byte characters) and compares names exactly, as PostgreSQL does:
+/// `Job` and `job` are two locks. Tables that exist already are left as they are.
+const TABLE_CHARSET: &str = "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin";
+
 const ER_DUP_ENTRY: u16 = 1062;
 const ER_QUERY_INTERRUPTED: u16 = 1317;
 
@@ -153,13 +158,15 @@ impl Dialect for MySqlDialect {
 
     async fn create_schema(&self, pool: &MySqlPool) -> Result<(), sqlx::Error> {
         let statements = [
-            "CREATE TABLE IF NOT EXISTS polylock_fencing (name VARCHAR(64) NOT NULL PRIMARY KEY, token BIGINT NOT NULL)"
-                .to_string(),
-            // ShedLock's documented MySQL schema.
+            format!(
+                "CREATE TABLE IF NOT EXISTS polylock_fencing (name VARCHAR(64) NOT NULL PRIMARY KEY, \
+                 token BIGINT NOT NULL) {TABLE_CHARSET}"
+            ),
+            // ShedLock's documented MySQL schema, in utf8mb4.
             format!(
                 "CREATE TABLE IF NOT EXISTS {}(name VARCHAR(64) NOT NULL, lock_until TIMESTAMP(3) NOT NULL, \
                  locked_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), locked_by VARCHAR(255) NOT NULL, \
-                 PRIMARY KEY (name))",
+                 PRIMARY KEY (name)) {TABLE_CHARSET}",
                 self.table
             ),
         ];

@@ -120,8 +120,11 @@ impl<D: Dialect> SqlStore<D> {
         let mut conn = Unrecorded::new(conn);
         let attempt_started = Instant::now();
         let (locked, id) = D::try_session_lock(conn.conn(), &lock).await.map_err(|e| self.err(e))?;
-        let (mut conn, lock) = if locked {
-            (conn, lock)
+        // The hold's lease counts from the grant: after a wait, from when the grant arrived
+        // (the database keeps no expiry of its own for a session lock, so nothing else can
+        // end it earlier), never from when the wait began.
+        let (mut conn, lock, granted_at) = if locked {
+            (conn, lock, attempt_started)
         } else if try_once(request) || request.cancel.is_cancelled() {
             drop(conn.into_inner()); // holds nothing: back to the pool
             return Ok(None);
@@ -136,14 +139,15 @@ impl<D: Dialect> SqlStore<D> {
             D::draw_tokens(conn.conn(), &D::session_fencing_name(&request.key)).await.map_err(|e| self.err(e))?;
         let session = Session::<D>::start(
             SessionConn { conn: conn.into_inner(), lock },
-            attempt_started + request.lease,
+            granted_at + request.lease,
             self.config.session_check,
             request.lost.clone(),
         );
-        Ok(Some(Acquired { token, attempt_started, state: session.into_state() }))
+        Ok(Some(Acquired { token, attempt_started: granted_at, state: session.into_state() }))
     }
 
-    /// Block on the server until the deadline; `Some` holding the lock. The wait runs in a task
+    /// Block on the server until the deadline; `Some` holding the lock, with when the grant
+    /// arrived. The wait runs in a task
     /// of its own, so it ends cleanly however it is given up: a cancellation, or this
     /// acquisition being dropped (a waiter handed the lock by another owner of this client
     /// drops its own attempt), interrupts it on the server, and a connection whose wait was
@@ -155,7 +159,7 @@ impl<D: Dialect> SqlStore<D> {
         mut conn: Unrecorded<D::DB>,
         lock: D::SessionLock,
         id: D::ConnectionId,
-    ) -> Result<Option<(Unrecorded<D::DB>, D::SessionLock)>> {
+    ) -> Result<Option<(Unrecorded<D::DB>, D::SessionLock, Instant)>> {
         let (shared, cancel, shown_url) = (self.shared.clone(), request.cancel.clone(), self.config.shown_url.clone());
         let deadline = request.deadline;
         let wait = |abandoned: CancellationToken| async move {
@@ -169,7 +173,7 @@ impl<D: Dialect> SqlStore<D> {
                     return Err(Error::backend("the database did not answer a cancelled lock wait"));
                 };
                 return match outcome {
-                    LockWait::Granted if !interrupted => Ok(Some((conn, lock))),
+                    LockWait::Granted if !interrupted => Ok(Some((conn, lock, Instant::now()))),
                     // Waiting for ever, in the server's longest steps.
                     LockWait::TimedOut if !interrupted && deadline.is_none() => continue,
                     LockWait::TimedOut if !interrupted => {

@@ -55,8 +55,13 @@ pub(super) fn check_path(path: &str) -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// ZooKeeper checks paths as Java strings, where a character outside the Basic Multilingual
+/// Plane is a surrogate pair (U+D800..U+DFFF), which its rules refuse like private use.
 fn is_forbidden(c: char) -> bool {
-    matches!(c, '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{e000}'..='\u{f8ff}' | '\u{fff0}'..='\u{ffff}')
+    matches!(
+        c,
+        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{e000}'..='\u{f8ff}' | '\u{fff0}'..='\u{ffff}' | '\u{10000}'..
+    )
 }
 
 /// The prefix of a contender's node: `_c_<uuid>-lock-`. The uuid is how a client that lost
