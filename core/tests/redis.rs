@@ -674,3 +674,46 @@ async fn queries_and_force_unlock_work_on_a_redisson_holder() {
     assert_eq!(lock.remaining_lease().await.unwrap(), None);
     assert!(!lock.force_unlock().await.unwrap());
 }
+
+/// A Redis without persistence restarts and forgets everything: fencing tokens still only
+/// grow (the counter is floored at the server's clock in microseconds), the first acquire on
+/// the reconnected client succeeds within its wait, and a holder with an explicit lease stops
+/// believing it holds the lock when that lease runs out on its own clock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_that_loses_data_keeps_tokens_growing_and_the_client_working() {
+    let mut server = PrivateRedis::start();
+    let url = format!("redis://127.0.0.1:{}?timeout=2s", server.port);
+    for kind in [LockKind::Reentrant, LockKind::Fair, LockKind::Token] {
+        let (a, b) = (connect(&url).await, connect(&url).await);
+        let name = unique("restarted");
+        let lock = |client: &Client| client.lock(&name).unwrap().with_kind(kind).unwrap();
+        let before = lock(&a).acquire().await.unwrap();
+        let first = before.fencing_token();
+        before.release().await.unwrap();
+        let held = lock(&a).acquire_with(AcquireOptions::default().lease(Duration::from_secs(1))).await.unwrap();
+        let held_token = held.fencing_token();
+        server.stop();
+        server.resume();
+        // The first call on each client after the restart, with time to reconnect.
+        let options = AcquireOptions::default().wait(Duration::from_secs(5)).lease(Duration::from_secs(3));
+        let theirs = lock(&b)
+            .acquire_with(options)
+            .await
+            .unwrap_or_else(|e| panic!("{kind}: the first acquire after the restart failed: {e}"));
+        assert!(
+            theirs.fencing_token() > held_token && held_token > first,
+            "{kind}: tokens {first}, {held_token}, then {} after the restart",
+            theirs.fencing_token()
+        );
+        // The old holder's lease (1s) runs out on its own clock, whatever the server says.
+        let reason = timeout(Duration::from_secs(2), held.lost()).await.expect("the lease ended");
+        assert_eq!(reason, LostReason::LeaseExpired, "{kind}");
+        assert!(!lock(&a).is_held(), "{kind}");
+        let mine =
+            lock(&a).try_acquire().await.unwrap_or_else(|e| panic!("{kind}: a's first call after the restart: {e}"));
+        assert!(mine.is_none(), "{kind}: b holds it");
+        theirs.release().await.unwrap();
+        a.close().await;
+        b.close().await;
+    }
+}

@@ -74,9 +74,18 @@ impl Link {
     /// stopped being the master sends us to look the master up again, once.
     pub async fn invoke<T: FromRedisValue>(&self, invocation: &ScriptInvocation<'_>) -> Result<T> {
         let connected = self.current();
-        let result = match &connected.commands {
-            Connection::Single(c) => invocation.invoke_async(&mut c.clone()).await,
-            Connection::Cluster(c) => invocation.invoke_async(&mut c.clone()).await,
+        let run = || async {
+            match &connected.commands {
+                Connection::Single(c) => invocation.invoke_async(&mut c.clone()).await,
+                Connection::Cluster(c) => invocation.invoke_async(&mut c.clone()).await,
+            }
+        };
+        let result = match run().await {
+            // The connection was found closed as the script was written (the server restarted
+            // or dropped us since the last command): it never reached the server, and the
+            // connection manager reconnects now, so sending it once more is safe.
+            Err(err) if never_sent(&err) => run().await,
+            other => other,
         };
         match result {
             Err(err) if self.sentinel.is_some() && is_failover(&err) => {
@@ -267,6 +276,14 @@ async fn server_major_version(connected: &Connected) -> u32 {
                 .and_then(|major| major.trim().parse().ok())
         })
         .unwrap_or(0)
+}
+
+/// Whether a command failed before any of it reached the server: the write found the
+/// connection closed (EPIPE) or not connected. redis-rs keeps the io::Error private, so its
+/// message is what tells.
+fn never_sent(err: &RedisError) -> bool {
+    let text = err.to_string().to_ascii_lowercase();
+    err.is_io_error() && (text.contains("broken pipe") || text.contains("not connected"))
 }
 
 /// A server that is no longer the master (READONLY) or no longer there.

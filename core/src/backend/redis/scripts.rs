@@ -58,6 +58,24 @@ impl<'a> LockKeys<'a> {
     }
 }
 
+/// Put before a script that draws from the fencing counter `counter` (a KEYS entry): a
+/// counter that does not exist (a new name, or a server that restarted without persistence
+/// and forgot it) starts at the server's clock in microseconds, above every token issued
+/// before, as long as the server's clock does not go back and a name is granted fewer than a
+/// million times a second. Redisson's RFencedLock keeps counting from there. Runs before the
+/// script's first write, as TIME must on servers that replicate scripts verbatim (Redis < 5).
+fn floored_counter(counter: &str, body: &str) -> String {
+    format!(
+        r"
+if redis.call('exists', {counter}) == 0 then
+  if redis.replicate_commands then redis.replicate_commands() end
+  local now = redis.call('time')
+  redis.call('set', {counter}, now[1] .. string.format('%06d', tonumber(now[2])))
+end
+{body}"
+    )
+}
+
 /// Redisson's unlock message.
 pub(super) const UNLOCK_MESSAGE: &str = "0";
 
@@ -65,7 +83,8 @@ pub(super) const UNLOCK_MESSAGE: &str = "0";
 /// Returns {-1, token} when acquired, else {pttl of the holder, -1}. The token after the one
 /// returned is drawn too and set aside for a local handoff (Backend::reserves_next_token).
 pub(super) static REENTRANT_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    Script::new(&floored_counter(
+        "KEYS[2]",
         r"
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   local token = redis.call('incrby', KEYS[2], 2) - 1
@@ -75,7 +94,7 @@ if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2])
 end
 return {redis.call('pttl', KEYS[1]), -1}
 ",
-    )
+    ))
 });
 
 /// Count one more hold of an owner that already holds the lock, as Redisson does.
@@ -146,8 +165,8 @@ return -1
 /// A fair-lock script: Redisson's preamble that drops the waiters at the head of the queue
 /// whose turn came and went (KEYS[2] = queue, KEYS[3] = timeouts; `now` is the ARGV holding
 /// the caller's clock in ms), then `body`.
-fn fair_script(now: &str, body: &str) -> Script {
-    Script::new(&format!(
+fn fair_text(now: &str, body: &str) -> String {
+    format!(
         r"
 while true do
   local first = redis.call('lindex', KEYS[2], 0)
@@ -161,14 +180,23 @@ while true do
   end
 end
 {body}"
-    ))
+    )
+}
+
+fn fair_script(now: &str, body: &str) -> Script {
+    Script::new(&fair_text(now, body))
+}
+
+/// [`fair_script`] for the acquire, whose counter (KEYS[4]) is floored first.
+fn fair_acquire_script(now: &str, body: &str) -> Script {
+    Script::new(&floored_counter("KEYS[4]", &fair_text(now, body)))
 }
 
 /// The fair lock's attempt: Redisson's queue discipline with a fencing counter.
 /// KEYS: lock, queue, timeouts, token. ARGV: lease ms, field, thread wait ms, now ms.
 /// Returns {-1, token} when acquired, else {ms to wait, -1}.
 pub(super) static FAIR_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
-    fair_script(
+    fair_acquire_script(
         "ARGV[4]",
         r"
 -- free, and nobody ahead of us: take it
@@ -260,14 +288,15 @@ return 0
 /// Returns {-1, fencing token} when acquired, else {pttl of the holder, -1}. As with
 /// REENTRANT_ACQUIRE, the next token is set aside for a local handoff.
 pub(super) static TOKEN_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    Script::new(&floored_counter(
+        "KEYS[2]",
         r"
 if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return {-1, redis.call('incrby', KEYS[2], 2) - 1}
 end
 return {redis.call('pttl', KEYS[1]), -1}
 ",
-    )
+    ))
 });
 
 /// The token lock's handoff: compare-and-set. KEYS: lock, token. ARGV: from token, to
