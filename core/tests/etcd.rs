@@ -349,6 +349,12 @@ async fn unreachable_servers_and_bad_urls_get_typed_errors() {
         assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{url}: {err}");
         assert!(err.to_string().contains(needle), "{url}: {err}");
     }
+    // Credentials for a server without authentication: a Connection error that says so.
+    let with_credentials = etcd_url().replacen("etcd://", "etcd://alice:hunter2@", 1);
+    let err = Client::connect(&with_credentials).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
+    assert!(err.to_string().contains("authentication is not enabled on this etcd server"), "{err}");
+    assert!(!err.to_string().contains("hunter2"), "{err}");
 }
 
 /// Each cluster member's client port, and whether it is the leader.

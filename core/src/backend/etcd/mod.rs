@@ -358,6 +358,11 @@ pub(super) fn map_error(doing: &str, err: etcd_client::Error) -> Error {
             {
                 ErrorKind::Connection
             }
+            // Credentials in the URL, for a server that does not check them: perhaps not the
+            // cluster the user meant, so polylock does not go on without saying so.
+            Code::FailedPrecondition if status.message().contains("authentication is not enabled") => {
+                ErrorKind::Connection
+            }
             _ => ErrorKind::Backend,
         },
         _ => ErrorKind::Backend,
@@ -365,6 +370,9 @@ pub(super) fn map_error(doing: &str, err: etcd_client::Error) -> Error {
     let text = err.to_string();
     let hint = if text.contains("authentication failed") || text.contains("permission denied") {
         " (check the user name and password in the URL)"
+    } else if text.contains("authentication is not enabled") {
+        " (the URL gives a user name and password, but authentication is not enabled on this etcd server: \
+         remove them from the URL, or enable authentication on the server)"
     } else if text.contains("user name is empty") {
         " (the server requires authentication: put user:password@ in the URL)"
     } else {
