@@ -57,6 +57,20 @@ static void test_bad_input(void) {
     CHECK_OK(polylock_client_lock(client, lock_name, &lock));
     CHECK_STATUS(polylock_lock_acquire(lock, 0, -5, NULL), POLYLOCK_INVALID_ARGUMENT);
     CHECK(strstr(polylock_last_error(), "lease") != NULL);
+    /* Outside 10 ms .. 365 days, the range every backend honours: refused before any write. */
+    const int64_t year_ms = INT64_C(365) * 24 * 3600 * 1000;
+    const int64_t out_of_range[][2] = {
+        {0, INT64_MAX}, {0, year_ms + 1}, {0, 5}, {INT64_MAX, 0}, {year_ms + 1, 0},
+    };
+    for (size_t i = 0; i < sizeof out_of_range / sizeof out_of_range[0]; i++) {
+        CHECK_STATUS(polylock_lock_acquire(lock, out_of_range[i][0], out_of_range[i][1], NULL),
+                     POLYLOCK_INVALID_ARGUMENT);
+        CHECK(strstr(polylock_last_error(), "must be") != NULL);
+    }
+    CHECK(!polylock_lock_is_held(lock));
+    uint64_t longest = 0;
+    CHECK_OK(polylock_lock_acquire(lock, year_ms, year_ms, &longest));
+    CHECK_OK(polylock_lock_release(lock));
     CHECK_STATUS(polylock_client_close(NULL), POLYLOCK_INVALID_ARGUMENT);
 
     CHECK(strcmp(polylock_status_name(POLYLOCK_NOT_OWNER), "NOT_OWNER") == 0);

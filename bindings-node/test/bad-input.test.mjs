@@ -47,7 +47,9 @@ test('lock kinds: unknown, or not offered by the backend', async () => {
   assert.match(refused.message, /does not offer fair locks/)
 })
 
-test('waits and leases: negative, NaN, infinite, zero lease, wrong types', async () => {
+const ONE_YEAR_MS = 365 * 24 * 3600 * 1000
+
+test('waits and leases: negative, NaN, infinite, out of range, wrong types', async () => {
   const lock = client.lock(uniqueName())
   for (const options of [
     { waitMs: -1 },
@@ -58,6 +60,17 @@ test('waits and leases: negative, NaN, infinite, zero lease, wrong types', async
     { leaseMs: -5 },
     { leaseMs: Number.NaN },
     { leaseMs: 'long' },
+    // Outside 10 ms .. 365 days, the range every backend honours.
+    { waitMs: 1e300 },
+    { waitMs: 2 ** 64 },
+    { waitMs: ONE_YEAR_MS + 1000 },
+    { leaseMs: 1e300 },
+    { leaseMs: 2 ** 64 },
+    { leaseMs: 1e-9 },
+    { leaseMs: 5 },
+    { leaseMs: ONE_YEAR_MS + 1000 },
+    { leaseMs: 10n },
+    { waitMs: 10n },
   ]) {
     assertInvalid(await rejection(lock.acquire(options)))
     assertInvalid(await rejection(lock.tryAcquire(options)))
@@ -68,6 +81,9 @@ test('waits and leases: negative, NaN, infinite, zero lease, wrong types', async
   const guard = await lock.tryAcquire()
   assert.ok(guard)
   await guard.release()
+  // The longest lease and wait are honoured.
+  const longest = await lock.acquire({ waitMs: ONE_YEAR_MS, leaseMs: ONE_YEAR_MS })
+  await longest.release()
 })
 
 test('URLs: unknown scheme, not a URL, unknown option, wrong type', async () => {

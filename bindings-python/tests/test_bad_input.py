@@ -19,18 +19,34 @@ def test_empty_and_over_long_names(client):
         client.lock("x" * (polylock.MAX_NAME_LEN + 1))
 
 
-@pytest.mark.parametrize("lease", [0, 0.0, -1, -0.5, math.nan, math.inf])
+ONE_YEAR = 365 * 24 * 3600
+
+
+# Outside 10 ms .. 365 days, the range every backend honours (README, "Leases and a watchdog").
+@pytest.mark.parametrize(
+    "lease",
+    [0, 0.0, -1, -0.5, math.nan, math.inf, 1e300, 2**64, 1e-12, 0.005, ONE_YEAR + 1],
+)
 def test_unusable_leases(client, lock_name, lease):
     lock = client.lock(lock_name)
-    with pytest.raises(polylock.InvalidArgumentError):
+    with pytest.raises(polylock.InvalidArgumentError) as refused:
         lock.acquire(lease=lease)
+    assert "lease" in str(refused.value)
     assert not lock.locked()
 
 
-@pytest.mark.parametrize("timeout", [-2, math.nan, math.inf])
+@pytest.mark.parametrize("timeout", [-2, math.nan, math.inf, 1e300, 2**64, ONE_YEAR + 1])
 def test_unusable_timeouts(client, lock_name, timeout):
+    lock = client.lock(lock_name)
     with pytest.raises(polylock.InvalidArgumentError):
-        client.lock(lock_name).acquire(timeout=timeout)
+        lock.acquire(timeout=timeout)
+    assert not lock.locked()
+
+
+def test_the_longest_lease_and_wait_are_honoured(client, lock_name):
+    lock = client.lock(lock_name)
+    assert lock.acquire(timeout=ONE_YEAR, lease=ONE_YEAR)
+    lock.release()
 
 
 def test_timeout_with_non_blocking_is_refused_as_threading_does(client, lock_name):

@@ -291,7 +291,19 @@ class LockContractTest {
                     assertThrows(PolylockException.class, () -> lock.tryLock(0, 0, TimeUnit.SECONDS)).getCode());
             assertEquals(ErrorCode.INVALID_ARGUMENT,
                     assertThrows(PolylockException.class, () -> lock.lock(-5, TimeUnit.SECONDS)).getCode());
+            // Outside 10 ms .. 365 days, the range every backend honours: refused before any write.
+            long year = TimeUnit.DAYS.toMillis(365);
+            for (long[] waitAndLease : new long[][] {
+                    {0, Long.MAX_VALUE}, {0, year + 1}, {0, 5}, {Long.MAX_VALUE, -1}, {year + 1, -1}}) {
+                PolylockException refused = assertThrows(PolylockException.class,
+                        () -> lock.tryLock(waitAndLease[0], waitAndLease[1], TimeUnit.MILLISECONDS));
+                assertEquals(ErrorCode.INVALID_ARGUMENT, refused.getCode(), refused.getMessage());
+            }
+            assertEquals(ErrorCode.INVALID_ARGUMENT,
+                    assertThrows(PolylockException.class, () -> lock.lock(Long.MAX_VALUE, TimeUnit.DAYS)).getCode());
             assertFalse(lock.isLocked(), "rejected calls took nothing");
+            assertTrue(lock.tryLock(year, year, TimeUnit.MILLISECONDS), "the longest wait and lease are honoured");
+            lock.unlock();
             if (!backend.isRedis()) {
                 // A kind the backend does not offer is refused when the handle is made.
                 assertEquals(ErrorCode.UNSUPPORTED,
