@@ -441,6 +441,46 @@ async fn bad_input_gets_typed_errors() {
     assert!(!err.to_string().contains("hunter2"), "{err}");
 }
 
+/// Every scheme's connect errors (nothing listening, a bad option, a bad port), with a
+/// password in the URL: the message says what is wrong, and the password (plain or
+/// percent-encoded) appears nowhere in it or in its sources.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_error_message_contains_the_password() {
+    let secret = "s3cr%40t-hunter2";
+    let schemes = [
+        "redis://user:{}@127.0.0.1:1?timeout=300ms",
+        "rediss://user:{}@127.0.0.1:1?timeout=300ms",
+        "redis+cluster://user:{}@127.0.0.1:1?timeout=300ms",
+        "redis+sentinel://user:{}@127.0.0.1:1/mymaster?timeout=300ms",
+        "etcd://user:{}@127.0.0.1:1?timeout=300ms",
+        "zk://user:{}@127.0.0.1:1?connect_timeout=300ms",
+        "postgres://user:{}@127.0.0.1:1/db?connect_timeout=300ms",
+        "mysql://user:{}@127.0.0.1:1/db?connect_timeout=300ms",
+        "redis://user:{}@127.0.0.1:1?colour=blue",
+        "postgres://user:{}@127.0.0.1:99999/db",
+        "mysql://user:{}@127.0.0.1:1/db?pool_size=none",
+        "etcd://user:{}@127.0.0.1:99999",
+    ];
+    for template in schemes {
+        let url = template.replace("{}", secret);
+        let err = Client::connect(&url).await.unwrap_err();
+        let mut text = err.to_string();
+        let mut source = std::error::Error::source(&err);
+        while let Some(inner) = source {
+            text.push_str(&format!(" / {inner} / {inner:?}"));
+            source = inner.source();
+        }
+        for leaked in ["s3cr", "hunter2"] {
+            assert!(!text.contains(leaked), "{template}: {text}");
+        }
+        assert!(
+            matches!(err.kind(), ErrorKind::Connection | ErrorKind::InvalidArgument),
+            "{template}: {:?} {err}",
+            err.kind()
+        );
+    }
+}
+
 /// Names in every script, in both cases and past the SQL name limit: each works as a lock of
 /// its own, or is refused with `InvalidArgument` naming the backend and the character.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
