@@ -1,9 +1,9 @@
-//! `polylock id`: snowflake IDs from the shell.
+//! `polylock id`: snowflake IDs, UUIDv7 and ULIDs from the shell.
 
 use std::io::{BufWriter, Write};
 
 use clap::Subcommand;
-use polylock::id::{Snowflake, SnowflakeLayout};
+use polylock::id::{format_ulid, format_uuid, Snowflake, SnowflakeLayout, UlidGenerator, Uuid7Generator};
 
 use crate::exit;
 
@@ -21,6 +21,18 @@ pub enum IdCommand {
         #[arg(long, value_name = "MS")]
         epoch: Option<u64>,
     },
+    /// Print UUIDv7s (RFC 9562, increasing even if the clock steps back), one a line
+    Uuid7 {
+        /// How many to print
+        #[arg(long, default_value_t = 1)]
+        count: u64,
+    },
+    /// Print ULIDs (monotonic: increasing, as numbers and as text), one a line
+    Ulid {
+        /// How many to print
+        #[arg(long, default_value_t = 1)]
+        count: u64,
+    },
     /// Print the parts of a snowflake ID
     Parse {
         id: String,
@@ -37,26 +49,39 @@ fn layout(epoch: Option<u64>) -> polylock::Result<SnowflakeLayout> {
     }
 }
 
+/// Print `count` lines made by `next`; stop quietly if the reader goes away (`| head`).
+fn print_each(count: u64, mut next: impl FnMut() -> polylock::Result<String>) -> u8 {
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    for _ in 0..count {
+        match next() {
+            Ok(line) => {
+                if writeln!(out, "{line}").is_err() {
+                    return 0;
+                }
+            }
+            Err(err) => return exit::fail(&err),
+        }
+    }
+    let _ = out.flush();
+    0
+}
+
 pub fn id(command: IdCommand) -> u8 {
     match command {
+        IdCommand::Uuid7 { count } => {
+            let generator = Uuid7Generator::new();
+            print_each(count, || Ok(format_uuid(generator.next()?)))
+        }
+        IdCommand::Ulid { count } => {
+            let generator = UlidGenerator::new();
+            print_each(count, || Ok(format_ulid(generator.next()?)))
+        }
         IdCommand::Snowflake { worker, count, epoch } => {
             let generator = match layout(epoch).and_then(|layout| Ok(Snowflake::with_layout(layout, worker)?)) {
                 Ok(generator) => generator,
                 Err(err) => return exit::fail(&err),
             };
-            let mut out = BufWriter::new(std::io::stdout().lock());
-            for _ in 0..count {
-                match generator.next_id() {
-                    Ok(id) => {
-                        if writeln!(out, "{id}").is_err() {
-                            return 0; // the reader went away (| head): not our failure
-                        }
-                    }
-                    Err(err) => return exit::fail(&err.into()),
-                }
-            }
-            let _ = out.flush();
-            0
+            print_each(count, || Ok(generator.next_id()?.to_string()))
         }
         IdCommand::Parse { id, epoch } => {
             let Ok(number) = id.trim().parse::<u64>() else {

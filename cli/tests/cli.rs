@@ -233,3 +233,19 @@ fn snowflake_ids_are_unique_increasing_and_parse_back() {
         text.lines().find(|l| l.starts_with("timestamp:")).unwrap().split_whitespace().nth(1).unwrap().parse().unwrap();
     assert!(now_ms.abs_diff(ts) < 60_000, "timestamp {ts} is not now ({now_ms})");
 }
+
+#[test]
+fn uuid7s_and_ulids_are_unique_and_increasing_as_text() {
+    for (kind, length) in [("uuid7", 36), ("ulid", 26)] {
+        let out = polylock().args(["id", kind, "--count", "20000"]).output().unwrap();
+        assert!(out.status.success(), "{kind}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8(out.stdout).unwrap();
+        let ids: Vec<&str> = text.lines().collect();
+        assert_eq!(ids.len(), 20000, "{kind}");
+        assert!(ids.iter().all(|id| id.len() == length), "{kind}: {}", ids[0]);
+        assert!(ids.windows(2).all(|pair| pair[0] < pair[1]), "{kind}: not increasing");
+    }
+    let out = polylock().args(["id", "uuid7"]).output().unwrap();
+    let uuid = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(&uuid[14..15], "7", "version nibble: {uuid}");
+}

@@ -177,6 +177,7 @@ impl From<polylock_id::IdError> for Error {
         let kind = match err.kind() {
             polylock_id::IdErrorKind::InvalidArgument => ErrorKind::InvalidArgument,
             polylock_id::IdErrorKind::Clock | polylock_id::IdErrorKind::Exhausted => ErrorKind::Backend,
+            polylock_id::IdErrorKind::Randomness => ErrorKind::Internal,
         };
         Error::new(kind, err.message())
     }

@@ -11,6 +11,8 @@ pub enum IdErrorKind {
     Clock,
     /// Every value of a range is used and the next is not there yet: ask again later.
     Exhausted,
+    /// The system gave no random bits (UUIDv7 and ULID need them).
+    Randomness,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

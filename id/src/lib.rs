@@ -5,18 +5,28 @@
 //!   [`Clock`] (on `wasm32-unknown-unknown` there is no system clock: pass your own);
 //! - [`segment`]: Leaf-style double-buffered ID ranges, as pure bookkeeping;
 //! - [`worker_lease`]: when a leased Snowflake worker id may issue which timestamps;
+//! - [`Uuid7Generator`] (RFC 9562, monotonic) and [`UlidGenerator`] (monotonic, with an
+//!   overflow policy), reading random bits through a [`Random`] source;
 //! - [`sql_names`]: how a lock name becomes a PostgreSQL advisory key, a MySQL lock name or a
 //!   ShedLock row, which other languages must compute the same way.
 
 mod clock;
 mod error;
+mod random;
 pub mod segment;
 mod snowflake;
 pub mod sql_names;
+mod ulid;
+mod uuid7;
 pub mod worker_lease;
 
 #[cfg(not(target_arch = "wasm32"))]
 pub use clock::SystemClock;
 pub use clock::{Clock, ManualClock};
 pub use error::{IdError, IdErrorKind, Result};
+#[cfg(not(target_arch = "wasm32"))]
+pub use random::OsRandom;
+pub use random::{CountingRandom, Random};
 pub use snowflake::{parse_snowflake, Snowflake, SnowflakeLayout, SnowflakeParts, DEFAULT_MAX_ROLLBACK};
+pub use ulid::{format_ulid, parse_ulid, ulid_timestamp_ms, ulid_to_uuid, uuid_to_ulid, UlidGenerator, UlidOverflow};
+pub use uuid7::{format_uuid, parse_uuid, uuid7_at, uuid7_timestamp_ms, Uuid7Generator};
