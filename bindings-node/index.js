@@ -223,12 +223,26 @@ function parseSnowflake(id, epochMs) {
   return translated(() => native.parseSnowflake(id, epochMs))
 }
 
+// UUIDv7 and ULID: the core's generators, as text; errors as PolylockError like the rest.
+const idFunctions = {}
+for (const name of ['uuid7', 'uuid7Batch', 'ulid', 'ulidBatch', 'uuid7TimestampMs', 'ulidTimestampMs', 'ulidToUuid', 'uuidToUlid']) {
+  idFunctions[name] = (...args) => translated(() => native[name](...args))
+}
+
 const { MAX_NAME_LEN, DEFAULT_URL } = native
 
 // Shorthand names only, so that Node's ESM loader sees them as named exports.
 module.exports = {
   connect,
   parseSnowflake,
+  uuid7: idFunctions.uuid7,
+  uuid7Batch: idFunctions.uuid7Batch,
+  ulid: idFunctions.ulid,
+  ulidBatch: idFunctions.ulidBatch,
+  uuid7TimestampMs: idFunctions.uuid7TimestampMs,
+  ulidTimestampMs: idFunctions.ulidTimestampMs,
+  ulidToUuid: idFunctions.ulidToUuid,
+  uuidToUlid: idFunctions.uuidToUlid,
   PolylockError,
   Client,
   Lock,

@@ -17,6 +17,16 @@
 #include <stdint.h>
 
 /**
+ * Bytes a UUID's text needs: 36 characters and the terminating NUL.
+ */
+#define POLYLOCK_UUID_TEXT_SIZE 37
+
+/**
+ * Bytes a ULID's text needs: 26 characters and the terminating NUL.
+ */
+#define POLYLOCK_ULID_TEXT_SIZE 27
+
+/**
  * What a call did. Every function of this library that can fail returns one; on anything
  * but `POLYLOCK_OK`, `polylock_last_error()` says what went wrong on this thread.
  */
@@ -386,6 +396,31 @@ void polylock_snowflake_free(polylock_snowflake *generator);
  * The string is static: do not free it.
  */
 const char *polylock_status_name(int32_t status);
+
+/**
+ * Write a UUIDv7 (RFC 9562, method 1: `01895f4c-4d2a-7aaa-…`, lowercase) and a NUL into
+ * `out`. Each is greater than every earlier one of this process, even when the wall clock
+ * steps back.
+ *
+ * @return `POLYLOCK_INVALID_ARGUMENT` if `out` is NULL or `out_size` is below
+ * `POLYLOCK_UUID_TEXT_SIZE`.
+ *
+ * # Safety
+ * `out` is NULL or writable for `out_size` bytes.
+ */
+polylock_status polylock_uuid7(char *out, size_t out_size);
+
+/**
+ * Write a ULID (26 characters of Crockford base32) and a NUL into `out`. Each is greater
+ * than every earlier one of this process.
+ *
+ * @return `POLYLOCK_INVALID_ARGUMENT` if `out` is NULL or `out_size` is below
+ * `POLYLOCK_ULID_TEXT_SIZE`.
+ *
+ * # Safety
+ * `out` is NULL or writable for `out_size` bytes.
+ */
+polylock_status polylock_ulid(char *out, size_t out_size);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -15,6 +15,7 @@ mod rwlock;
 mod semaphore;
 mod snowflake;
 mod status;
+mod uuid_ulid;
 
 pub use client::{polylock_client, polylock_client_close, polylock_client_free, polylock_connect};
 pub use last_error::polylock_last_error;
@@ -32,3 +33,4 @@ pub use semaphore::{
 };
 pub use snowflake::{polylock_snowflake, polylock_snowflake_free, polylock_snowflake_new, polylock_snowflake_next};
 pub use status::{polylock_status, polylock_status_name};
+pub use uuid_ulid::{polylock_ulid, polylock_uuid7, POLYLOCK_ULID_TEXT_SIZE, POLYLOCK_UUID_TEXT_SIZE};

@@ -366,9 +366,33 @@ static void test_snowflake(void) {
     polylock_snowflake_free(generator);
 }
 
+/* ---- UUIDv7 and ULID: text of the right shape, increasing, buffers checked ---- */
+
+static void test_uuid7_ulid(void) {
+    char small[8];
+    CHECK_STATUS(polylock_uuid7(NULL, POLYLOCK_UUID_TEXT_SIZE), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_uuid7(small, sizeof small), POLYLOCK_INVALID_ARGUMENT);
+    CHECK(strstr(polylock_last_error(), "37 bytes") != NULL);
+    CHECK_STATUS(polylock_ulid(small, sizeof small), POLYLOCK_INVALID_ARGUMENT);
+    char previous_uuid[POLYLOCK_UUID_TEXT_SIZE] = "";
+    char previous_ulid[POLYLOCK_ULID_TEXT_SIZE] = "";
+    for (int i = 0; i < 50000; i++) {
+        char uuid[POLYLOCK_UUID_TEXT_SIZE];
+        char ulid[POLYLOCK_ULID_TEXT_SIZE];
+        CHECK_OK(polylock_uuid7(uuid, sizeof uuid));
+        CHECK_OK(polylock_ulid(ulid, sizeof ulid));
+        CHECK(strlen(uuid) == 36 && uuid[14] == '7' && uuid[8] == '-');
+        CHECK(strlen(ulid) == 26);
+        CHECK(strcmp(uuid, previous_uuid) > 0);
+        CHECK(strcmp(ulid, previous_ulid) > 0);
+        memcpy(previous_uuid, uuid, sizeof uuid);
+        memcpy(previous_ulid, ulid, sizeof ulid);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s bad_input|contract|other_thread|reentrant|lease_lost|rwlock|semaphore|snowflake URL\n",
+        fprintf(stderr, "usage: %s bad_input|contract|other_thread|reentrant|lease_lost|rwlock|semaphore|snowflake|uuid7_ulid URL\n",
                 argv[0]);
         return 2;
     }
@@ -379,7 +403,7 @@ int main(int argc, char **argv) {
     } tests[] = {
         {"bad_input", test_bad_input},   {"contract", test_contract},     {"other_thread", test_other_thread},
         {"reentrant", test_reentrant},   {"lease_lost", test_lease_lost}, {"snowflake", test_snowflake},
-        {"rwlock", test_rwlock},         {"semaphore", test_semaphore},
+        {"rwlock", test_rwlock},         {"semaphore", test_semaphore},   {"uuid7_ulid", test_uuid7_ulid},
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         if (strcmp(tests[i].name, argv[1]) == 0) {

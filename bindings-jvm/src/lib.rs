@@ -12,6 +12,7 @@ mod self_test;
 mod semaphore;
 mod snowflake;
 mod target;
+mod uuid_ulid;
 mod vm;
 
 pub use vm::JNI_OnLoad;

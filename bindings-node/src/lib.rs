@@ -14,6 +14,7 @@ mod rw_lock;
 mod semaphore;
 mod settle;
 mod snowflake;
+mod uuid_ulid;
 
 pub use cancel::AcquireCancel;
 pub use client::{connect, Client, LockOptions, SemaphoreOptions};
@@ -23,6 +24,9 @@ pub use lock::{AcquireOptions, Lock};
 pub use rw_lock::ReadWriteLock;
 pub use semaphore::Semaphore;
 pub use snowflake::{parse_snowflake, Snowflake, SnowflakeOptions, SnowflakeParts};
+pub use uuid_ulid::{
+    ulid, ulid_batch, ulid_timestamp_ms, ulid_to_uuid, uuid7, uuid7_batch, uuid7_timestamp_ms, uuid_to_ulid,
+};
 
 /// The longest lock name the core accepts, in bytes.
 #[napi_derive::napi]

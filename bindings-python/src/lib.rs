@@ -10,6 +10,7 @@ mod pending;
 mod semaphore;
 mod shared;
 mod snowflake;
+mod uuid_ulid;
 
 use pyo3::prelude::*;
 
@@ -25,6 +26,10 @@ mod _polylock {
     use crate::shared::NativeClient;
     #[pymodule_export]
     use crate::snowflake::{parse_snowflake, NativeSnowflake};
+    #[pymodule_export]
+    use crate::uuid_ulid::{
+        format_ulid_py, parse_ulid_py, uuid7_timestamp_ms_py, NativeUlidGenerator, NativeUuid7Generator,
+    };
 
     use pyo3::prelude::*;
 

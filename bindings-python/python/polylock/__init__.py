@@ -25,7 +25,19 @@ from ._errors import (
     PolylockError,
     UnsupportedError,
 )
-from ._ids import Snowflake, SnowflakeParts, parse_snowflake
+from ._ids import (
+    Snowflake,
+    SnowflakeParts,
+    parse_snowflake,
+    ulid,
+    ulid_batch,
+    ulid_timestamp_ms,
+    ulid_to_uuid,
+    uuid7,
+    uuid7_batch,
+    uuid7_timestamp_ms,
+    uuid_to_ulid,
+)
 from ._polylock import DEFAULT_URL, MAX_NAME_LEN, __version__
 from ._sync import Client, Lock, Permit, RWLock, Semaphore, connect
 from . import aio
@@ -41,6 +53,14 @@ __all__ = [
     "Snowflake",
     "SnowflakeParts",
     "parse_snowflake",
+    "ulid",
+    "ulid_batch",
+    "ulid_timestamp_ms",
+    "ulid_to_uuid",
+    "uuid7",
+    "uuid7_batch",
+    "uuid7_timestamp_ms",
+    "uuid_to_ulid",
     "PolylockError",
     "InvalidArgumentError",
     "LockTimeoutError",

@@ -65,6 +65,19 @@ final class NativeBridge {
 
     static native void snowflakeFree(long generator);
 
+    /** The next UUIDv7 of this process, as {most, least} significant bits. */
+    static native long[] uuid7Next();
+
+    static native long uuid7TimestampMs(long most, long least);
+
+    /** The next ULID of this process, as text. */
+    static native String ulidNext();
+
+    /** A ULID's 128 bits, as {most, least} significant bits. */
+    static native long[] ulidParse(String ulid);
+
+    static native String ulidFormat(long most, long least);
+
     /** Panics on purpose in native code (future null: at the entry point; else in a task): for the tests only. */
     static native void selfTestPanic(long client, CompletableFuture<Long> future);
 
