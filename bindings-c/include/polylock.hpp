@@ -248,6 +248,20 @@ class Snowflake {
     std::unique_ptr<polylock_snowflake, detail::SnowflakeFree> raw_;
 };
 
+/** A UUIDv7 (RFC 9562), greater than every earlier one of this process. */
+inline std::string uuid7() {
+    char text[POLYLOCK_UUID_TEXT_SIZE];
+    detail::check(polylock_uuid7(text, sizeof text));
+    return std::string(text);
+}
+
+/** A ULID (26 characters of Crockford base32), greater than every earlier one of this process. */
+inline std::string ulid() {
+    char text[POLYLOCK_ULID_TEXT_SIZE];
+    detail::check(polylock_ulid(text, sizeof text));
+    return std::string(text);
+}
+
 }  // namespace polylock
 
 #endif  // POLYLOCK_HPP

@@ -119,6 +119,9 @@ int main(int argc, char **argv) {
 
     polylock::Snowflake ids(3);
     EXPECT(ids.next() < ids.next());
+    const std::string first_uuid = polylock::uuid7(), first_ulid = polylock::ulid();
+    EXPECT(first_uuid.size() == 36 && first_uuid[14] == '7' && first_uuid < polylock::uuid7());
+    EXPECT(first_ulid.size() == 26 && first_ulid < polylock::ulid());
     std::puts("cpp raii: ok");
     return 0;
 }
