@@ -481,13 +481,14 @@ async fn no_error_message_contains_the_password() {
     }
 }
 
-/// Names in every script, in both cases and past the SQL name limit: each works as a lock of
+/// Names in several scripts, with emoji, and past the SQL name limit: each works as a lock of
 /// its own, or is refused with `InvalidArgument` naming the backend and the character.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_unicode_name_works_or_is_refused_naming_the_backend() {
+    // No two names that differ only in case or accents: on MySQL/MariaDB the lease table's
+    // collation makes those one lock, as ShedLock's does (README).
     let names = [
         "ünïcödé",
-        "Ünïcödé",
         "名前のロック",
         "emoji-😀",
         "emoji-🎉",

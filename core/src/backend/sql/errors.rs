@@ -38,7 +38,7 @@ pub(crate) fn map_error(shown_url: &str, err: sqlx::Error) -> Error {
                     return Error::invalid_argument(format!(
                         "the database at {shown_url} cannot store this lock name: its table's character set \
                          lacks one of the name's characters; convert the table with ALTER TABLE <table> \
-                         CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+                         CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_520_ci"
                     ))
                     .with_source(err)
                 }

@@ -17,10 +17,13 @@ use super::errors::mysql_number;
 use crate::backend::poll::{Attempt, Backoff};
 use polylock_id::sql_names::mysql_lock_name;
 
-/// Every table polylock creates holds any Unicode name (the server's default may be latin1,
-/// or utf8mb3 without four-byte characters) and compares names exactly, as PostgreSQL does:
-/// `Job` and `job` are two locks. Tables that exist already are left as they are.
-const TABLE_CHARSET: &str = "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin";
+/// Every table polylock creates holds any Unicode name, whatever the server's default (latin1,
+/// or utf8mb3 without four-byte characters). The collation ignores case and accents as
+/// ShedLock's tables usually do (`Job` and `job` are one row), but unlike the servers' default
+/// utf8mb4 collations it tells characters outside the BMP apart (those weigh every emoji the
+/// same), and unlike a `_bin` one it keeps the columns text for clients such as sqlx. Both
+/// MySQL (5.6+) and MariaDB have it. Tables that exist already are left as they are.
+const TABLE_CHARSET: &str = "CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_520_ci";
 
 const ER_DUP_ENTRY: u16 = 1062;
 const ER_QUERY_INTERRUPTED: u16 = 1317;
