@@ -190,7 +190,7 @@ fn usage_errors_and_missing_commands() {
     let db = Db::new();
     let cases: &[(&[&str], i32, &str)] = &[
         (&["run", "--lock", "", "--", "true"], 64, "must not be empty"),
-        (&["run", "--lock", "x", "--lease", "0", "--", "true"], 64, "lease must be positive"),
+        (&["run", "--lock", "x", "--lease", "0", "--", "true"], 64, "lease must be between 10ms and 365 days"),
         (&["run", "--lock", "x", "--wait", "soon", "--", "true"], 64, "not a duration"),
         (&["run", "--lock", "x", "--kind", "fair", "--", "true"], 64, "does not offer fair locks"),
         (&["run", "--lock", "x"], 64, "CMD"),
