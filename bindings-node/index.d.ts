@@ -230,3 +230,30 @@ export interface SnowflakeParts {
   worker: number
   sequence: number
 }
+
+/** A ULID (26 characters of Crockford base32), greater than every earlier one of this process. */
+export declare function ulid(): string
+
+/** `count` ULIDs in increasing order. */
+export declare function ulidBatch(count: number): Array<string>
+
+/** The Unix milliseconds of a ULID. */
+export declare function ulidTimestampMs(ulid: string): number
+
+/** The same 128 bits as a UUID, to store a ULID in a UUID column. */
+export declare function ulidToUuid(ulid: string): string
+
+/**
+ * A UUIDv7 (RFC 9562, method 1), greater than every earlier one of this process, even when
+ * the wall clock steps back: `01895f4c-4d2a-7aaa-…`.
+ */
+export declare function uuid7(): string
+
+/** `count` UUIDv7s in increasing order. */
+export declare function uuid7Batch(count: number): Array<string>
+
+/** The Unix milliseconds of a UUIDv7 (an error for another version). */
+export declare function uuid7TimestampMs(uuid: string): number
+
+/** The 128 bits of a UUID as a ULID (a UUIDv7 gives the ULID of the same millisecond). */
+export declare function uuidToUlid(uuid: string): string
