@@ -278,7 +278,7 @@ class LockContractTest {
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("backends")
-    void badInputGetsTypedErrors(Backend backend) {
+    void badInputGetsTypedErrors(Backend backend) throws InterruptedException {
         try (PolylockClient client = backend.connect()) {
             assertEquals(ErrorCode.INVALID_ARGUMENT,
                     assertThrows(PolylockException.class, () -> client.getLock("")).getCode());
