@@ -116,6 +116,18 @@ pub(crate) trait Dialect: Send + Sync + Sized + 'static {
     /// it where the database can. True if it was `by`'s.
     async fn lease_give_back(&self, shared: &Pool<Self::DB>, name: &str, by: &str) -> Result<bool, sqlx::Error>;
 
+    /// [`Dialect::lease_give_back`] for a row an abandoned attempt won with `token`, only while
+    /// nothing has happened to the lock since: the fencing counter still stands at `token + 1`.
+    /// A transfer to the same owner (which steps the counter) made the row a live hold of
+    /// that owner's, which must not be ended by the attempt it overtook.
+    async fn lease_give_back_won(
+        &self,
+        shared: &Pool<Self::DB>,
+        name: &str,
+        by: &str,
+        token: u64,
+    ) -> Result<bool, sqlx::Error>;
+
     /// Extend `by`'s live lease to `lease` from now; true if it was still `by`'s.
     async fn lease_renew(
         &self,

@@ -296,6 +296,27 @@ impl Dialect for MySqlDialect {
         Ok(done.rows_affected() == 1)
     }
 
+    async fn lease_give_back_won(
+        &self,
+        shared: &MySqlPool,
+        name: &str,
+        by: &str,
+        token: u64,
+    ) -> Result<bool, sqlx::Error> {
+        let done = sqlx::query(&format!(
+            "UPDATE {} AS s JOIN polylock_fencing AS f ON f.name = s.name
+             SET s.lock_until = UTC_TIMESTAMP(3)
+             WHERE s.name = ? AND s.locked_by = ? AND s.lock_until > UTC_TIMESTAMP(3) AND f.token = ?",
+            self.table
+        ))
+        .bind(name)
+        .bind(by)
+        .bind(token + 1)
+        .execute(shared)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
     async fn lease_renew(
         &self,
         shared: &MySqlPool,

@@ -214,6 +214,30 @@ impl Dialect for Pg {
         Ok(released == 1)
     }
 
+    async fn lease_give_back_won(
+        &self,
+        shared: &PgPool,
+        name: &str,
+        by: &str,
+        token: u64,
+    ) -> Result<bool, sqlx::Error> {
+        let released: i64 = sqlx::query_scalar(&format!(
+            "WITH released AS (
+                 UPDATE {} SET lock_until = timezone('utc', now())
+                 WHERE name = $1 AND locked_by = $2 AND lock_until > timezone('utc', now())
+                   AND (SELECT token FROM polylock_fencing WHERE name = $1) = $3
+                 RETURNING name)
+             SELECT count(pg_notify('{RELEASE_CHANNEL}', name)::text) FROM released",
+            self.table
+        ))
+        .bind(name)
+        .bind(by)
+        .bind(token as i64 + 1)
+        .fetch_one(shared)
+        .await?;
+        Ok(released == 1)
+    }
+
     async fn lease_renew(&self, shared: &PgPool, name: &str, by: &str, lease: Duration) -> Result<bool, sqlx::Error> {
         let updated = sqlx::query(&format!(
             "UPDATE {} SET lock_until = timezone('utc', now()) + $3 * interval '1 millisecond'

@@ -208,15 +208,15 @@ impl<D: Dialect> SqlStore<D> {
     }
 
     /// A lease attempt in a task of its own, which gives back a row it won after the caller
-    /// went away: a waiter handed the lock locally drops its attempt, whose statement may
+    /// went away (unless a transfer has since made it a live hold of the same owner): a waiter handed the lock locally drops its attempt, whose statement may
     /// still land, and a statement dropped half way would leave its connection out of step.
     async fn lease_attempt_to_the_end(&self, lease: Duration, name: &str, by: &str) -> Result<Attempt> {
         let (dialect, shared, shown_url) = (self.dialect.clone(), self.shared.clone(), self.config.shown_url.clone());
         let (name, by) = (name.to_string(), by.to_string());
         let attempt = |abandoned: CancellationToken| async move {
             let attempt = dialect.lease_attempt(&shared, &name, &by, lease).await.map_err(|e| map_error(&shown_url, e));
-            if abandoned.is_cancelled() && matches!(attempt, Ok(Attempt::Acquired { .. })) {
-                let _ = dialect.lease_give_back(&shared, &name, &by).await;
+            if let (true, Ok(Attempt::Acquired { token, .. })) = (abandoned.is_cancelled(), &attempt) {
+                let _ = dialect.lease_give_back_won(&shared, &name, &by, *token).await;
             }
             attempt
         };
@@ -378,5 +378,59 @@ impl<D: Dialect> Store for SqlStore<D> {
         }
         self.sessions.close().await;
         self.shared.close().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(var: &str, default: &str) -> String {
+        std::env::var(var).unwrap_or_else(|_| default.to_string())
+    }
+
+    /// The interleaving behind the abandoned-attempt give-back, played statement by statement
+    /// against the real servers: owner B's attempt wins the row (A's lease having run out), A's
+    /// transfer then moves the row to B, and only after that does B's abandoned attempt try to
+    /// give back what it won. It must not end the hold the transfer gave B; with nothing in
+    /// between, it gives the row back.
+    async fn an_abandoned_win_never_ends_a_transferred_hold<D: Dialect>(url: &str) {
+        let mut url = ConnectUrl::parse(url).unwrap();
+        let store = SqlStore::<D>::open(&mut url).await.unwrap();
+        let (shared, dialect) = (&store.shared, &store.dialect);
+        let name = format!("give-back-{}-{}", std::process::id(), fastrand::u64(..));
+        let (a, b) = ("polylock:test:a", "polylock:test:b");
+        let lease = Duration::from_secs(30);
+        let won = |attempt: Attempt| match attempt {
+            Attempt::Acquired { token, .. } => token,
+            Attempt::Busy { .. } => panic!("{}: the row was not free", D::DATABASE),
+        };
+
+        let token = won(dialect.lease_attempt(shared, &name, b, lease).await.unwrap());
+        let moved = dialect.lease_transfer(shared, &name, a, b, lease).await.unwrap();
+        assert!(moved.is_some(), "{}: the transfer finds B's row and takes it as B's", D::DATABASE);
+        let given_back = dialect.lease_give_back_won(shared, &name, b, token).await.unwrap();
+        assert!(!given_back, "{}: the abandoned attempt ended the transferred hold", D::DATABASE);
+        assert!(dialect.lease_is_held_by(shared, &name, b).await.unwrap(), "{}", D::DATABASE);
+
+        assert!(dialect.lease_give_back(shared, &name, b).await.unwrap());
+        let token = won(dialect.lease_attempt(shared, &name, b, lease).await.unwrap());
+        assert!(dialect.lease_give_back_won(shared, &name, b, token).await.unwrap(), "{}", D::DATABASE);
+        assert!(!dialect.lease_is_held_by(shared, &name, b).await.unwrap(), "{}", D::DATABASE);
+        store.close().await;
+    }
+
+    #[cfg(feature = "postgres")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn postgres_an_abandoned_win_never_ends_a_transferred_hold() {
+        let url = url("POLYLOCK_TEST_POSTGRES_URL", "postgres://polylock:polylock@127.0.0.1:15432/polylock");
+        an_abandoned_win_never_ends_a_transferred_hold::<super::super::postgres::Pg>(&url).await;
+    }
+
+    #[cfg(feature = "mysql")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn mysql_an_abandoned_win_never_ends_a_transferred_hold() {
+        let url = url("POLYLOCK_TEST_MARIADB_URL", "mysql://polylock:polylock@127.0.0.1:13306/polylock");
+        an_abandoned_win_never_ends_a_transferred_hold::<super::super::mysql::MySqlDialect>(&url).await;
     }
 }
