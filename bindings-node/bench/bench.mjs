@@ -24,6 +24,8 @@ import { createRequire } from 'node:module'
 import Redis from 'ioredis'
 import Redlock, { ResourceLockedError } from 'redlock'
 import { Snowflake as SapphireSnowflake } from '@sapphire/snowflake'
+import { v7 as uuidV7 } from 'uuid'
+import { monotonicFactory } from 'ulid'
 
 import polylock from '../index.js'
 
@@ -178,11 +180,14 @@ async function main() {
       redlock: '../node_modules/redlock/package.json',
       ioredis: '../node_modules/ioredis/package.json',
       sapphire: '../node_modules/@sapphire/snowflake/package.json',
+      uuid: '../node_modules/uuid/package.json',
+      ulid: '../node_modules/ulid/package.json',
     }).map(([side, file]) => [side, require(file).version]),
   )
   line('settings', `node ${process.version}; url ${client.url}; polylock ${versions.polylock}; redlock ${versions.redlock} ` +
     `(retryCount -1, retryDelay 200 ms ± 100 ms jitter: its defaults otherwise) on ioredis ${versions.ioredis}; ` +
-    `@sapphire/snowflake ${versions.sapphire}; ${args.quick ? 'quick' : 'full'} budgets`)
+    `@sapphire/snowflake ${versions.sapphire}; uuid ${versions.uuid}; ulid ${versions.ulid}; ` +
+    `${args.quick ? 'quick' : 'full'} budgets`)
 
   try {
     // Uncontended.
@@ -268,6 +273,24 @@ async function main() {
     line('ids', `  @sapphire/snowflake generate  ${fmt(sapphireIds).padStart(11)}  (${ratio(sapphireIds, CEILING)} ceiling)` +
       (sapphireIds > CEILING * 1.01 ? `, ABOVE THE CEILING: its 12-bit increment wraps within a millisecond, so IDs repeat (newest dated ${sapphireAheadMs} ms from now)` : ''))
     void last
+
+    // UUIDv7 and ULID, as text, against the npm packages a Node user would pick (both
+    // monotonic: uuid's v7 keeps a sequence within a millisecond, ulid's monotonicFactory
+    // counts the random part up).
+    const polylockUuid7 = idsPerSecond(budget.idsS, () => polylock.uuid7())
+    const polylockUuid7Batches = idsPerSecond(budget.idsS / 1000, () => polylock.uuid7Batch(1000)) * 1000
+    const npmUuid7 = idsPerSecond(budget.idsS, () => uuidV7())
+    const polylockUlid = idsPerSecond(budget.idsS, () => polylock.ulid())
+    const polylockUlidBatches = idsPerSecond(budget.idsS / 1000, () => polylock.ulidBatch(1000)) * 1000
+    const npmUlid = monotonicFactory()
+    const npmUlids = idsPerSecond(budget.idsS, () => npmUlid())
+    line('ids', `one loop, UUIDv7 and ULID as text, IDs/s:`)
+    line('ids', `  polylock uuid7()              ${fmt(polylockUuid7).padStart(11)}  ${ratio(polylockUuid7, npmUuid7)} uuid v7()`)
+    line('ids', `  polylock uuid7Batch(1000)     ${fmt(polylockUuid7Batches).padStart(11)}  ${ratio(polylockUuid7Batches, npmUuid7)} uuid v7()`)
+    line('ids', `  uuid v7()                     ${fmt(npmUuid7).padStart(11)}`)
+    line('ids', `  polylock ulid()               ${fmt(polylockUlid).padStart(11)}  ${ratio(polylockUlid, npmUlids)} ulid monotonicFactory()`)
+    line('ids', `  polylock ulidBatch(1000)      ${fmt(polylockUlidBatches).padStart(11)}  ${ratio(polylockUlidBatches, npmUlids)} ulid monotonicFactory()`)
+    line('ids', `  ulid monotonicFactory()()     ${fmt(npmUlids).padStart(11)}`)
   } finally {
     await client.close()
     // SCAN, not KEYS: the server is shared with other suites. The fencing counters are
