@@ -2,9 +2,9 @@
 //! each per process, so every thread's IDs are increasing. No client needed.
 
 use std::ffi::c_char;
-use std::sync::LazyLock;
 
-use polylock::id::{format_ulid, format_uuid, UlidGenerator, Uuid7Generator};
+use polylock::id::{format_ulid, format_uuid};
+use polylock::kit::ids as process_ids;
 use polylock::Error;
 
 use crate::boundary::call;
@@ -15,9 +15,6 @@ pub const POLYLOCK_UUID_TEXT_SIZE: usize = 37;
 
 /// Bytes a ULID's text needs: 26 characters and the terminating NUL.
 pub const POLYLOCK_ULID_TEXT_SIZE: usize = 27;
-
-static UUID7: LazyLock<Uuid7Generator> = LazyLock::new(Uuid7Generator::new);
-static ULID: LazyLock<UlidGenerator> = LazyLock::new(UlidGenerator::new);
 
 /// Copy `text` and a NUL into `out` (`out_size` bytes).
 ///
@@ -51,7 +48,7 @@ unsafe fn write_text(text: &str, out: *mut c_char, out_size: usize, what: &str) 
 #[no_mangle]
 pub unsafe extern "C" fn polylock_uuid7(out: *mut c_char, out_size: usize) -> polylock_status {
     call(|| {
-        let text = format_uuid(UUID7.next()?);
+        let text = format_uuid(process_ids::uuid7()?);
         // SAFETY: the caller's contract.
         unsafe { write_text(&text, out, out_size, "polylock_uuid7") }
     })
@@ -68,7 +65,7 @@ pub unsafe extern "C" fn polylock_uuid7(out: *mut c_char, out_size: usize) -> po
 #[no_mangle]
 pub unsafe extern "C" fn polylock_ulid(out: *mut c_char, out_size: usize) -> polylock_status {
     call(|| {
-        let text = format_ulid(ULID.next()?);
+        let text = format_ulid(process_ids::ulid()?);
         // SAFETY: the caller's contract.
         unsafe { write_text(&text, out, out_size, "polylock_ulid") }
     })

@@ -2,17 +2,13 @@
 //! Java thread's IDs are increasing. 128 bits cross as `{most, least}` significant longs, as
 //! `java.util.UUID` holds them.
 
-use std::sync::LazyLock;
-
 use jni::objects::{JClass, JString};
 use jni::sys::{jlong, jlongArray, jstring};
 use jni::JNIEnv;
-use polylock::id::{format_ulid, parse_ulid, uuid7_timestamp_ms, UlidGenerator, Uuid7Generator};
+use polylock::id::{format_ulid, parse_ulid, uuid7_timestamp_ms};
+use polylock::kit::ids as process_ids;
 
 use crate::entry::{entry, read_string, JResult, JniResultExt};
-
-static UUID7: LazyLock<Uuid7Generator> = LazyLock::new(Uuid7Generator::new);
-static ULID: LazyLock<UlidGenerator> = LazyLock::new(UlidGenerator::new);
 
 fn halves(value: u128) -> [jlong; 2] {
     [(value >> 64) as u64 as jlong, value as u64 as jlong]
@@ -34,7 +30,7 @@ pub extern "system" fn Java_io_polylock_NativeBridge_uuid7Next<'l>(
     _class: JClass<'l>,
 ) -> jlongArray {
     entry(&mut env, std::ptr::null_mut(), |env| {
-        let value = UUID7.next()?;
+        let value = process_ids::uuid7()?;
         long_pair(env, value)
     })
 }
@@ -52,7 +48,7 @@ pub extern "system" fn Java_io_polylock_NativeBridge_uuid7TimestampMs<'l>(
 #[no_mangle]
 pub extern "system" fn Java_io_polylock_NativeBridge_ulidNext<'l>(mut env: JNIEnv<'l>, _class: JClass<'l>) -> jstring {
     entry(&mut env, std::ptr::null_mut(), |env| {
-        let text = format_ulid(ULID.next()?);
+        let text = format_ulid(process_ids::ulid()?);
         Ok(env.new_string(text).or_backend()?.into_raw())
     })
 }

@@ -1,19 +1,14 @@
-//! UUIDv7 and ULID from the core's generators, as text: one generator of each per process, so
-//! every caller's IDs (worker threads included) are increasing.
-
-use std::sync::LazyLock;
+//! UUIDv7 and ULID from the core's process generators (`kit::ids`), as text.
 
 use napi::bindgen_prelude::*;
 use napi_derive::napi;
-use polylock::id::{self as ids, format_ulid, format_uuid, parse_ulid, parse_uuid, UlidGenerator, Uuid7Generator};
+use polylock::id::{self as ids, format_ulid, format_uuid, parse_ulid, parse_uuid};
+use polylock::kit::ids as process_ids;
 
 use crate::errors::{invalid_argument, IntoNapiResult};
 
 /// The most IDs one batch call returns, so that a typo cannot ask for gigabytes.
 const MAX_BATCH: u32 = 1 << 20;
-
-static UUID7: LazyLock<Uuid7Generator> = LazyLock::new(Uuid7Generator::new);
-static ULID: LazyLock<UlidGenerator> = LazyLock::new(UlidGenerator::new);
 
 fn batch_size(what: &str, count: u32) -> Result<usize> {
     if count > MAX_BATCH {
@@ -26,25 +21,25 @@ fn batch_size(what: &str, count: u32) -> Result<usize> {
 /// the wall clock steps back: `01895f4c-4d2a-7aaa-…`.
 #[napi]
 pub fn uuid7() -> Result<String> {
-    UUID7.next().map(format_uuid).into_napi()
+    process_ids::uuid7().map(format_uuid).into_napi()
 }
 
 /// `count` UUIDv7s in increasing order.
 #[napi]
 pub fn uuid7_batch(count: u32) -> Result<Vec<String>> {
-    Ok(UUID7.batch(batch_size("uuid7Batch", count)?).into_napi()?.into_iter().map(format_uuid).collect())
+    Ok(process_ids::uuid7_batch(batch_size("uuid7Batch", count)?).into_napi()?.into_iter().map(format_uuid).collect())
 }
 
 /// A ULID (26 characters of Crockford base32), greater than every earlier one of this process.
 #[napi]
 pub fn ulid() -> Result<String> {
-    ULID.next().map(format_ulid).into_napi()
+    process_ids::ulid().map(format_ulid).into_napi()
 }
 
 /// `count` ULIDs in increasing order.
 #[napi]
 pub fn ulid_batch(count: u32) -> Result<Vec<String>> {
-    Ok(ULID.batch(batch_size("ulidBatch", count)?).into_napi()?.into_iter().map(format_ulid).collect())
+    Ok(process_ids::ulid_batch(batch_size("ulidBatch", count)?).into_napi()?.into_iter().map(format_ulid).collect())
 }
 
 /// The Unix milliseconds of a UUIDv7 (an error for another version).

@@ -8,11 +8,13 @@
 //!   and leaving nothing held;
 //! - [`LockTarget`] and [`AnyGuard`]: a handle and a guard over every primitive family, so no
 //!   binding keeps its own dispatch between them;
+//! - [`ids`]: the process's one UUIDv7 and one ULID generator;
 //! - [`runtime`]: the one runtime and close policy: worker threads, and how closing gives
 //!   holds back and stops the runtime;
 //! - the error table is [`crate::ErrorKind::ALL`] with its stable names and numbers.
 
 pub mod cancel;
+pub mod ids;
 pub mod owner_ids;
 pub mod runtime;
 mod target;
