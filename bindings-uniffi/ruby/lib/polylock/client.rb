@@ -1,0 +1,49 @@
+# frozen_string_literal: true
+
+module Polylock
+  # A connection to one backend (Polylock.connect). Threads may share it. Close it when done:
+  # closing stops its watchdogs and gives its holds back.
+  class Client
+    def initialize(native)
+      @native = native
+    end
+
+    # The mutex `name`; kind: :reentrant (default), :fair, :token or :lease, as the backend
+    # offers (Error::Unsupported otherwise).
+    def lock(name, kind: nil)
+      Lock.new(Native.call { @native.lock(name, kind&.to_s) })
+    end
+
+    def rw_lock(name)
+      RwLock.new(Native.call { @native.rw_lock(name) })
+    end
+
+    # The semaphore `name` of `permits` permits (fixed by the name's first use).
+    def semaphore(name, permits)
+      Semaphore.new(Native.call { @native.semaphore(name, permits) })
+    end
+
+    def close
+      Native.call { @native.close }
+      nil
+    end
+
+    def closed?
+      @native.is_closed
+    end
+
+    # The URL, with any password replaced by ***.
+    def url
+      @native.url
+    end
+
+    # The random client id (the first half of each owner in the store).
+    def id
+      @native.client_id
+    end
+
+    def inspect
+      "#<Polylock::Client #{url}>"
+    end
+  end
+end

@@ -1,0 +1,71 @@
+//! What a client and every handle made from it share: the core client and the runtime the
+//! binding built for it (the kit's policy: one runtime per client, two workers, since Ruby's
+//! own threads do the waiting).
+
+use std::future::Future;
+use std::mem::ManuallyDrop;
+
+use polylock::kit::cancel::cancellable;
+use polylock::kit::runtime::{self, Workers, CLOSE_ON_DROP_LIMIT};
+use polylock::Error;
+use tokio::runtime::Runtime;
+use tokio_util::sync::CancellationToken;
+
+use crate::errors::Result;
+
+pub struct ClientShared {
+    // ManuallyDrop: `Drop` hands both to the kit's close policy.
+    client: ManuallyDrop<polylock::Client>,
+    runtime: ManuallyDrop<Runtime>,
+}
+
+pub fn new_runtime() -> Result<Runtime> {
+    Ok(runtime::new_runtime(Workers::Light, None)?)
+}
+
+impl ClientShared {
+    pub fn new(runtime: Runtime, client: polylock::Client) -> ClientShared {
+        ClientShared { client: ManuallyDrop::new(client), runtime: ManuallyDrop::new(runtime) }
+    }
+
+    pub fn client(&self) -> &polylock::Client {
+        &self.client
+    }
+
+    /// Run `work` on this client's runtime and await it from uniffi's future (which Ruby polls
+    /// with the GVL released). If the caller gives up (a Ruby `Thread#raise`, a `Timeout`),
+    /// uniffi drops the awaiting future; the kit's cancellation then ends `work`, and the engine
+    /// gives back anything it was granted meanwhile.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        what: String,
+        work: impl Future<Output = polylock::Result<T>> + Send + 'static,
+    ) -> Result<T> {
+        let cancel = CancellationToken::new();
+        let task = self.runtime.spawn({
+            let cancel = cancel.clone();
+            async move { cancellable(&what, &cancel, work).await }
+        });
+        let _cancel_when_dropped = cancel.drop_guard();
+        match task.await {
+            Ok(result) => Ok(result?),
+            Err(join) => Err(Error::internal(format!("a polylock task failed: {join}")).into()),
+        }
+    }
+
+    /// Start `work` on this client's runtime without waiting for it.
+    pub fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
+        self.runtime.spawn(work);
+    }
+}
+
+impl Drop for ClientShared {
+    fn drop(&mut self) {
+        // SAFETY: both fields are taken exactly once, here, and never used again.
+        let (client, runtime) =
+            unsafe { (ManuallyDrop::take(&mut self.client), ManuallyDrop::take(&mut self.runtime)) };
+        // A client Ruby collected unclosed: give its holds back within the kit's limit (an
+        // explicit close already did, so this is then quick).
+        runtime::close_and_stop(runtime, &client, CLOSE_ON_DROP_LIMIT);
+    }
+}
