@@ -18,6 +18,8 @@ mod config;
 mod path;
 mod query;
 mod recipe;
+mod rw_lock;
+mod semaphore;
 mod session;
 mod spawner;
 
@@ -30,9 +32,9 @@ use tokio::time::{sleep_until, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, Result};
-use crate::spi::LockKind;
 use crate::spi::{
-    AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, Release, Renewal, Store,
+    AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, LockKind, LostNotifier, PermitStore,
+    Release, Renewal, SharedStore, Store,
 };
 use crate::url::ConnectUrl;
 use config::ZkConfig;
@@ -74,15 +76,17 @@ impl ZkBackend {
         }
         Ok(current.clone().expect("set above"))
     }
+}
 
-    fn start_hold(&self, request: &AcquireRequest, session: Arc<Session>, held: recipe::Held) -> Acquired {
-        let hold_id = session.register(request.lost.clone());
-        let (lease_end, lease_rx) = watch::channel(held.at + request.lease);
-        let released = CancellationToken::new();
-        tokio::spawn(keep_lease(session.clone(), held.node.clone(), hold_id, lease_rx, released.clone()));
-        let hold = ZkHold { session, node: held.node, hold_id, lease_end, released };
-        Acquired { token: held.token, attempt_started: held.at, state: Some(Arc::new(hold)) }
-    }
+/// Keep a granted node as a hold: tie it to the session's fate (lost, suspended) and delete
+/// it when `lease` runs out unrenewed.
+fn start_hold(lease: Duration, lost: &LostNotifier, session: Arc<Session>, held: recipe::Held) -> Acquired {
+    let hold_id = session.register(lost.clone());
+    let (lease_end, lease_rx) = watch::channel(held.at + lease);
+    let released = CancellationToken::new();
+    tokio::spawn(keep_lease(session.clone(), held.node.clone(), hold_id, lease_rx, released.clone()));
+    let hold = ZkHold { session, node: held.node, hold_id, lease_end, released };
+    Acquired { token: held.token, attempt_started: held.at, state: Some(Arc::new(hold)) }
 }
 
 /// Delete the node when its lease runs out without a renewal.
@@ -109,11 +113,52 @@ async fn keep_lease(
     }
 }
 
-fn hold_of(held: &HeldLock) -> Result<&ZkHold> {
+fn hold_of<K>(held: &HeldLock<K>) -> Result<&ZkHold> {
     held.state
         .as_deref()
         .and_then(|state| state.downcast_ref::<ZkHold>())
         .ok_or_else(|| Error::backend("a ZooKeeper hold is missing its node"))
+}
+
+/// Renew a hold of any family: its node must still be there, in its session.
+async fn renew_hold(hold: &ZkHold, lease: Duration) -> Result<Renewal> {
+    let sent = Instant::now();
+    if hold.session.is_ended() || hold.released.is_cancelled() {
+        return Ok(Renewal::Gone);
+    }
+    let stat = hold
+        .session
+        .client()?
+        .check_stat(&hold.node)
+        .await
+        .map_err(|err| map_error(err, &format!("checking the lock node {}", hold.node)))?;
+    match stat {
+        Some(stat) if stat.ephemeral_owner == hold.session.id.0 => {
+            hold.lease_end.send_replace(sent + lease);
+            Ok(Renewal::Renewed)
+        }
+        _ => Ok(Renewal::Gone),
+    }
+}
+
+/// Give back the last hold of an owner, of any family: delete its node.
+async fn release_hold(hold: &ZkHold) -> Result<Release> {
+    hold.released.cancel();
+    hold.session.forget(hold.hold_id);
+    // A waiter of this session queued right behind us goes now (backend/successors.rs).
+    hold.session.successors.released(&hold.node);
+    let deleting = tokio::spawn({
+        let (session, node) = (hold.session.clone(), hold.node.clone());
+        async move { delete_node(&session, &node).await }
+    });
+    match tokio::time::timeout(RELEASE_WAIT, deleting).await {
+        Ok(Ok(Ok(true))) => Ok(Release::Released),
+        Ok(Ok(Ok(false))) => Ok(Release::Gone),
+        Ok(Ok(Err(err))) => Err(err),
+        Ok(Err(join)) => Err(Error::backend("deleting a ZooKeeper lock node stopped").with_source(join)),
+        // Still retrying through a lost connection; it goes on in the background.
+        Err(_) => Ok(Release::Released),
+    }
 }
 
 #[async_trait]
@@ -125,8 +170,9 @@ impl HoldStore for ZkBackend {
         let data = request.owner.to_string();
         loop {
             let session = self.session().await?;
-            match recipe::contend(&session, acls(&self.config), &lock_path, data.as_bytes(), &give_up).await {
-                Ok(held) => return Ok(Some(self.start_hold(request, session, held))),
+            let acls = acls(&self.config);
+            match recipe::contend(&session, acls, &lock_path, &recipe::MUTEX, data.as_bytes(), &give_up).await {
+                Ok(held) => return Ok(Some(start_hold(request.lease, &request.lost, session, held))),
                 Err(Stop::GaveUp) => return Ok(None),
                 Err(Stop::Restart) if give_up.is_cancelled() => return Ok(None),
                 Err(Stop::Restart) => continue,
@@ -136,47 +182,14 @@ impl HoldStore for ZkBackend {
     }
 
     async fn renew(&self, held: &HeldLock, lease: Duration) -> Result<Renewal> {
-        let hold = hold_of(held)?;
-        let sent = Instant::now();
-        if hold.session.is_ended() || hold.released.is_cancelled() {
-            return Ok(Renewal::Gone);
-        }
-        let stat = hold
-            .session
-            .client()?
-            .check_stat(&hold.node)
-            .await
-            .map_err(|err| map_error(err, &format!("checking the lock node {}", hold.node)))?;
-        match stat {
-            Some(stat) if stat.ephemeral_owner == hold.session.id.0 => {
-                hold.lease_end.send_replace(sent + lease);
-                Ok(Renewal::Renewed)
-            }
-            _ => Ok(Renewal::Gone),
-        }
+        renew_hold(hold_of(held)?, lease).await
     }
 
     async fn release(&self, held: &HeldLock, holds_left: u32) -> Result<Release> {
-        let hold = hold_of(held)?;
         if holds_left > 0 {
             return Ok(Release::Released);
         }
-        hold.released.cancel();
-        hold.session.forget(hold.hold_id);
-        // A waiter of this session queued right behind us goes now (backend/successors.rs).
-        hold.session.successors.released(&hold.node);
-        let deleting = tokio::spawn({
-            let (session, node) = (hold.session.clone(), hold.node.clone());
-            async move { delete_node(&session, &node).await }
-        });
-        match tokio::time::timeout(RELEASE_WAIT, deleting).await {
-            Ok(Ok(Ok(true))) => Ok(Release::Released),
-            Ok(Ok(Ok(false))) => Ok(Release::Gone),
-            Ok(Ok(Err(err))) => Err(err),
-            Ok(Err(join)) => Err(Error::backend("deleting a ZooKeeper lock node stopped").with_source(join)),
-            // Still retrying through a lost connection; it goes on in the background.
-            Err(_) => Ok(Release::Released),
-        }
+        release_hold(hold_of(held)?).await
     }
 
     async fn is_locked(&self, key: &str, _kind: LockKind) -> Result<bool> {
@@ -195,11 +208,23 @@ impl HoldStore for ZkBackend {
 #[async_trait]
 impl Store for ZkBackend {
     fn capabilities(&self) -> Capabilities {
-        Capabilities::locks_only("zookeeper", &[LockKind::Reentrant])
+        Capabilities {
+            rw_locks: true,
+            semaphores: true,
+            ..Capabilities::locks_only("zookeeper", &[LockKind::Reentrant])
+        }
     }
 
     fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {
         self
+    }
+
+    fn rw_locks(self: Arc<Self>) -> Option<Arc<SharedStore>> {
+        Some(Arc::new(rw_lock::ZkRwLocks::new(self)))
+    }
+
+    fn semaphores(self: Arc<Self>) -> Option<Arc<PermitStore>> {
+        Some(Arc::new(semaphore::ZkSemaphores::new(self)))
     }
 
     async fn close(&self) {

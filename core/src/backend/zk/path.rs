@@ -66,8 +66,8 @@ fn is_forbidden(c: char) -> bool {
 
 /// The prefix of a contender's node: `_c_<uuid>-lock-`. The uuid is how a client that lost
 /// its connection during the create finds the node it made (Curator's protection).
-pub(super) fn node_prefix(uuid: &uuid::Uuid) -> String {
-    format!("{PROTECTED_PREFIX}{uuid}-{LOCK_NAME}")
+pub(super) fn node_prefix(uuid: &uuid::Uuid, lock_name: &str) -> String {
+    format!("{PROTECTED_PREFIX}{uuid}-{lock_name}")
 }
 
 /// The sequence a contender's node sorts by, as Curator's `StandardLockInternalsDriver`:
@@ -107,7 +107,7 @@ mod tests {
     #[test]
     fn contenders_sort_by_their_sequence_as_curator_does() {
         let uuid = uuid::Uuid::nil();
-        let ours = format!("{}0000000010", node_prefix(&uuid));
+        let ours = format!("{}0000000010", node_prefix(&uuid, LOCK_NAME));
         assert_eq!(sequence_of(&ours), Some(10));
         let children = vec![
             ours.clone(),

@@ -82,8 +82,35 @@ macro_rules! retry_on_loss {
     }};
 }
 
+pub(super) use retry_on_loss;
+
 /// How many `Custom` (I/O) failures in a row one operation rides out before it fails.
-const MAX_IO_RETRIES: u32 = 5;
+pub(super) const MAX_IO_RETRIES: u32 = 5;
+
+/// One queue-shaped recipe of Curator's over the children of a lock path: how its node is
+/// named, how the children are ordered, and which child a contender waits behind.
+pub(super) struct Recipe {
+    /// What follows the protection prefix: `lock-` (InterProcessMutex), `__READ__` or
+    /// `__WRIT__` (InterProcessReadWriteLock), `lease-` (InterProcessSemaphoreV2's leases).
+    pub lock_name: &'static str,
+    /// The children, in the order the recipe ranks them.
+    pub sort: fn(Vec<String>) -> Vec<String>,
+    /// Given the ranked children and our index among them: `None` if we hold, else the
+    /// index of the child to wait behind.
+    pub wait_behind: fn(&[String], usize) -> Option<usize>,
+    /// Whether the release of the child we wait behind, by an owner of this session, makes
+    /// us the holder at once (true for the mutex, where we wait behind our predecessor
+    /// only; backend/successors.rs).
+    pub successor_holds: bool,
+}
+
+/// Curator's InterProcessMutex: lowest sequence holds, each waits behind its predecessor.
+pub(super) const MUTEX: Recipe = Recipe {
+    lock_name: super::path::LOCK_NAME,
+    sort: |children| sorted_contenders(children).into_iter().map(|(_, node)| node).collect(),
+    wait_behind: |_, index| index.checked_sub(1),
+    successor_holds: true,
+};
 
 /// Contend for the lock at `path` in `session` until we hold it or `give_up` fires. A
 /// `give_up` that has already fired means "try once": create, look, and leave if not first.
@@ -91,13 +118,13 @@ pub(super) async fn contend(
     session: &Arc<Session>,
     acls: zk::Acls<'static>,
     path: &str,
+    recipe: &Recipe,
     data: &[u8],
     give_up: &CancellationToken,
 ) -> std::result::Result<Held, Stop> {
-    let prefix = format!("{path}/{}", node_prefix(&uuid::Uuid::new_v4()));
-    let mut ours =
-        Abandon { session: session.clone(), parent: path.to_string(), prefix: prefix.clone(), node: None, kept: false };
-    let outcome = contend_as(&mut ours, session, acls, path, &prefix, data, give_up).await;
+    let prefix = format!("{path}/{}", node_prefix(&uuid::Uuid::new_v4(), recipe.lock_name));
+    let mut ours = Abandon::new(session, path, &prefix);
+    let outcome = contend_as(&mut ours, session, acls, path, recipe, &prefix, data, give_up).await;
     if matches!(outcome, Err(Stop::GaveUp)) {
         // The caller stops here, and may exit the process next: delete our node before
         // answering, so that it does not stand in the queue until the session times out.
@@ -107,17 +134,20 @@ pub(super) async fn contend(
 }
 
 /// [`contend`], with `ours` recording our node for the cleanup.
+#[allow(clippy::too_many_arguments)]
 async fn contend_as(
     ours: &mut Abandon,
     session: &Arc<Session>,
     acls: zk::Acls<'static>,
     path: &str,
+    recipe: &Recipe,
     prefix: &str,
     data: &[u8],
     give_up: &CancellationToken,
 ) -> std::result::Result<Held, Stop> {
     let at = Instant::now();
-    let (node, czxid, listed) = create_protected(session, acls, path, prefix, data, give_up).await?;
+    let sequential = zk::CreateMode::EphemeralSequential;
+    let (node, czxid, listed) = create_protected(session, acls, sequential, path, prefix, data, give_up).await?;
     ours.node = Some(node.clone());
     let name = node.rsplit('/').next().unwrap_or_default().to_string();
     let mut listed = listed.map(|children| (at, children));
@@ -133,22 +163,24 @@ async fn contend_as(
                 }
             }
         };
-        let contenders = sorted_contenders(children);
-        let Some(index) = contenders.iter().position(|(_, n)| *n == name) else {
+        let contenders = (recipe.sort)(children);
+        let Some(index) = contenders.iter().position(|n| *n == name) else {
             // Our node is gone (its session ended, or someone deleted it): start again.
             return Err(Stop::Restart);
         };
-        if index == 0 {
+        let Some(behind) = (recipe.wait_behind)(&contenders, index) else {
             ours.kept = true;
             return Ok(Held { node, token: czxid, at });
-        }
+        };
         if give_up.is_cancelled() {
             return Err(Stop::GaveUp);
         }
-        let predecessor = format!("{path}/{}", contenders[index - 1].1);
+        let predecessor = format!("{path}/{}", contenders[behind]);
         // Set up before the watch, so that a release by a holder of this client in between
         // is not missed.
-        let successor = session.successors.wait_behind(predecessor.clone());
+        let successor = recipe.successor_holds.then(|| session.successors.wait_behind(predecessor.clone()));
+        let never = CancellationToken::new();
+        let successor_released = successor.as_ref().map_or(&never, |successor| &successor.released);
         let watcher = match retry_on_loss!(session, give_up, |client| client.get_and_watch_data(&predecessor))? {
             Ok((_, _, watcher)) => watcher,
             Err(zk::Error::NoNode) => continue,
@@ -156,7 +188,7 @@ async fn contend_as(
         };
         tokio::select! {
             biased;
-            _ = successor.released.cancelled() => {
+            _ = successor_released.cancelled() => {
                 // Our predecessor held the lock, and its owner, in this client, has let go:
                 // no node older than ours is left but its own, whose delete is on its way.
                 if session.is_ended() {
@@ -177,15 +209,20 @@ async fn contend_as(
 /// The listing is sent right behind the create, without waiting for its reply: ZooKeeper
 /// answers a session's requests in order, so the listing sees our node, and an uncontended
 /// acquisition costs one round trip instead of Curator's two.
-async fn create_protected(
+///
+/// `mode` is EPHEMERAL_SEQUENTIAL for every recipe's contender; EPHEMERAL only for the read
+/// node of a write holder's downgrade, whose `prefix` is then its whole path.
+pub(super) async fn create_protected(
     session: &Arc<Session>,
     acls: zk::Acls<'static>,
+    mode: zk::CreateMode,
     parent: &str,
     prefix: &str,
     data: &[u8],
     give_up: &CancellationToken,
 ) -> std::result::Result<(String, u64, Option<Vec<String>>), Stop> {
-    let mode = zk::CreateMode::EphemeralSequential.with_acls(acls);
+    let sequential = matches!(mode, zk::CreateMode::EphemeralSequential);
+    let mode = mode.with_acls(acls);
     loop {
         let client = session.client()?;
         // Both requests are sent when these calls return, in this order.
@@ -193,7 +230,10 @@ async fn create_protected(
         let list = client.list_children(parent);
         let (created, listed) = tokio::join!(create, list);
         match created {
-            Ok((stat, sequence)) => return Ok((format!("{prefix}{sequence}"), stat.czxid as u64, listed.ok())),
+            Ok((stat, sequence)) => {
+                let node = if sequential { format!("{prefix}{sequence}") } else { prefix.to_string() };
+                return Ok((node, stat.czxid as u64, listed.ok()));
+            }
             Err(zk::Error::NoNode) => {
                 let parents = zk::CreateMode::Container.with_acls(acls);
                 match retry_on_loss!(session, give_up, |client| client.mkdir(parent, &parents))? {
@@ -257,7 +297,7 @@ pub(super) async fn delete_node(session: &Session, node: &str) -> Result<bool> {
 /// A contender's node that must not outlive its contention: dropped while still armed, it
 /// deletes the node (or, if the create's reply was lost, whatever node carries our uuid) in
 /// the background until that succeeds.
-struct Abandon {
+pub(super) struct Abandon {
     session: Arc<Session>,
     parent: String,
     prefix: String,
@@ -265,7 +305,7 @@ struct Abandon {
     node: Option<String>,
     /// Set when there is nothing to clean up: the node became the lock holder's, or it was
     /// deleted already (`delete_now`).
-    kept: bool,
+    pub kept: bool,
 }
 
 /// How long a contender that gives up waits for its node's delete before leaving the rest
@@ -273,9 +313,25 @@ struct Abandon {
 const DELETE_NOW_LIMIT: Duration = Duration::from_secs(2);
 
 impl Abandon {
+    /// Armed for the node to be created under `parent` with the protected `prefix`.
+    pub fn new(session: &Arc<Session>, parent: &str, prefix: &str) -> Abandon {
+        Abandon {
+            session: session.clone(),
+            parent: parent.to_string(),
+            prefix: prefix.to_string(),
+            node: None,
+            kept: false,
+        }
+    }
+
+    /// The create went through: this is the node to clean up.
+    pub fn created(&mut self, node: &str) {
+        self.node = Some(node.to_string());
+    }
+
     /// Delete our node now, if it is known and the delete is quick; otherwise the drop goes on
     /// trying in the background.
-    async fn delete_now(&mut self) {
+    pub async fn delete_now(&mut self) {
         let Some(node) = self.node.clone() else { return };
         if let Ok(Ok(_)) = tokio::time::timeout(DELETE_NOW_LIMIT, delete_node(&self.session, &node)).await {
             self.kept = true; // nothing left to clean up
