@@ -14,6 +14,7 @@ use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
 use crate::backend::poll::{Attempt, Backoff};
+use crate::spi::RwMode;
 
 /// The session connection a statement runs on.
 pub(crate) type Conn<D> = sqlx::pool::PoolConnection<<D as Dialect>::DB>;
@@ -99,6 +100,62 @@ pub(crate) trait Dialect: Send + Sync + Sized + 'static {
     /// Step the counter by one for a handoff; returns the new counter (the token set aside
     /// is the one before it). `RowNotFound` when the name has no counter.
     async fn step_token(conn: &mut Conn<Self>, fencing_name: &str) -> Result<u64, sqlx::Error>;
+
+    // Read-write locks (rw_lock.rs): each owner's sides ride one connection of their own.
+
+    /// A read-write lock's identity: on PostgreSQL the mutex's advisory key (so the write side
+    /// and the mutex of one name are one lock), on MySQL its row name in `polylock_rw`.
+    type RwLock: Send + Sync + 'static;
+
+    fn rw_lock(key: &str) -> Self::RwLock;
+
+    /// Take `mode` if nobody else's side conflicts, without waiting (the connection holds
+    /// nothing before); also the connection's id. Not taken, the connection holds nothing.
+    async fn try_rw_lock(
+        &self,
+        conn: &mut Conn<Self>,
+        lock: &Self::RwLock,
+        mode: RwMode,
+    ) -> Result<(bool, Self::ConnectionId), sqlx::Error>;
+
+    /// Block on the server until `mode` is granted or `wait` (`None`: a very long time) runs
+    /// out. Whatever the outcome, [`Dialect::rw_give_up`] leaves the connection holding nothing.
+    async fn wait_rw_lock(
+        &self,
+        conn: &mut Conn<Self>,
+        lock: &Self::RwLock,
+        mode: RwMode,
+        wait: Option<Duration>,
+    ) -> LockWait;
+
+    /// Take the read side on the connection that holds the write side (a downgrade); never waits.
+    async fn rw_read_on_writer(conn: &mut Conn<Self>, lock: &Self::RwLock) -> Result<(), sqlx::Error>;
+
+    /// Give back `mode`; `other_side_left` when the connection still carries the other side.
+    /// True if it was held.
+    async fn rw_unlock(
+        conn: &mut Conn<Self>,
+        lock: &Self::RwLock,
+        mode: RwMode,
+        other_side_left: bool,
+    ) -> Result<bool, sqlx::Error>;
+
+    /// After a wait that did not end in a grant (or one that did, for nobody): hold nothing.
+    async fn rw_give_up(conn: &mut Conn<Self>, lock: &Self::RwLock) -> Result<(), sqlx::Error>;
+
+    /// Draw two tokens for a read-write grant held on `conn` and return the first (see
+    /// [`Dialect::draw_tokens`]); where the hold is an open transaction the counter is bumped
+    /// on the shared pool, so the counter's row is not kept locked for the whole hold.
+    async fn rw_draw_tokens(
+        shared: &Pool<Self::DB>,
+        conn: &mut Conn<Self>,
+        fencing_name: &str,
+    ) -> Result<u64, sqlx::Error>;
+
+    // Semaphores (semaphore.rs): N slot session locks; the count in `polylock_semaphores`.
+
+    /// The count semaphore `name` was first used with: `permits` is recorded if it has none.
+    async fn fix_permits(shared: &Pool<Self::DB>, name: &str, permits: u32) -> Result<u32, sqlx::Error>;
 
     // Lease locks: ShedLock's row, with the database's clock, on the shared pool.
 

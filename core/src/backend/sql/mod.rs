@@ -67,6 +67,9 @@ mod errors;
 mod mysql;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod rw_lock;
+mod rw_session;
+mod semaphore;
 mod session;
 mod store;
 mod waiting;

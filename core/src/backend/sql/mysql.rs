@@ -3,7 +3,7 @@
 //! `lock_until`, and are woken at once by releases within their own process.
 
 use std::str::FromStr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -15,6 +15,7 @@ use tokio::task::AbortHandle;
 use super::dialect::{Conn, Dialect, LockWait};
 use super::errors::mysql_number;
 use crate::backend::poll::{Attempt, Backoff};
+use crate::spi::RwMode;
 use polylock_id::sql_names::mysql_lock_name;
 
 /// Every table polylock creates holds any Unicode name, whatever the server's default (latin1,
@@ -27,6 +28,13 @@ const TABLE_CHARSET: &str = "CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_520_c
 
 const ER_DUP_ENTRY: u16 = 1062;
 const ER_QUERY_INTERRUPTED: u16 = 1317;
+/// A row lock's wait ran out (also MariaDB's answer to NOWAIT).
+const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
+/// MySQL 8's answer to NOWAIT.
+const ER_LOCK_NOWAIT: u16 = 3572;
+
+/// `innodb_lock_wait_timeout`'s largest value, in seconds: waiting "for ever".
+const FOREVER_LOCK_WAIT_SECONDS: u64 = 1_073_741_824;
 
 /// MariaDB answers NULL to a negative ("forever") `GET_LOCK` timeout: a year it is, asked
 /// again if it ever runs out.
@@ -43,9 +51,36 @@ fn left_from_micros(us: Option<i64>) -> Option<Duration> {
 
 pub(crate) struct MySqlDialect {
     table: String,
+    /// How this server spells a shared row lock, learnt when the schema is made: MariaDB's
+    /// `LOCK IN SHARE MODE`, MySQL 8's `FOR SHARE` (both take NOWAIT).
+    share_clause: OnceLock<&'static str>,
+}
+
+/// The locking clause of a side of a read-write lock.
+fn row_lock_clause(share_clause: &'static str, mode: RwMode) -> &'static str {
+    match mode {
+        RwMode::Read => share_clause,
+        RwMode::Write => "FOR UPDATE",
+    }
+}
+
+/// Make sure a read-write lock's row exists, before any transaction: a plain read never
+/// waits, and only a name's first use inserts (an `INSERT IGNORE` that meets the row would
+/// take a shared lock on it, waiting behind a writer).
+async fn ensure_rw_row(conn: &mut Conn<MySqlDialect>, name: &str) -> Result<(), sqlx::Error> {
+    let exists: Option<i64> =
+        sqlx::query_scalar("SELECT 1 FROM polylock_rw WHERE name = ?").bind(name).fetch_optional(&mut **conn).await?;
+    if exists.is_none() {
+        sqlx::query("INSERT IGNORE INTO polylock_rw (name) VALUES (?)").bind(name).execute(&mut **conn).await?;
+    }
+    Ok(())
 }
 
 impl MySqlDialect {
+    fn share_clause(&self) -> &'static str {
+        self.share_clause.get().copied().unwrap_or("LOCK IN SHARE MODE")
+    }
+
     /// Draw two tokens while the lock is held and return the first. LAST_INSERT_ID(x) makes
     /// the new value the statement's insert id, so this is one round trip.
     async fn draw_tokens_on<'e, E: sqlx::MySqlExecutor<'e>>(
@@ -152,7 +187,7 @@ impl Dialect for MySqlDialect {
     const LEASE_BACKOFF: Backoff = Backoff { min: Duration::from_millis(2), max: Duration::from_millis(100) };
 
     fn new(table: String) -> Self {
-        MySqlDialect { table }
+        MySqlDialect { table, share_clause: OnceLock::new() }
     }
 
     fn connect_options(sqlx_url: &str) -> Result<MySqlConnectOptions, sqlx::Error> {
@@ -165,6 +200,15 @@ impl Dialect for MySqlDialect {
                 "CREATE TABLE IF NOT EXISTS polylock_fencing (name VARCHAR(64) NOT NULL PRIMARY KEY, \
                  token BIGINT NOT NULL) {TABLE_CHARSET}"
             ),
+            format!(
+                "CREATE TABLE IF NOT EXISTS polylock_semaphores (name VARCHAR(64) NOT NULL PRIMARY KEY, \
+                 permits BIGINT NOT NULL) {TABLE_CHARSET}"
+            ),
+            // One row per read-write lock, never deleted: its row locks are the lock.
+            format!(
+                "CREATE TABLE IF NOT EXISTS polylock_rw (name VARCHAR(64) NOT NULL PRIMARY KEY) \
+                 ENGINE=InnoDB {TABLE_CHARSET}"
+            ),
             // ShedLock's documented MySQL schema, in utf8mb4.
             format!(
                 "CREATE TABLE IF NOT EXISTS {}(name VARCHAR(64) NOT NULL, lock_until TIMESTAMP(3) NOT NULL, \
@@ -176,6 +220,8 @@ impl Dialect for MySqlDialect {
         for statement in statements {
             sqlx::query(&statement).execute(pool).await?;
         }
+        let version: String = sqlx::query_scalar("SELECT VERSION()").fetch_one(pool).await?;
+        let _ = self.share_clause.set(if version.contains("MariaDB") { "LOCK IN SHARE MODE" } else { "FOR SHARE" });
         Ok(())
     }
 
@@ -248,6 +294,162 @@ impl Dialect for MySqlDialect {
             return Err(sqlx::Error::RowNotFound);
         }
         Ok(done.last_insert_id())
+    }
+
+    type RwLock = String;
+
+    fn rw_lock(key: &str) -> String {
+        mysql_lock_name(key)
+    }
+
+    /// A writer first takes the mutex's `GET_LOCK` (writers and mutex holders of one name
+    /// exclude each other there, without holding readers up), then the row's exclusive lock
+    /// (readers). A reader takes the row's shared lock only.
+    async fn try_rw_lock(
+        &self,
+        conn: &mut Conn<Self>,
+        name: &String,
+        mode: RwMode,
+    ) -> Result<(bool, u64), sqlx::Error> {
+        let connection_id: u64 = sqlx::query_scalar("SELECT CONNECTION_ID()").fetch_one(&mut **conn).await?;
+        ensure_rw_row(conn, name).await?;
+        if mode == RwMode::Write {
+            let got: Option<i64> =
+                sqlx::query_scalar("SELECT GET_LOCK(?, 0)").bind(name).fetch_one(&mut **conn).await?;
+            if got != Some(1) {
+                return Ok((false, connection_id));
+            }
+        }
+        let locked = async {
+            sqlx::query("START TRANSACTION").execute(&mut **conn).await?;
+            sqlx::query(&format!(
+                "SELECT name FROM polylock_rw WHERE name = ? {} NOWAIT",
+                row_lock_clause(self.share_clause(), mode)
+            ))
+            .bind(name)
+            .fetch_optional(&mut **conn)
+            .await
+        }
+        .await;
+        match locked {
+            Ok(Some(_)) => Ok((true, connection_id)),
+            Ok(None) => {
+                let _ = Self::rw_give_up(conn, name).await;
+                Err(sqlx::Error::RowNotFound)
+            }
+            Err(err) => {
+                Self::rw_give_up(conn, name).await?;
+                match mysql_number(&err) {
+                    Some(ER_LOCK_WAIT_TIMEOUT | ER_LOCK_NOWAIT) => Ok((false, connection_id)),
+                    _ => Err(err),
+                }
+            }
+        }
+    }
+
+    /// A writer's `GET_LOCK`, then the row lock in a transaction under
+    /// `innodb_lock_wait_timeout` (whole seconds, rounded up: the engine interrupts the wait at
+    /// the caller's deadline), both within `wait`.
+    ///
+    /// Measured on MariaDB 10.11 (`core/tests/sql_rw_semaphore.rs`,
+    /// `mysql_readers_queue_behind_a_waiting_writer`): InnoDB queues a new shared request
+    /// behind a waiting exclusive one, so a reader that comes after a writer waiting for the
+    /// row is granted after that writer; readers do not starve writers. A writer still waiting
+    /// for another writer (at `GET_LOCK`) does not hold readers up.
+    async fn wait_rw_lock(
+        &self,
+        conn: &mut Conn<Self>,
+        name: &String,
+        mode: RwMode,
+        wait: Option<Duration>,
+    ) -> LockWait {
+        let deadline = wait.map(|wait| tokio::time::Instant::now() + wait);
+        let left = || deadline.map(|deadline| deadline.saturating_duration_since(tokio::time::Instant::now()));
+        if mode == RwMode::Write {
+            match Self::wait_session_lock(conn, name, left()).await {
+                LockWait::Granted => {}
+                other => return other,
+            }
+        }
+        let seconds = left().map_or(FOREVER_LOCK_WAIT_SECONDS, |left| {
+            (left.as_millis().div_ceil(1000) as u64).clamp(1, FOREVER_LOCK_WAIT_SECONDS)
+        });
+        let prepared = async {
+            sqlx::query(&format!("SET SESSION innodb_lock_wait_timeout = {seconds}")).execute(&mut **conn).await?;
+            sqlx::query("START TRANSACTION").execute(&mut **conn).await.map(|_| ())
+        };
+        if let Err(err) = prepared.await {
+            return LockWait::Failed(err);
+        }
+        let locked = sqlx::query(&format!(
+            "SELECT name FROM polylock_rw WHERE name = ? {}",
+            row_lock_clause(self.share_clause(), mode)
+        ))
+        .bind(name)
+        .fetch_optional(&mut **conn)
+        .await;
+        match locked {
+            Ok(Some(_)) => LockWait::Granted,
+            Ok(None) => LockWait::Failed(sqlx::Error::RowNotFound),
+            Err(err) => match mysql_number(&err) {
+                Some(ER_LOCK_WAIT_TIMEOUT) => LockWait::TimedOut,
+                Some(ER_QUERY_INTERRUPTED) => LockWait::Interrupted,
+                _ => LockWait::Failed(err),
+            },
+        }
+    }
+
+    /// The writer's row lock and `GET_LOCK` cover reading.
+    async fn rw_read_on_writer(_conn: &mut Conn<Self>, _name: &String) -> Result<(), sqlx::Error> {
+        Ok(())
+    }
+
+    /// InnoDB frees a transaction's row locks only all together, at its end, so: the write
+    /// side given back while the read side stays (a downgrade) ends the transaction, which lets
+    /// readers in, and keeps the `GET_LOCK`, which keeps writers out until the read side is
+    /// released too; the read side given back while the write side stays changes nothing.
+    async fn rw_unlock(
+        conn: &mut Conn<Self>,
+        name: &String,
+        mode: RwMode,
+        other_side_left: bool,
+    ) -> Result<bool, sqlx::Error> {
+        match (mode, other_side_left) {
+            (RwMode::Read, true) => {
+                sqlx::query("SELECT 1").execute(&mut **conn).await?;
+            }
+            (RwMode::Write, true) => {
+                sqlx::query("ROLLBACK").execute(&mut **conn).await?;
+            }
+            (_, false) => Self::rw_give_up(conn, name).await?,
+        }
+        Ok(true)
+    }
+
+    async fn rw_give_up(conn: &mut Conn<Self>, name: &String) -> Result<(), sqlx::Error> {
+        sqlx::query("ROLLBACK").execute(&mut **conn).await?;
+        sqlx::query("DO RELEASE_LOCK(?)").bind(name).execute(&mut **conn).await.map(|_| ())
+    }
+
+    async fn rw_draw_tokens(
+        shared: &MySqlPool,
+        _conn: &mut Conn<Self>,
+        fencing_name: &str,
+    ) -> Result<u64, sqlx::Error> {
+        Self::draw_tokens_on(shared, fencing_name).await
+    }
+
+    async fn fix_permits(shared: &MySqlPool, name: &str, permits: u32) -> Result<u32, sqlx::Error> {
+        sqlx::query("INSERT IGNORE INTO polylock_semaphores (name, permits) VALUES (?, ?)")
+            .bind(name)
+            .bind(i64::from(permits))
+            .execute(shared)
+            .await?;
+        let fixed: i64 = sqlx::query_scalar("SELECT permits FROM polylock_semaphores WHERE name = ?")
+            .bind(name)
+            .fetch_one(shared)
+            .await?;
+        Ok(u32::try_from(fixed).unwrap_or(u32::MAX))
     }
 
     /// Once a name has a row and a counter (every acquisition after its first), taking the

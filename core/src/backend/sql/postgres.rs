@@ -15,6 +15,7 @@ use tokio::task::AbortHandle;
 use super::dialect::{Conn, Dialect, LockWait};
 use super::errors::db_code;
 use crate::backend::poll::{Attempt, Backoff};
+use crate::spi::RwMode;
 use polylock_id::sql_names::postgres_advisory_key;
 
 /// The channel releases of lease locks are announced on; the payload is the lease name.
@@ -64,6 +65,8 @@ impl Dialect for Pg {
         let statements = [
             format!("SELECT pg_advisory_xact_lock({SCHEMA_LOCK_KEY})"),
             "CREATE TABLE IF NOT EXISTS polylock_fencing (name TEXT PRIMARY KEY, token BIGINT NOT NULL)".to_string(),
+            "CREATE TABLE IF NOT EXISTS polylock_semaphores (name TEXT PRIMARY KEY, permits BIGINT NOT NULL)"
+                .to_string(),
             // ShedLock's documented PostgreSQL schema.
             format!(
                 "CREATE TABLE IF NOT EXISTS {}(name VARCHAR(64) NOT NULL, lock_until TIMESTAMP NOT NULL, \
@@ -158,6 +161,89 @@ impl Dialect for Pg {
                 .await?
                 .ok_or(sqlx::Error::RowNotFound)?;
         Ok(token as u64)
+    }
+
+    type RwLock = i64;
+
+    fn rw_lock(key: &str) -> i64 {
+        postgres_advisory_key(key)
+    }
+
+    async fn try_rw_lock(&self, conn: &mut Conn<Self>, key: &i64, mode: RwMode) -> Result<(bool, i32), sqlx::Error> {
+        let statement = match mode {
+            RwMode::Read => "SELECT pg_try_advisory_lock_shared($1), pg_backend_pid()",
+            RwMode::Write => "SELECT pg_try_advisory_lock($1), pg_backend_pid()",
+        };
+        let row = sqlx::query(statement).bind(*key).fetch_one(&mut **conn).await?;
+        Ok((row.get(0), row.get(1)))
+    }
+
+    /// `pg_advisory_lock_shared` / `pg_advisory_lock` under `lock_timeout`, as the session lock.
+    /// The server queues a shared request behind a waiting exclusive one, so readers do not
+    /// starve a waiting writer.
+    async fn wait_rw_lock(&self, conn: &mut Conn<Self>, key: &i64, mode: RwMode, wait: Option<Duration>) -> LockWait {
+        let lock_timeout = format!("{}ms", wait.map_or(0, millis));
+        let statement = match mode {
+            RwMode::Read => "SELECT set_config('lock_timeout', $1, false), pg_advisory_lock_shared($2)",
+            RwMode::Write => "SELECT set_config('lock_timeout', $1, false), pg_advisory_lock($2)",
+        };
+        let outcome = sqlx::query(statement).bind(lock_timeout).bind(*key).execute(&mut **conn).await;
+        match outcome {
+            Ok(_) => LockWait::Granted,
+            Err(err) => match db_code(&err).as_deref() {
+                Some("55P03") => LockWait::TimedOut,
+                Some("57014") => LockWait::Interrupted,
+                _ => LockWait::Failed(err),
+            },
+        }
+    }
+
+    /// A session's own exclusive advisory lock never conflicts with its shared request.
+    async fn rw_read_on_writer(conn: &mut Conn<Self>, key: &i64) -> Result<(), sqlx::Error> {
+        let taken: bool =
+            sqlx::query_scalar("SELECT pg_try_advisory_lock_shared($1)").bind(*key).fetch_one(&mut **conn).await?;
+        if taken {
+            Ok(())
+        } else {
+            Err(sqlx::Error::Protocol("the write holder's session could not take the read side".into()))
+        }
+    }
+
+    async fn rw_unlock(conn: &mut Conn<Self>, key: &i64, mode: RwMode, _other: bool) -> Result<bool, sqlx::Error> {
+        let statement = match mode {
+            RwMode::Read => "SELECT pg_advisory_unlock_shared($1)",
+            RwMode::Write => "SELECT pg_advisory_unlock($1)",
+        };
+        sqlx::query_scalar(statement).bind(*key).fetch_one(&mut **conn).await
+    }
+
+    async fn rw_give_up(conn: &mut Conn<Self>, _key: &i64) -> Result<(), sqlx::Error> {
+        sqlx::query("SELECT pg_advisory_unlock_all()").execute(&mut **conn).await.map(|_| ())
+    }
+
+    async fn rw_draw_tokens(_shared: &PgPool, conn: &mut Conn<Self>, fencing_name: &str) -> Result<u64, sqlx::Error> {
+        Self::draw_tokens(conn, fencing_name).await
+    }
+
+    /// A row inserted by a concurrent first use after this statement's snapshot is seen by
+    /// neither half, so an empty answer is asked again.
+    async fn fix_permits(shared: &PgPool, name: &str, permits: u32) -> Result<u32, sqlx::Error> {
+        for _ in 0..3 {
+            let fixed: Option<i64> = sqlx::query_scalar(
+                "WITH added AS (
+                     INSERT INTO polylock_semaphores (name, permits) VALUES ($1, $2)
+                     ON CONFLICT (name) DO NOTHING RETURNING permits)
+                 SELECT permits FROM added UNION ALL SELECT permits FROM polylock_semaphores WHERE name = $1 LIMIT 1",
+            )
+            .bind(name)
+            .bind(i64::from(permits))
+            .fetch_optional(shared)
+            .await?;
+            if let Some(fixed) = fixed {
+                return Ok(u32::try_from(fixed).unwrap_or(u32::MAX));
+            }
+        }
+        Err(sqlx::Error::RowNotFound)
     }
 
     /// One statement: take the row if it is free or expired, bump the fencing counter only if

@@ -78,7 +78,7 @@ impl<DB: sqlx::Database> Drop for Unrecorded<DB> {
 }
 
 /// How long a check may take before the session counts as gone.
-const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The slot of the connection that holds the lock; `None` once it was given back or closed.
 type ConnSlot<D> = Arc<Mutex<Option<SessionConn<D>>>>;
@@ -139,13 +139,13 @@ impl<D: Dialect> Session<D> {
         session
     }
 
-    pub fn of(held: &HeldLock) -> Option<Arc<Self>> {
+    pub fn of<K>(held: &HeldLock<K>) -> Option<Arc<Self>> {
         held.state.clone().and_then(|state| state.downcast::<Self>().ok())
     }
 
     /// The backend's renew for a session lock: `Gone` when the hold carries no session or
     /// the session no longer holds the lock.
-    pub async fn renew_held(held: &HeldLock, lease: Duration) -> Renewal {
+    pub async fn renew_held<K>(held: &HeldLock<K>, lease: Duration) -> Renewal {
         let renewed = match Self::of(held) {
             Some(session) => session.renew(lease).await,
             None => false,
@@ -159,7 +159,7 @@ impl<D: Dialect> Session<D> {
 
     /// The backend's release for a session lock: a partial release only checks the session
     /// still holds it; the last one gives it back.
-    pub async fn release_held(held: &HeldLock, holds_left: u32) -> Release {
+    pub async fn release_held<K>(held: &HeldLock<K>, holds_left: u32) -> Release {
         let Some(session) = Self::of(held) else { return Release::Gone };
         let held_still = if holds_left > 0 { session.check().await } else { session.release().await };
         if held_still {

@@ -16,14 +16,16 @@ use tokio_util::sync::CancellationToken;
 use super::config::{probe, SqlConfig};
 use super::dialect::{Dialect, LockWait};
 use super::errors::map_error;
+use super::rw_lock::SqlRwLocks;
+use super::semaphore::SqlSemaphores;
 use super::session::{Session, SessionConn, Unrecorded};
 use super::waiting::{answer_or_interrupt, in_own_task_for_caller, session_connection, try_once, wait_left_until};
 use crate::backend::poll::{acquire_by_attempts, Attempt};
 use crate::error::{Error, Result};
 use crate::owner::Owner;
 use crate::spi::{
-    AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, LockKind, LostNotifier, Release,
-    Renewal, Store,
+    AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, LockKind, LostNotifier, PermitStore,
+    Release, Renewal, SharedStore, Store,
 };
 use crate::url::ConnectUrl;
 use polylock_id::sql_names::lease_name;
@@ -62,12 +64,12 @@ fn locked_by(owner: &Owner) -> String {
 }
 
 pub(crate) struct SqlStore<D: Dialect> {
-    dialect: Arc<D>,
+    pub(super) dialect: Arc<D>,
     /// Lease statements, fencing and interrupts.
-    shared: Pool<D::DB>,
+    pub(super) shared: Pool<D::DB>,
     /// One connection per held or waiting session lock.
-    sessions: Pool<D::DB>,
-    config: SqlConfig,
+    pub(super) sessions: Pool<D::DB>,
+    pub(super) config: SqlConfig,
     /// Bumped for every release this process makes or hears announced.
     released: Arc<watch::Sender<u64>>,
     /// The task turning other processes' announced releases into wake-ups, once started.
@@ -101,7 +103,7 @@ impl<D: Dialect> SqlStore<D> {
         })
     }
 
-    fn err(&self, err: sqlx::Error) -> Error {
+    pub(super) fn err(&self, err: sqlx::Error) -> Error {
         map_error(&self.config.shown_url, err)
     }
 
@@ -129,7 +131,7 @@ impl<D: Dialect> SqlStore<D> {
             drop(conn.into_inner()); // holds nothing: back to the pool
             return Ok(None);
         } else {
-            match self.wait_for_lock(request, conn, lock, id).await? {
+            match self.wait_for_lock(&request.cancel, request.deadline, conn, lock, id).await? {
                 Some(held) => held,
                 None => return Ok(None),
             }
@@ -153,15 +155,15 @@ impl<D: Dialect> SqlStore<D> {
     /// drops its own attempt), interrupts it on the server, and a connection whose wait was
     /// interrupted goes back to the pool rather than being closed, so local handoffs do not
     /// cost a new connection each.
-    async fn wait_for_lock(
+    pub(super) async fn wait_for_lock(
         &self,
-        request: &AcquireRequest,
+        cancel: &CancellationToken,
+        deadline: Option<Instant>,
         mut conn: Unrecorded<D::DB>,
         lock: D::SessionLock,
         id: D::ConnectionId,
     ) -> Result<Option<(Unrecorded<D::DB>, D::SessionLock, Instant)>> {
-        let (shared, cancel, shown_url) = (self.shared.clone(), request.cancel.clone(), self.config.shown_url.clone());
-        let deadline = request.deadline;
+        let (shared, cancel, shown_url) = (self.shared.clone(), cancel.clone(), self.config.shown_url.clone());
         let wait = |abandoned: CancellationToken| async move {
             loop {
                 let (outcome, interrupted) = {
@@ -365,11 +367,19 @@ impl<D: Dialect> HoldStore for SqlStore<D> {
 #[async_trait]
 impl<D: Dialect> Store for SqlStore<D> {
     fn capabilities(&self) -> Capabilities {
-        Capabilities::locks_only(D::BACKEND, KINDS)
+        Capabilities { rw_locks: true, semaphores: true, ..Capabilities::locks_only(D::BACKEND, KINDS) }
     }
 
     fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {
         self
+    }
+
+    fn rw_locks(self: Arc<Self>) -> Option<Arc<SharedStore>> {
+        Some(Arc::new(SqlRwLocks::new(self)))
+    }
+
+    fn semaphores(self: Arc<Self>) -> Option<Arc<PermitStore>> {
+        Some(Arc::new(SqlSemaphores::new(self)))
     }
 
     async fn close(&self) {

@@ -11,9 +11,9 @@ use crate::spi::AcquireRequest;
 /// part of the wait (a try-once must not fail because the pool was cold), so only
 /// cancellation and `connect_timeout` bound it; waiting for a full pool (`max_sessions`
 /// connections held or waiting) is, and ends at the request's deadline.
-pub(crate) async fn session_connection<DB: sqlx::Database>(
+pub(crate) async fn session_connection<DB: sqlx::Database, K>(
     pool: &sqlx::Pool<DB>,
-    request: &AcquireRequest,
+    request: &AcquireRequest<K>,
     max_sessions: u32,
 ) -> std::result::Result<Option<sqlx::pool::PoolConnection<DB>>, sqlx::Error> {
     if let Some(conn) = pool.try_acquire() {
@@ -122,6 +122,6 @@ where
     }
 }
 
-pub(crate) fn try_once(request: &AcquireRequest) -> bool {
+pub(crate) fn try_once<K>(request: &AcquireRequest<K>) -> bool {
     request.deadline.is_some_and(|deadline| deadline <= Instant::now())
 }
