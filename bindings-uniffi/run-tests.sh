@@ -16,6 +16,9 @@
 #   POLYLOCK_TEST_PYTHON      a Python with the polylock wheel installed, for the Ruby/Python
 #                             exclusion test (default: ~/.cache/polylock/py-venv/bin/python if it
 #                             imports polylock; the test is skipped, saying so, without one)
+#   POLYLOCK_TEST_REDISSON_CLASSPATH  Redisson's jars for the real-Redisson interop test (default:
+#                             fetched here with Maven from ruby/test/redisson/pom.xml when mvn and
+#                             java exist; the test is skipped, saying so, without them)
 #   POLYLOCK_REGENERATE=1     write the regenerated Ruby over the committed file instead of failing
 #   POLYLOCK_RB_BENCH=0       skip the benchmark after the tests (bench/bench_redis.rb)
 set -euo pipefail
@@ -25,9 +28,9 @@ root=$(cd "$here/.." && pwd)
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${POLYLOCK_CARGO_TARGET:-$HOME/.cache/polylock/target}}"
 step() { printf '\n==> %s\n' "$*"; }
 
-step "Debian packages: ruby ruby-ffi ruby-minitest ruby-redis (only those missing)"
+step "Debian packages: ruby ruby-ffi ruby-minitest ruby-redis binutils (only those missing)"
 missing=()
-for package in ruby ruby-ffi ruby-minitest ruby-redis; do
+for package in ruby ruby-ffi ruby-minitest ruby-redis binutils; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || missing+=("$package")
 done
 if ((${#missing[@]})); then
@@ -65,7 +68,8 @@ if [[ "$version" != "$cargo_version" ]]; then
   exit 1
 fi
 cp -r "$here/ruby" "$work/gem"
-cp "$library" "$work/gem/lib/"
+# Without its debug sections: the release profile keeps line tables (~100 MB), a gem need not.
+strip --strip-debug -o "$work/gem/lib/libpolylock_uniffi.so" "$library"
 (cd "$work/gem" && gem build --quiet polylock.gemspec >/dev/null)
 mkdir -p "$here/pkg"
 cp "$work/gem/polylock-$version.gem" "$here/pkg/"
@@ -86,6 +90,16 @@ fi
 if [[ -z "${POLYLOCK_TEST_PYTHON:-}" ]] && [[ -x "$HOME/.cache/polylock/py-venv/bin/python" ]] &&
   "$HOME/.cache/polylock/py-venv/bin/python" -c 'import polylock' 2>/dev/null; then
   export POLYLOCK_TEST_PYTHON="$HOME/.cache/polylock/py-venv/bin/python"
+fi
+
+step "real Redisson for the interop test (Maven, cached in ~/.m2)"
+if [[ -z "${POLYLOCK_TEST_REDISSON_CLASSPATH:-}" ]]; then
+  if command -v mvn >/dev/null && command -v java >/dev/null &&
+    mvn -B -q -f "$here/ruby/test/redisson/pom.xml" dependency:copy-dependencies -DoutputDirectory="$work/redisson"; then
+    export POLYLOCK_TEST_REDISSON_CLASSPATH="$work/redisson/*"
+  else
+    echo "no Maven or JDK, or the fetch failed: the real-Redisson test will be skipped (Redisson's scripts are still tested)" >&2
+  fi
 fi
 
 if [[ -z "${POLYLOCK_TEST_REDIS_URL:-}" ]]; then

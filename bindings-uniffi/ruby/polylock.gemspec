@@ -19,5 +19,5 @@ Gem::Specification.new do |spec|
   spec.required_ruby_version = '>= 3.0'
   spec.files = Dir['lib/**/*.rb'] + Dir['lib/libpolylock_uniffi.*']
   spec.require_paths = ['lib']
-  spec.add_dependency 'ffi', '>= 1.15'
+  spec.add_dependency 'ffi', '~> 1.15'
 end

@@ -6,8 +6,9 @@ require 'redis'
 
 # A Ruby holder against holders in other processes and other clients on one Redis name:
 # polylock's CLI (the Rust core in another process), the Python binding (when a Python with
-# the polylock wheel is given), Redisson's RLock (its own Lua scripts, run here through the
-# redis gem: no JVM in this suite) and redlock-rb's `SET NX PX` token.
+# the polylock wheel is given), Redisson's RLock (real Redisson on a JVM when run-tests.sh could
+# fetch it, and always Redisson's own Lua scripts run through the redis gem) and redlock-rb's
+# `SET NX PX` token.
 class RedisInteropTest < Minitest::Test
   # Redisson's RedissonLock.tryLockInnerAsync and unlockInnerAsync, as Redisson sends them.
   REDISSON_LOCK = <<~LUA
@@ -46,7 +47,8 @@ class RedisInteropTest < Minitest::Test
     @redis&.close
   end
 
-  # Start `command`, wait until it prints `held`, and return [stdin, stdout, waiter].
+  # Start `command`, wait until it prints `held`, and return [stdin, stdout, waiter]. The
+  # holder prints `releasing` just before it lets go.
   def start_holder(*command)
     stdin, stdout, waiter = Open3.popen2(*command)
     line = Timeout.timeout(60) { stdout.gets }
@@ -54,12 +56,14 @@ class RedisInteropTest < Minitest::Test
     [stdin, stdout, waiter]
   end
 
-  def assert_excluded_then_granted(lock, waiter)
+  def assert_excluded_then_granted(lock, stdout, waiter)
     refute lock.try_lock, 'the other process holds the name'
     assert lock.lock(wait: 60), 'granted once the other process let go'
-    refute waiter.alive?, 'granted only after the other process ended its hold'
-    assert_predicate waiter.value, :success?
+    # Written before the other process let go, so already there if the grant came after.
+    assert stdout.wait_readable(0), 'granted while the other process still held the name'
+    assert_equal "releasing\n", stdout.gets
     lock.unlock
+    assert_predicate waiter.value, :success?
   end
 
   def test_a_ruby_holder_and_the_cli_in_another_process_exclude_each_other
@@ -67,8 +71,9 @@ class RedisInteropTest < Minitest::Test
     skip 'POLYLOCK_CLI is not set (run-tests.sh builds it)' if cli.empty?
     name = TestSupport.unique('cli')
     lock = @client.lock(name)
-    _, _, waiter = start_holder(cli, '--url', @url, 'run', '--lock', name, '--', 'sh', '-c', 'echo held; sleep 1')
-    assert_excluded_then_granted(lock, waiter)
+    _, stdout, waiter = start_holder(cli, '--url', @url, 'run', '--lock', name, '--', 'sh', '-c',
+                                     'echo held; sleep 1; echo releasing')
+    assert_excluded_then_granted(lock, stdout, waiter)
 
     lock.synchronize do
       _, status = Open3.capture2e(cli, '--url', @url, 'run', '--lock', name, '--wait', '300ms', '--', 'true')
@@ -89,12 +94,13 @@ class RedisInteropTest < Minitest::Test
           with lock:
               print("held", flush=True)
               time.sleep(1)
+              print("releasing", flush=True)
       else:
           print("taken" if lock.acquire(timeout=0.3) else "refused", flush=True)
       client.close()
     PY
-    _, _, waiter = start_holder(python, '-c', script, @url, name, 'hold')
-    assert_excluded_then_granted(lock, waiter)
+    _, stdout, waiter = start_holder(python, '-c', script, @url, name, 'hold')
+    assert_excluded_then_granted(lock, stdout, waiter)
     lock.synchronize do
       output, status = Open3.capture2(python, '-c', script, @url, name, 'try')
       assert status.success?
@@ -102,7 +108,7 @@ class RedisInteropTest < Minitest::Test
     end
   end
 
-  def test_a_ruby_holder_and_a_redisson_holder_exclude_each_other
+  def test_a_ruby_holder_and_redissons_lock_scripts_exclude_each_other
     name = TestSupport.unique('redisson')
     channel = "redisson_lock__channel:{#{name}}"
     redisson_owner = "#{SecureRandom.uuid}:1"
@@ -123,6 +129,23 @@ class RedisInteropTest < Minitest::Test
     end
     assert_nil @redis.eval(REDISSON_LOCK, keys: [name], argv: [30_000, redisson_owner]), 'free for Redisson after unlock'
     @redis.eval(REDISSON_UNLOCK, keys: [name, channel], argv: [0, 30_000, redisson_owner])
+  end
+
+  def test_a_ruby_holder_and_a_real_redisson_holder_exclude_each_other
+    classpath = ENV.fetch('POLYLOCK_TEST_REDISSON_CLASSPATH', '')
+    skip 'no Redisson classpath (run-tests.sh fetches it with Maven when mvn and java exist)' if classpath.empty?
+    holder = File.join(__dir__, 'redisson', 'RedissonHolder.java')
+    name = TestSupport.unique('real-redisson')
+    lock = @client.lock(name)
+    _, stdout, waiter = start_holder('java', '-cp', classpath, holder, @url, name, 'hold')
+    assert_excluded_then_granted(lock, stdout, waiter)
+    lock.synchronize do
+      output, status = Open3.capture2('java', '-cp', classpath, holder, @url, name, 'try')
+      assert status.success?
+      assert_equal 'refused', output.strip
+    end
+    output, = Open3.capture2('java', '-cp', classpath, holder, @url, name, 'try')
+    assert_equal 'taken', output.strip, 'free for Redisson after the Ruby unlock'
   end
 
   def test_a_token_lock_and_a_redlock_style_set_nx_exclude_each_other
