@@ -4,6 +4,11 @@
 //! - `Reentrant` is Redisson's RLock, fenced by Redisson's RFencedLock counter.
 //! - `Fair` is Redisson's RedissonFairLock: a FIFO queue, each waiter woken on its own channel.
 //! - `Token` is redis-py's `Lock` and node-redlock: `SET NX PX` with a random value.
+//! - Read-write locks are Redisson's RReadWriteLock (rw_lock.rs), semaphores its
+//!   RPermitExpirableSemaphore (semaphore.rs).
+//!
+//! Every grant of a name, whatever the primitive, draws its fencing token from the name's one
+//! counter, Redisson's `redisson_lock_token:{name}`.
 //!
 //! Waiters subscribe to the lock's release channel before each attempt and wake on its
 //! message, on the holder's TTL, or on a slow fallback backoff, whichever comes first.
@@ -11,7 +16,11 @@
 mod endpoint;
 mod link;
 mod pubsub;
+mod rw_lock;
+mod rw_scripts;
 mod scripts;
+mod semaphore;
+mod semaphore_scripts;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -23,14 +32,17 @@ use super::poll::{acquire_by_attempts, Attempt, Backoff};
 use crate::error::{Error, Result};
 use crate::owner::Owner;
 use crate::spi::{
-    AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, Release, Renewal, Store,
+    AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, PermitStore, Release, Renewal,
+    SharedStore, Store,
 };
 use crate::spi::{LockKind, LostNotifier};
 use crate::url::ConnectUrl;
 use endpoint::Endpoint;
 use link::Link;
 use pubsub::Subscriptions;
+use rw_lock::{RedisRwLocks, RwPreference};
 use scripts::{LockKeys, UNLOCK_MESSAGE};
+use semaphore::RedisSemaphores;
 
 /// Only a fallback: releases arrive by pub/sub, and a holder's expiry by its TTL. It catches
 /// releases that announce nothing (a redis-py holder's delete, a key evicted by Redis).
@@ -43,11 +55,14 @@ const FAIR_THREAD_WAIT: Duration = Duration::from_secs(300);
 pub(crate) struct RedisBackend {
     link: Arc<Link>,
     subscriptions: Arc<Subscriptions>,
+    /// URL option `rw_preference`: Redisson's reader preference unless `writer`.
+    rw_preference: RwPreference,
 }
 
 impl RedisBackend {
     pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Self> {
         let endpoint = Endpoint::parse(url)?;
+        let rw_preference = RwPreference::parse(url.take_option("rw_preference"))?;
         let (push, pushes) = tokio::sync::mpsc::unbounded_channel();
         // `timeout` bounds the whole connect: the connection managers retry a handshake that
         // gets no answer, which would otherwise take about three times as long.
@@ -63,7 +78,7 @@ impl RedisBackend {
             }
         };
         let subscriptions = Subscriptions::start(link.clone(), pushes);
-        Ok(RedisBackend { link, subscriptions })
+        Ok(RedisBackend { link, subscriptions, rw_preference })
     }
 
     /// One attempt for an owner that does not hold the lock. Both acquire scripts answer
@@ -334,11 +349,27 @@ impl HoldStore for RedisBackend {
 #[async_trait]
 impl Store for RedisBackend {
     fn capabilities(&self) -> Capabilities {
-        Capabilities::locks_only("redis", &[LockKind::Reentrant, LockKind::Fair, LockKind::Token])
+        Capabilities {
+            rw_locks: true,
+            semaphores: true,
+            ..Capabilities::locks_only("redis", &[LockKind::Reentrant, LockKind::Fair, LockKind::Token])
+        }
     }
 
     fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {
         self
+    }
+
+    fn rw_locks(self: Arc<Self>) -> Option<Arc<SharedStore>> {
+        Some(Arc::new(RedisRwLocks {
+            link: self.link.clone(),
+            subscriptions: self.subscriptions.clone(),
+            preference: self.rw_preference,
+        }))
+    }
+
+    fn semaphores(self: Arc<Self>) -> Option<Arc<PermitStore>> {
+        Some(Arc::new(RedisSemaphores { link: self.link.clone(), subscriptions: self.subscriptions.clone() }))
     }
 }
 

@@ -2,7 +2,8 @@
 //! on is subscribed once, counted, and unsubscribed when its last listener leaves.
 //!
 //! A release message wakes one waiter of this client, the longest waiting, not all of them:
-//! only one can win the lock, and a herd of attempts would slow that one down. A lost
+//! only one can win the lock, and a herd of attempts would slow that one down. Channels of
+//! read-write locks and semaphores, where one release can let several in, wake them all. A lost
 //! connection wakes them all, since messages may have been missed.
 
 use std::collections::HashMap;
@@ -18,6 +19,9 @@ use crate::error::Result;
 
 struct Channel {
     wake: Arc<Notify>,
+    /// Wake every listener on a message, not just the longest waiting: read-write locks and
+    /// semaphores, where one release can let several waiters in.
+    everyone: bool,
     listeners: usize,
     /// Whether the server has us subscribed; changed only under this lock, so a SUBSCRIBE and
     /// the UNSUBSCRIBE of an earlier listener never cross.
@@ -59,7 +63,7 @@ impl Subscriptions {
                 match push.kind {
                     PushKind::Message | PushKind::SMessage => {
                         if let Some(channel) = push.data.first().and_then(channel_name).and_then(|n| channels.get(&n)) {
-                            channel.wake.notify_one();
+                            channel.wake_up();
                         }
                     }
                     // Messages sent while we were away are lost: wake everyone to look again.
@@ -78,13 +82,25 @@ impl Subscriptions {
     /// Listen on `name`, subscribing on the server if nobody in this client already is.
     /// Returns once the server has confirmed the subscription.
     pub async fn listen(self: &Arc<Self>, name: &str) -> Result<Subscription> {
+        self.listen_with(name, false).await
+    }
+
+    /// [`Subscriptions::listen`] on a channel whose messages wake every listener of this
+    /// client (each one tries again; those that lose wait on).
+    pub async fn listen_all(self: &Arc<Self>, name: &str) -> Result<Subscription> {
+        self.listen_with(name, true).await
+    }
+
+    async fn listen_with(self: &Arc<Self>, name: &str, everyone: bool) -> Result<Subscription> {
         let (wake, subscribed) = {
             let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
             let channel = channels.entry(name.to_string()).or_insert_with(|| Channel {
                 wake: Arc::default(),
+                everyone,
                 listeners: 0,
                 subscribed: Arc::default(),
             });
+            channel.everyone |= everyone;
             channel.listeners += 1;
             (channel.wake.clone(), channel.subscribed.clone())
         };
@@ -102,7 +118,7 @@ impl Subscriptions {
     /// message's round trip through the server.
     pub fn released_locally(&self, name: &str) {
         if let Some(channel) = self.channels.lock().unwrap_or_else(|e| e.into_inner()).get(name) {
-            channel.wake.notify_one();
+            channel.wake_up();
         }
     }
 
@@ -133,6 +149,16 @@ impl Subscriptions {
                 channels.remove(&name);
             }
         });
+    }
+}
+
+impl Channel {
+    fn wake_up(&self) {
+        if self.everyone {
+            self.wake.notify_waiters();
+        }
+        // Also keeps a permit for a listener between its attempt and its wait.
+        self.wake.notify_one();
     }
 }
 

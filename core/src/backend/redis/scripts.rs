@@ -64,7 +64,7 @@ impl<'a> LockKeys<'a> {
 /// before, as long as the server's clock does not go back and a name is granted fewer than a
 /// million times a second. Redisson's RFencedLock keeps counting from there. Runs before the
 /// script's first write, as TIME must on servers that replicate scripts verbatim (Redis < 5).
-fn floored_counter(counter: &str, body: &str) -> String {
+pub(super) fn floored_counter(counter: &str, body: &str) -> String {
     format!(
         r"
 if redis.call('exists', {counter}) == 0 then
