@@ -75,10 +75,23 @@ typedef enum {
 } polylock_status;
 
 /**
+ * A one-way cancel signal, safe to share between threads. Free it with
+ * `polylock_cancel_free()` once no call that was given it is still running.
+ */
+typedef struct polylock_cancel polylock_cancel;
+
+/**
  * A connection to one backend. Safe to share between threads; free it with
  * `polylock_client_free()`.
  */
 typedef struct polylock_client polylock_client;
+
+/**
+ * One acquisition, owned by itself (not by a thread): any thread may inspect, re-enter,
+ * release or free it. Release it with `polylock_hold_release()`, then free it with
+ * `polylock_hold_free()` (freeing an unreleased hold releases it in the background).
+ */
+typedef struct polylock_hold polylock_hold;
 
 /**
  * A handle on one named lock of one client. Holds nothing by itself; may be shared by
@@ -105,6 +118,36 @@ typedef struct polylock_snowflake polylock_snowflake;
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * A new, unfired cancel token.
+ *
+ * @param out  receives the token; untouched on failure.
+ * @return `POLYLOCK_INVALID_ARGUMENT` if `out` is NULL.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+polylock_status polylock_cancel_new(polylock_cancel **out);
+
+/**
+ * Fire the token, from any thread: every call given it that is still waiting ends with
+ * `POLYLOCK_CANCELLED` (an acquisition that was granted first keeps its grant). Firing twice
+ * is harmless; a call started with a fired token is cancelled at once.
+ *
+ * # Safety
+ * `cancel` is NULL or live.
+ */
+polylock_status polylock_cancel_fire(const polylock_cancel *cancel);
+
+/**
+ * Free a token. NULL is ignored.
+ *
+ * # Safety
+ * `cancel` is NULL or from `polylock_cancel_new()`, not freed yet, and no call given it is
+ * still running.
+ */
+void polylock_cancel_free(polylock_cancel *cancel);
 
 /**
  * Connect to the backend `url` names (`sqlite://path.db`, `redis://host:port`, `mem://`,
@@ -139,6 +182,144 @@ polylock_status polylock_client_close(polylock_client *client);
  * `client` is NULL or a client from `polylock_connect()` not freed yet.
  */
 void polylock_client_free(polylock_client *client);
+
+/**
+ * Acquire the lock as a new owner of its own (not the calling thread): the result is a hold
+ * that excludes every other hold, even one taken through the same handle by the same thread.
+ *
+ * @param wait_ms, lease_ms  as `polylock_lock_acquire()`.
+ * @param cancel  NULL, or a token another thread may fire to give up: the call then ends
+ *                with `POLYLOCK_CANCELLED` and nothing is left held.
+ * @param out     receives the hold on success; untouched on failure.
+ * @return `POLYLOCK_OK`, `POLYLOCK_TIMEOUT`, `POLYLOCK_CANCELLED`, ...
+ *
+ * # Safety
+ * `lock` and `cancel` are NULL or live; `out` is NULL or writable.
+ */
+polylock_status polylock_lock_acquire_hold(polylock_lock *lock,
+                                           int64_t wait_ms,
+                                           int64_t lease_ms,
+                                           const polylock_cancel *cancel,
+                                           polylock_hold **out);
+
+/**
+ * Take the read side as a new owner of its own; as `polylock_lock_acquire_hold()`.
+ *
+ * # Safety
+ * `rw` and `cancel` are NULL or live; `out` is NULL or writable.
+ */
+polylock_status polylock_rwlock_read_acquire_hold(polylock_rwlock *rw,
+                                                  int64_t wait_ms,
+                                                  int64_t lease_ms,
+                                                  const polylock_cancel *cancel,
+                                                  polylock_hold **out);
+
+/**
+ * Take the write side as a new owner of its own; as `polylock_lock_acquire_hold()`. (A new
+ * owner holds no read side, so this never meets the upgrade refusal: re-enter a write hold
+ * for nested writes, and take the read side through `polylock_rwlock_read_acquire()` on a
+ * thread for downgrades.)
+ *
+ * # Safety
+ * `rw` and `cancel` are NULL or live; `out` is NULL or writable.
+ */
+polylock_status polylock_rwlock_write_acquire_hold(polylock_rwlock *rw,
+                                                   int64_t wait_ms,
+                                                   int64_t lease_ms,
+                                                   const polylock_cancel *cancel,
+                                                   polylock_hold **out);
+
+/**
+ * Take a permit as a hold (a permit is always an owner of its own); as
+ * `polylock_lock_acquire_hold()`. `polylock_hold_permit_id()` gives its id.
+ *
+ * # Safety
+ * `semaphore` and `cancel` are NULL or live; `out` is NULL or writable.
+ */
+polylock_status polylock_semaphore_acquire_hold(polylock_semaphore *semaphore,
+                                                int64_t wait_ms,
+                                                int64_t lease_ms,
+                                                const polylock_cancel *cancel,
+                                                polylock_hold **out);
+
+/**
+ * The hold's fencing token (strictly greater than every earlier token for its name); 0 for
+ * NULL. It stays readable after the release.
+ *
+ * # Safety
+ * `hold` is NULL or live.
+ */
+uint64_t polylock_hold_fencing_token(const polylock_hold *hold);
+
+/**
+ * A semaphore permit's id (as `polylock_semaphore_release()` takes), 0 for a lock or NULL.
+ *
+ * # Safety
+ * `hold` is NULL or live.
+ */
+uint64_t polylock_hold_permit_id(const polylock_hold *hold);
+
+/**
+ * Whether the backend no longer has this hold (lease ran out, renewal failed, session
+ * ended, client closed). False for NULL.
+ *
+ * # Safety
+ * `hold` is NULL or live.
+ */
+bool polylock_hold_is_lost(const polylock_hold *hold);
+
+/**
+ * Block until the hold is lost, or the wait ends otherwise.
+ *
+ * @param timeout_ms  how long to wait: negative forever.
+ * @param cancel      NULL, or a token another thread may fire to stop waiting.
+ * @param lost        receives true when the hold is (or already was) lost, false when it was
+ *                    released or freed meanwhile (it can no longer be lost).
+ * @return `POLYLOCK_OK` (see `lost`), `POLYLOCK_TIMEOUT` when `timeout_ms` ran out first,
+ *         `POLYLOCK_CANCELLED` when `cancel` fired first, `POLYLOCK_CONNECTION` when the
+ *         client was freed.
+ *
+ * # Safety
+ * `hold` and `cancel` are NULL or live for the whole call; `lost` is NULL or writable.
+ */
+polylock_status polylock_hold_wait_lost(const polylock_hold *hold,
+                                        int64_t timeout_ms,
+                                        const polylock_cancel *cancel,
+                                        bool *lost);
+
+/**
+ * Take the same hold once more as its owner (reentrancy), at once and with the same fencing
+ * token. Each hold is released on its own; the lock is free when all of them are.
+ *
+ * @param out  receives the new hold on success; untouched on failure.
+ * @return `POLYLOCK_LOST` if this hold was lost (never a fresh hold),
+ *         `POLYLOCK_NOT_OWNER` if it was already released, `POLYLOCK_INVALID_ARGUMENT`
+ *         for a semaphore permit (take another permit instead).
+ *
+ * # Safety
+ * `hold` is NULL or live; `out` is NULL or writable.
+ */
+polylock_status polylock_hold_reenter(const polylock_hold *hold, polylock_hold **out);
+
+/**
+ * Give this acquisition back (from any thread). The hold must still be freed.
+ *
+ * @return `POLYLOCK_LOST` if the hold was lost meanwhile, `POLYLOCK_NOT_OWNER` if it was
+ *         already released.
+ *
+ * # Safety
+ * `hold` is NULL or live.
+ */
+polylock_status polylock_hold_release(const polylock_hold *hold);
+
+/**
+ * Free a hold. One not released yet is released in the background (its outcome unknown).
+ * NULL is ignored.
+ *
+ * # Safety
+ * `hold` is NULL or from this library, not freed yet, and no call on it is still running.
+ */
+void polylock_hold_free(polylock_hold *hold);
 
 /**
  * The message of the last failed call on the calling thread, or NULL if no call on this

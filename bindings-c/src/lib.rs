@@ -3,11 +3,15 @@
 //! [`polylock_status`] plus a thread-local message (`polylock_last_error()`).
 //!
 //! Ownership follows pthread recursive mutexes: the owner of a hold is the calling thread.
+//! Beside that, `polylock_hold` is an acquisition that is its own owner, cancellable with a
+//! `polylock_cancel` (for languages whose threads are no owners, such as Go).
 //! The header `include/polylock.h` is generated from these sources by `build.rs`.
 
 mod args;
 mod boundary;
+mod cancel;
 mod client;
+mod hold;
 mod last_error;
 mod lock;
 mod runtime;
@@ -17,7 +21,13 @@ mod snowflake;
 mod status;
 mod uuid_ulid;
 
+pub use cancel::{polylock_cancel, polylock_cancel_fire, polylock_cancel_free, polylock_cancel_new};
 pub use client::{polylock_client, polylock_client_close, polylock_client_free, polylock_connect};
+pub use hold::{
+    polylock_hold, polylock_hold_fencing_token, polylock_hold_free, polylock_hold_is_lost, polylock_hold_permit_id,
+    polylock_hold_reenter, polylock_hold_release, polylock_hold_wait_lost, polylock_lock_acquire_hold,
+    polylock_rwlock_read_acquire_hold, polylock_rwlock_write_acquire_hold, polylock_semaphore_acquire_hold,
+};
 pub use last_error::polylock_last_error;
 pub use lock::{
     polylock_client_lock, polylock_client_lock_kind, polylock_lock, polylock_lock_acquire, polylock_lock_free,

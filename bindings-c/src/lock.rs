@@ -16,8 +16,8 @@ use crate::status::polylock_status;
 /// threads, each of which owns its own holds. Free it with `polylock_lock_free()`.
 #[allow(non_camel_case_types)]
 pub struct polylock_lock {
-    shared: Arc<Shared>,
-    lock: Lock,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) lock: Lock,
 }
 
 impl polylock_lock {

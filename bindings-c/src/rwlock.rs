@@ -16,8 +16,8 @@ use crate::status::polylock_status;
 /// shared by threads, each of which owns its own holds. Free it with `polylock_rwlock_free()`.
 #[allow(non_camel_case_types)]
 pub struct polylock_rwlock {
-    shared: Arc<Shared>,
-    rw: RwLock,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) rw: RwLock,
 }
 
 /// A handle on the read-write lock `name`. Creating it holds nothing.

@@ -15,8 +15,8 @@ use crate::status::polylock_status;
 /// A handle on one named semaphore of one client. Free it with `polylock_semaphore_free()`.
 #[allow(non_camel_case_types)]
 pub struct polylock_semaphore {
-    shared: Arc<Shared>,
-    semaphore: Semaphore,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) semaphore: Semaphore,
 }
 
 /// A handle on the semaphore `name` of `permits` permits (the count is fixed by the first

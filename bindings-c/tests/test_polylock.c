@@ -230,10 +230,6 @@ static void test_lease_lost(void) {
 
 /* ---- read-write locks: shared reads, exclusive writes, downgrade, refused upgrade ---- */
 
-static int offers_rw_and_semaphores(void) {
-    return strncmp(url, "sqlite:", 7) == 0 || strncmp(url, "mem:", 4) == 0;
-}
-
 struct rw_probe {
     polylock_rwlock *rw;
     polylock_status read, write, release;
@@ -253,13 +249,6 @@ static void test_rwlock(void) {
     polylock_client *client = connect_or_die();
     unique_name("rwlock");
     polylock_rwlock *rw = NULL;
-    if (!offers_rw_and_semaphores()) {
-        CHECK_STATUS(polylock_client_rwlock(client, lock_name, &rw), POLYLOCK_UNSUPPORTED);
-        CHECK(rw == NULL);
-        CHECK(strstr(polylock_last_error(), "read-write locks") != NULL);
-        polylock_client_free(client);
-        return;
-    }
     CHECK_STATUS(polylock_client_rwlock(client, "", &rw), POLYLOCK_INVALID_ARGUMENT);
     CHECK_STATUS(polylock_rwlock_read_acquire(NULL, 0, 0, NULL), POLYLOCK_INVALID_ARGUMENT);
     CHECK_OK(polylock_client_rwlock(client, lock_name, &rw));
@@ -308,12 +297,6 @@ static void test_semaphore(void) {
     polylock_client *client = connect_or_die();
     unique_name("semaphore");
     polylock_semaphore *semaphore = NULL;
-    if (!offers_rw_and_semaphores()) {
-        CHECK_STATUS(polylock_client_semaphore(client, lock_name, 2, &semaphore), POLYLOCK_UNSUPPORTED);
-        CHECK(semaphore == NULL);
-        polylock_client_free(client);
-        return;
-    }
     CHECK_STATUS(polylock_client_semaphore(client, lock_name, 0, &semaphore), POLYLOCK_INVALID_ARGUMENT);
     CHECK_OK(polylock_client_semaphore(client, lock_name, 2, &semaphore));
     uint64_t a = 0, b = 0, token_a = 0, token_b = 0, none = 0;
@@ -390,9 +373,113 @@ static void test_uuid7_ulid(void) {
     }
 }
 
+/* ---- holds that are their own owner, cancellation, waiting for loss ---- */
+
+struct cancel_probe {
+    polylock_lock *lock;
+    polylock_cancel *cancel;
+    polylock_status status;
+    polylock_hold *hold;
+};
+
+static void *acquire_cancellable(void *arg) {
+    struct cancel_probe *probe = arg;
+    probe->status = polylock_lock_acquire_hold(probe->lock, -1, 0, probe->cancel, &probe->hold);
+    return NULL;
+}
+
+static void test_hold(void) {
+    polylock_client *client = connect_or_die();
+    unique_name("hold");
+    polylock_lock *lock = NULL;
+    CHECK_OK(polylock_client_lock(client, lock_name, &lock));
+
+    /* Two holds through one handle on one thread are two owners: they exclude each other. */
+    polylock_hold *first = NULL, *second = NULL, *again = NULL;
+    CHECK_OK(polylock_lock_acquire_hold(lock, -1, 0, NULL, &first));
+    uint64_t token = polylock_hold_fencing_token(first);
+    CHECK(token > 0);
+    CHECK_STATUS(polylock_lock_acquire_hold(lock, 0, 0, NULL, &second), POLYLOCK_TIMEOUT);
+    CHECK(second == NULL);
+    CHECK(polylock_hold_permit_id(first) == 0);
+
+    /* Re-entry is the same owner: same token; the lock is free after both releases. */
+    CHECK_OK(polylock_hold_reenter(first, &again));
+    CHECK(polylock_hold_fencing_token(again) == token);
+    CHECK_OK(polylock_hold_release(first));
+    CHECK_STATUS(polylock_hold_release(first), POLYLOCK_NOT_OWNER);
+    CHECK_STATUS(polylock_hold_reenter(first, &second), POLYLOCK_NOT_OWNER);
+    CHECK_STATUS(polylock_lock_acquire_hold(lock, 0, 0, NULL, &second), POLYLOCK_TIMEOUT);
+    /* A wait for loss ends without loss when the hold is released meanwhile. */
+    bool lost = true;
+    CHECK_STATUS(polylock_hold_wait_lost(again, 20, NULL, &lost), POLYLOCK_TIMEOUT);
+    CHECK_OK(polylock_hold_release(again));
+    CHECK_OK(polylock_hold_wait_lost(again, -1, NULL, &lost));
+    CHECK(!lost);
+    polylock_hold_free(first);
+    polylock_hold_free(again);
+
+    /* A waiting acquisition cancelled from another thread ends CANCELLED, holding nothing. */
+    polylock_hold *holder = NULL;
+    CHECK_OK(polylock_lock_acquire_hold(lock, -1, 0, NULL, &holder));
+    CHECK(polylock_hold_fencing_token(holder) > token);
+    struct cancel_probe probe = {.lock = lock};
+    CHECK_OK(polylock_cancel_new(&probe.cancel));
+    pthread_t waiter;
+    CHECK(pthread_create(&waiter, NULL, acquire_cancellable, &probe) == 0);
+    struct timespec pause = {0, 100 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    CHECK_OK(polylock_cancel_fire(probe.cancel));
+    CHECK_OK(polylock_cancel_fire(probe.cancel)); /* twice is harmless */
+    CHECK(pthread_join(waiter, NULL) == 0);
+    CHECK_STATUS(probe.status, POLYLOCK_CANCELLED);
+    CHECK(probe.hold == NULL);
+    /* A fired token cancels a wait for loss at once, and a new acquisition too. */
+    CHECK_STATUS(polylock_hold_wait_lost(holder, -1, probe.cancel, &lost), POLYLOCK_CANCELLED);
+    CHECK_STATUS(polylock_lock_acquire_hold(lock, -1, 0, probe.cancel, &second), POLYLOCK_CANCELLED);
+    polylock_cancel_free(probe.cancel);
+    CHECK_OK(polylock_hold_release(holder));
+    polylock_hold_free(holder);
+    /* Nothing was left held: a wait the store was still serving is given back in the background. */
+    CHECK_OK(polylock_lock_acquire_hold(lock, 10000, 0, NULL, &second));
+    CHECK_OK(polylock_hold_release(second));
+    polylock_hold_free(second);
+
+    /* A lease that runs out: the wait for loss says lost, and the release says LOST. */
+    polylock_hold *leased = NULL;
+    CHECK_OK(polylock_lock_acquire_hold(lock, -1, 100, NULL, &leased));
+    CHECK(!polylock_hold_is_lost(leased));
+    lost = false;
+    CHECK_OK(polylock_hold_wait_lost(leased, 30000, NULL, &lost));
+    CHECK(lost);
+    CHECK(polylock_hold_is_lost(leased));
+    CHECK_STATUS(polylock_hold_release(leased), POLYLOCK_LOST);
+    polylock_hold_free(leased);
+
+    /* Bad input, and NULL-safe frees. */
+    CHECK_STATUS(polylock_lock_acquire_hold(NULL, 0, 0, NULL, &second), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_lock_acquire_hold(lock, 0, 0, NULL, NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_lock_acquire_hold(lock, 0, -5, NULL, &second), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_hold_wait_lost(NULL, 0, NULL, &lost), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_cancel_fire(NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_cancel_new(NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK(polylock_hold_fencing_token(NULL) == 0 && !polylock_hold_is_lost(NULL));
+    polylock_hold_free(NULL);
+    polylock_cancel_free(NULL);
+
+    /* An unreleased hold freed is released in the background; the client's close frees it anyway. */
+    CHECK_OK(polylock_lock_acquire_hold(lock, -1, 0, NULL, &second));
+    polylock_hold_free(second);
+    CHECK_OK(polylock_lock_acquire_hold(lock, 10000, 0, NULL, &second));
+    CHECK_OK(polylock_hold_release(second));
+    polylock_hold_free(second);
+    polylock_lock_free(lock);
+    polylock_client_free(client);
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) {
-        fprintf(stderr, "usage: %s bad_input|contract|other_thread|reentrant|lease_lost|rwlock|semaphore|snowflake|uuid7_ulid URL\n",
+        fprintf(stderr, "usage: %s bad_input|contract|other_thread|reentrant|lease_lost|hold|rwlock|semaphore|snowflake|uuid7_ulid URL\n",
                 argv[0]);
         return 2;
     }
@@ -404,6 +491,7 @@ int main(int argc, char **argv) {
         {"bad_input", test_bad_input},   {"contract", test_contract},     {"other_thread", test_other_thread},
         {"reentrant", test_reentrant},   {"lease_lost", test_lease_lost}, {"snowflake", test_snowflake},
         {"rwlock", test_rwlock},         {"semaphore", test_semaphore},   {"uuid7_ulid", test_uuid7_ulid},
+        {"hold", test_hold},
     };
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
         if (strcmp(tests[i].name, argv[1]) == 0) {

@@ -8,7 +8,9 @@
 
 use std::future::Future;
 
-use tokio_util::sync::CancellationToken;
+/// The token a binding cancels when its caller gives up (re-exported so bindings need not
+/// depend on tokio-util themselves).
+pub use tokio_util::sync::CancellationToken;
 
 use crate::error::{Error, Result};
 
