@@ -1,0 +1,101 @@
+package polylock
+
+// #include "polylock.h"
+import "C"
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The error kinds, one per C status (and per core ErrorKind). Every error this package
+// returns matches exactly one of them with errors.Is; its message is the C library's.
+var (
+	// ErrTimeout: the wait ended before the hold was granted (a WithWait limit, a failed
+	// try, or the context's deadline; then the error also matches context.DeadlineExceeded).
+	ErrTimeout = errors.New("polylock: TIMEOUT")
+	// ErrNotOwner: released by someone who does not hold it (say, a hold released twice).
+	ErrNotOwner = errors.New("polylock: NOT_OWNER")
+	// ErrLost: it was held, but the store no longer has it (lease ran out, session died).
+	ErrLost = errors.New("polylock: LOST")
+	// ErrConnection: unreachable, refused credentials, or the client is closed.
+	ErrConnection = errors.New("polylock: CONNECTION")
+	// ErrInvalidArgument: unusable input (empty name, bad URL, bad lease), or a use that
+	// could deadlock.
+	ErrInvalidArgument = errors.New("polylock: INVALID_ARGUMENT")
+	// ErrBackend: the store answered something unexpected.
+	ErrBackend = errors.New("polylock: BACKEND")
+	// ErrInternal: a bug caught at the language boundary; please report it.
+	ErrInternal = errors.New("polylock: INTERNAL")
+	// ErrUnsupported: the backend does not offer this primitive or lock kind.
+	ErrUnsupported = errors.New("polylock: UNSUPPORTED")
+	// ErrCancelled: the caller gave up (its context was cancelled); nothing is left held.
+	// The error also matches the context's own error (context.Canceled).
+	ErrCancelled = errors.New("polylock: CANCELLED")
+)
+
+// statusTable is the one map from C statuses to Go errors; errors_test.go checks it against
+// the header's enum (numbers and names).
+var statusTable = []struct {
+	status int
+	name   string
+	err    error
+}{
+	{int(C.POLYLOCK_TIMEOUT), "TIMEOUT", ErrTimeout},
+	{int(C.POLYLOCK_NOT_OWNER), "NOT_OWNER", ErrNotOwner},
+	{int(C.POLYLOCK_LOST), "LOST", ErrLost},
+	{int(C.POLYLOCK_CONNECTION), "CONNECTION", ErrConnection},
+	{int(C.POLYLOCK_INVALID_ARGUMENT), "INVALID_ARGUMENT", ErrInvalidArgument},
+	{int(C.POLYLOCK_BACKEND), "BACKEND", ErrBackend},
+	{int(C.POLYLOCK_INTERNAL), "INTERNAL", ErrInternal},
+	{int(C.POLYLOCK_UNSUPPORTED), "UNSUPPORTED", ErrUnsupported},
+	{int(C.POLYLOCK_CANCELLED), "CANCELLED", ErrCancelled},
+}
+
+// Error is what every failing call returns: the kind (a sentinel above), the C status and
+// the C library's message. errors.Is(err, ErrTimeout) and friends test the kind;
+// errors.As gives the status and message.
+type Error struct {
+	// Kind is one of the Err* sentinels.
+	Kind error
+	// Status is the C status number (the core's error number, 1..9).
+	Status int
+	// Message says what went wrong (polylock_last_error()); never contains a password.
+	Message string
+	// cause is the context's error when the context ended the call, else nil.
+	cause error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("polylock %s: %s", statusName(e.Status), e.Message)
+}
+
+// Unwrap gives the kind and, when a context ended the call, the context's error, so that
+// errors.Is(err, context.Canceled) holds for a cancelled acquisition.
+func (e *Error) Unwrap() []error {
+	if e.cause != nil {
+		return []error{e.Kind, e.cause}
+	}
+	return []error{e.Kind}
+}
+
+func newError(status int, message string) *Error {
+	for _, entry := range statusTable {
+		if entry.status == status {
+			return &Error{Kind: entry.err, Status: status, Message: message}
+		}
+	}
+	// A status this table does not know: a newer C library than this package.
+	return &Error{Kind: ErrInternal, Status: status,
+		Message: fmt.Sprintf("unknown status %d from the C library: %s", status, message)}
+}
+
+// errorOf builds an error of one kind from Go's side (say, a closed client).
+func errorOf(kind error, message string) *Error {
+	for _, entry := range statusTable {
+		if entry.err == kind {
+			return &Error{Kind: kind, Status: entry.status, Message: message}
+		}
+	}
+	panic("polylock: errorOf with an error that is no kind")
+}

@@ -1,0 +1,61 @@
+package polylock
+
+import (
+	"errors"
+	"os"
+	"regexp"
+	"strconv"
+	"testing"
+)
+
+// The Go table of errors and the C header's enum of statuses agree: every status but OK
+// has one entry with its number and name, and the C library names it the same.
+func TestErrorTableMatchesTheHeader(t *testing.T) {
+	header, err := os.ReadFile("../bindings-c/include/polylock.h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	statuses := regexp.MustCompile(`(?m)^\s*POLYLOCK_([A-Z_]+) = (\d+),`).FindAllStringSubmatch(string(header), -1)
+	if len(statuses) < 2 {
+		t.Fatalf("found %d statuses in polylock.h", len(statuses))
+	}
+	inHeader := map[int]string{}
+	for _, status := range statuses {
+		number, _ := strconv.Atoi(status[2])
+		inHeader[number] = status[1]
+	}
+	if inHeader[0] != "OK" {
+		t.Fatalf("status 0 is %q in the header", inHeader[0])
+	}
+	if len(statusTable) != len(inHeader)-1 {
+		t.Fatalf("the Go table has %d errors, the header %d statuses besides OK", len(statusTable), len(inHeader)-1)
+	}
+	seen := map[error]bool{}
+	for _, entry := range statusTable {
+		if inHeader[entry.status] != entry.name {
+			t.Errorf("status %d is %q in the header, %q in Go", entry.status, inHeader[entry.status], entry.name)
+		}
+		if got := statusName(entry.status); got != entry.name {
+			t.Errorf("polylock_status_name(%d) = %q, Go says %q", entry.status, got, entry.name)
+		}
+		if entry.err.Error() != "polylock: "+entry.name {
+			t.Errorf("sentinel %q does not carry its name %q", entry.err, entry.name)
+		}
+		if seen[entry.err] {
+			t.Errorf("sentinel %v used twice", entry.err)
+		}
+		seen[entry.err] = true
+		made := newError(entry.status, "message")
+		if !errors.Is(made, entry.err) || made.Status != entry.status {
+			t.Errorf("status %d does not make %v", entry.status, entry.err)
+		}
+		for _, other := range statusTable {
+			if other.err != entry.err && errors.Is(made, other.err) {
+				t.Errorf("status %d also matches %v", entry.status, other.err)
+			}
+		}
+	}
+	if unknown := newError(99, "x"); !errors.Is(unknown, ErrInternal) {
+		t.Errorf("an unknown status is %v, want ErrInternal", unknown)
+	}
+}
