@@ -3,6 +3,7 @@ package polylock_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -287,7 +288,7 @@ func TestBadInput(t *testing.T) {
 	if _, err := polylock.Connect(ctx, "nosuch://x"); !errors.Is(err, polylock.ErrInvalidArgument) {
 		t.Fatalf("unknown scheme: %v", err)
 	}
-	if _, err := polylock.Connect(ctx, "sqlite://x.db?nosuch=1"); !errors.Is(err, polylock.ErrInvalidArgument) {
+	if _, err := polylock.Connect(ctx, "sqlite://"+filepath.Join(sqliteDir, "options.db")+"?nosuch=1"); !errors.Is(err, polylock.ErrInvalidArgument) {
 		t.Fatalf("unknown option: %v", err)
 	}
 	if _, err := polylock.Connect(ctx, "redis://user:hunter2-secret@127.0.0.1:1"); !errors.Is(err, polylock.ErrConnection) {
