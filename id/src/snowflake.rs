@@ -59,6 +59,26 @@ impl SnowflakeLayout {
         1u64 << self.sequence_bits
     }
 
+    /// The widths of the three parts, highest first: timestamp, worker, sequence.
+    pub fn bits(&self) -> (u32, u32, u32) {
+        (self.timestamp_bits, self.worker_bits, self.sequence_bits)
+    }
+
+    /// The smallest ID of this layout at `timestamp_ms` (worker 0, sequence 0): every ID
+    /// issued at or after that millisecond is at least this, every earlier one below it, so
+    /// it bounds range queries (`WHERE id >= ...`).
+    pub fn id_from_timestamp(&self, timestamp_ms: u64) -> Result<u64> {
+        let elapsed = timestamp_ms.checked_sub(self.epoch_ms).filter(|e| *e <= self.max_elapsed());
+        let elapsed = elapsed.ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "{timestamp_ms} ms is outside the layout's time range ({}..={} ms)",
+                self.epoch_ms,
+                self.epoch_ms.saturating_add(self.max_elapsed())
+            ))
+        })?;
+        Ok(self.compose(elapsed, 0, 0))
+    }
+
     fn max_sequence(&self) -> u64 {
         self.ids_per_ms() - 1
     }
@@ -277,6 +297,23 @@ mod tests {
         let tweet = parse_snowflake(1_050_118_621_198_921_728).unwrap();
         assert_eq!(tweet.timestamp_ms, 1_539_202_764_211);
         assert_eq!((tweet.worker, tweet.sequence), (347, 0));
+    }
+
+    #[test]
+    fn id_from_timestamp_bounds_the_ids_of_that_millisecond() {
+        let clock = Arc::new(ManualClock::new(T0));
+        let gen = Snowflake::new(1023).unwrap().with_clock(clock.clone());
+        let layout = gen.layout();
+        assert_eq!(layout.bits(), (41, 10, 12));
+        let id = gen.next_id().unwrap();
+        assert!(layout.id_from_timestamp(T0).unwrap() <= id && id < layout.id_from_timestamp(T0 + 1).unwrap());
+        assert_eq!(
+            layout.parse(layout.id_from_timestamp(T0).unwrap()).unwrap(),
+            SnowflakeParts { timestamp_ms: T0, worker: 0, sequence: 0 }
+        );
+        assert_eq!(layout.id_from_timestamp(layout.epoch_ms()).unwrap(), 0);
+        assert_eq!(layout.id_from_timestamp(layout.epoch_ms() - 1).unwrap_err().kind(), IdErrorKind::InvalidArgument);
+        assert!(layout.id_from_timestamp(layout.epoch_ms() + (1 << 41)).is_err());
     }
 
     #[test]
