@@ -99,6 +99,12 @@ function main() {
   ]
   report('snowflake', `IDs/s, one loop (a worker's ceiling is 4096/ms = ${fmt(CEILING_PER_S)}/s):`,
     snowflakeSides, interleaved(snowflakeSides), [1, 2])
+  const repeats = (make) => {
+    const made = Array.from({ length: 200_000 }, make)
+    return made.length - new Set(made).size
+  }
+  line('snowflake', `repeated IDs in 200,000 made in a row: polylock-wasm ${repeats(() => ours.nextId())}, ` +
+    `nodejs-snowflake ${repeats(() => theirs.getUniqueID())}, @sapphire/snowflake ${repeats(() => sapphire.generate({ workerId: 1n }))}`)
 
   // UUIDv7.
   assertIncreasing('polylock-wasm uuid7', polylock.uuid7)

@@ -11,6 +11,7 @@ mod errors;
 mod host;
 mod names;
 mod snowflake;
+mod text;
 mod uuid_ulid;
 
 #[cfg(test)]

@@ -10,9 +10,10 @@ use polylock_id::{
 use wasm_bindgen::prelude::*;
 
 use crate::convert::{batch_size, id_from_js, present, string_from_js};
-use crate::errors::{invalid_argument, IntoJsResult};
+use crate::errors::{invalid_argument, or_throw, IntoJsResult};
 use crate::host::{HostClock, HostRandom};
 use crate::snowflake::layout_of_options;
+use crate::text::{ulid_to_js, uuid_to_js};
 
 /// The most IDs one batch call returns (as the Node binding).
 const MAX_BATCH: u64 = 1 << 20;
@@ -31,31 +32,31 @@ fn ulids() -> &'static Ulids {
 
 /// A UUIDv7 (RFC 9562, method 1: a 42-bit counter within a millisecond), greater than every
 /// earlier one of this module, even when the clock steps back: `01895f4c-4d2a-7aaa-…`.
-#[wasm_bindgen]
-pub fn uuid7() -> Result<String, JsValue> {
-    uuid7s().next().map(format_uuid).into_js()
+#[wasm_bindgen(unchecked_return_type = "string")]
+pub fn uuid7() -> JsValue {
+    uuid_to_js(or_throw(uuid7s().next()))
 }
 
 /// `count` UUIDv7s in increasing order.
-#[wasm_bindgen(js_name = uuid7Batch)]
-pub fn uuid7_batch(count: f64) -> Result<Vec<String>, JsValue> {
+#[wasm_bindgen(js_name = uuid7Batch, unchecked_return_type = "string[]")]
+pub fn uuid7_batch(count: f64) -> Result<Vec<JsValue>, JsValue> {
     let uuids = uuid7s().batch(batch_size("uuid7Batch", count, MAX_BATCH)?).into_js()?;
-    Ok(uuids.into_iter().map(format_uuid).collect())
+    Ok(uuids.into_iter().map(uuid_to_js).collect())
 }
 
 /// A ULID (26 characters of Crockford base32), greater than every earlier one of this
 /// module: within a millisecond (or while the clock stands still or steps back) the random
 /// part counts up by one.
-#[wasm_bindgen]
-pub fn ulid() -> Result<String, JsValue> {
-    ulids().next().map(format_ulid).into_js()
+#[wasm_bindgen(unchecked_return_type = "string")]
+pub fn ulid() -> JsValue {
+    ulid_to_js(or_throw(ulids().next()))
 }
 
 /// `count` ULIDs in increasing order.
-#[wasm_bindgen(js_name = ulidBatch)]
-pub fn ulid_batch(count: f64) -> Result<Vec<String>, JsValue> {
+#[wasm_bindgen(js_name = ulidBatch, unchecked_return_type = "string[]")]
+pub fn ulid_batch(count: f64) -> Result<Vec<JsValue>, JsValue> {
     let values = ulids().batch(batch_size("ulidBatch", count, MAX_BATCH)?).into_js()?;
-    Ok(values.into_iter().map(format_ulid).collect())
+    Ok(values.into_iter().map(ulid_to_js).collect())
 }
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -98,14 +99,16 @@ impl UlidGenerator {
     }
 
     /// The next ULID, greater than every earlier one of this generator.
-    pub fn next(&self) -> Result<String, JsValue> {
-        self.generator.next().map(format_ulid).into_js()
+    #[wasm_bindgen(unchecked_return_type = "string")]
+    pub fn next(&self) -> JsValue {
+        ulid_to_js(or_throw(self.generator.next()))
     }
 
     /// `count` ULIDs in increasing order.
-    pub fn batch(&self, count: f64) -> Result<Vec<String>, JsValue> {
+    #[wasm_bindgen(unchecked_return_type = "string[]")]
+    pub fn batch(&self, count: f64) -> Result<Vec<JsValue>, JsValue> {
         let values = self.generator.batch(batch_size("batch", count, MAX_BATCH)?).into_js()?;
-        Ok(values.into_iter().map(format_ulid).collect())
+        Ok(values.into_iter().map(ulid_to_js).collect())
     }
 }
 

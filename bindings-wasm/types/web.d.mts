@@ -188,13 +188,13 @@ export interface InitOutput {
     readonly snowflake_parse: (a: number, b: number, c: number) => void;
     readonly snowflake_workerId: (a: number) => number;
     readonly timestampOf: (a: number, b: number, c: number) => void;
-    readonly ulid: (a: number) => void;
+    readonly ulid: () => number;
     readonly ulidBatch: (a: number, b: number) => void;
     readonly ulidToUuid: (a: number, b: number) => void;
     readonly ulidgenerator_batch: (a: number, b: number, c: number) => void;
     readonly ulidgenerator_new: (a: number, b: number) => void;
-    readonly ulidgenerator_next: (a: number, b: number) => void;
-    readonly uuid7: (a: number) => void;
+    readonly ulidgenerator_next: (a: number) => number;
+    readonly uuid7: () => number;
     readonly uuid7Batch: (a: number, b: number) => void;
     readonly uuidToUlid: (a: number, b: number) => void;
     readonly __wbindgen_export: (a: number, b: number) => number;
