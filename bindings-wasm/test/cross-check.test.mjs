@@ -4,8 +4,9 @@
 // feeds fresh wasm-made IDs, of Twitter's layout and of a custom epoch, to the real others.
 //
 // Rust always runs (run-tests.sh builds the CLI, or set POLYLOCK_CLI). Python and napi need
-// those bindings built by their own suites; without them the test is skipped saying so, or
-// fails when POLYLOCK_WASM_CROSS_CHECK=all (tests/run-all.sh runs those suites first).
+// those bindings built by their own suites (or POLYLOCK_PY_PYTHON, POLYLOCK_NAPI_DIR naming
+// them); without them the test is skipped saying so, or fails when
+// POLYLOCK_WASM_CROSS_CHECK=all (tests/run-all.sh runs those suites first).
 import test from 'node:test'
 import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
@@ -66,10 +67,12 @@ for line in sys.stdin:
 })
 
 test('Node (the napi binding) reads the parts of wasm-made IDs', (t) => {
-  if (!existsSync(join(repoRoot, 'bindings-node/polylock.node'))) {
-    return unavailable(t, 'bindings-node/polylock.node is not built (bindings-node/run-tests.sh builds it)')
+  // POLYLOCK_NAPI_DIR: a folder with the binding's index.js beside a polylock.node.
+  const napiDir = process.env.POLYLOCK_NAPI_DIR ?? join(repoRoot, 'bindings-node')
+  if (!existsSync(join(napiDir, 'polylock.node'))) {
+    return unavailable(t, `${napiDir}/polylock.node is not built (bindings-node/run-tests.sh builds it)`)
   }
-  const napi = createRequire(import.meta.url)(join(repoRoot, 'bindings-node/index.js'))
+  const napi = createRequire(import.meta.url)(join(napiDir, 'index.js'))
   for (const { id, epochMs, parts } of wasmMadeIds()) {
     // The napi binding names the worker `worker`; this package `workerId` (issue 20's API).
     const { timestampMs, worker, sequence } = napi.parseSnowflake(id, epochMs)
