@@ -308,6 +308,36 @@ async fn cluster_rw_locks_and_semaphores_keep_their_keys_in_one_slot() {
     a_waiting_writer_is_woken_by_the_release(&url, None).await;
 }
 
+/// Sentinel and TLS reach the same scripts through other connections: both primitives work
+/// there too, when tests/services runs those servers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sentinel_and_tls_offer_both_primitives() {
+    let mut urls = vec![(
+        "sentinel",
+        env_url("POLYLOCK_TEST_REDIS_SENTINEL_URL", "redis+sentinel://127.0.0.1:26380/polylock-master"),
+    )];
+    // The TLS server's URL carries its password; tests/services sets it.
+    if let Ok(url) = std::env::var("POLYLOCK_TEST_REDIS_TLS_URL") {
+        urls.push(("tls", url));
+    }
+    for (server, url) in urls {
+        let client = connect(&url).await;
+        assert!(client.capabilities().rw_locks && client.capabilities().semaphores, "{server}");
+        let name = unique("sentinel-tls");
+        let read = client.rw_lock(&name).unwrap().read().acquire().await.unwrap();
+        let other = client.rw_lock(&name).unwrap().read().acquire().await.unwrap();
+        assert!(client.rw_lock(&name).unwrap().write().try_acquire().await.unwrap().is_none(), "{server}");
+        read.release().await.unwrap();
+        other.release().await.unwrap();
+        let write = client.rw_lock(&name).unwrap().write().acquire().await.unwrap();
+        write.release().await.unwrap();
+        let semaphore = client.semaphore(&unique("sentinel-tls-sem"), 1).unwrap();
+        let permit = semaphore.acquire().await.unwrap();
+        assert!(semaphore.try_acquire().await.unwrap().is_none(), "{server}");
+        permit.release().await.unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn permits_never_exceed_n_under_contention_from_several_clients() {
     const PERMITS: u32 = 3;
@@ -438,8 +468,7 @@ async fn the_raw_layout_is_redissons() {
     assert_eq!(uuid.len(), 36, "the client's uuid, as Redisson's field has it: {field}");
     assert!(owner.parse::<u64>().is_ok());
     let read = lock.read().acquire().await.unwrap();
-    let hash: Vec<(String, String)> = redis.hgetall(&name).await.unwrap();
-    let mut hash = hash;
+    let mut hash: Vec<(String, String)> = redis.hgetall(&name).await.unwrap();
     hash.sort();
     let mut expected = vec![("mode".to_string(), "read".to_string()), (field.clone(), "1".to_string())];
     expected.sort();
@@ -447,8 +476,7 @@ async fn the_raw_layout_is_redissons() {
     assert_eq!(redis.get::<_, String>(timeout_key(&name, &field, 1)).await.unwrap(), "1");
     read.release().await.unwrap();
     let write = lock.write().acquire().await.unwrap();
-    let hash: Vec<(String, String)> = redis.hgetall(&name).await.unwrap();
-    let mut hash = hash;
+    let mut hash: Vec<(String, String)> = redis.hgetall(&name).await.unwrap();
     hash.sort();
     let mut expected = vec![("mode".to_string(), "write".to_string()), (format!("{field}:write"), "1".to_string())];
     expected.sort();
