@@ -13,6 +13,12 @@
 //!   the database's clock, so a Java job scheduled with ShedLock and a polylock lease lock
 //!   on the same name exclude each other. Renewals learn of loss, as on SQLite.
 //!
+//! Read-write locks (`rw_lock.rs`, `rw_session.rs`) and semaphores (`semaphore.rs`) are session
+//! holds too, each on a connection of its own from the session pool: PostgreSQL's shared and
+//! exclusive advisory locks on the mutex's key; on MySQL/MariaDB InnoDB row locks on
+//! `polylock_rw` held by an open transaction, writers behind the mutex's `GET_LOCK`; a
+//! semaphore is N slot session locks `<name>#<i>`, its count fixed in `polylock_semaphores`.
+//!
 //! Queries: `is_locked` and `remaining_lease` read `pg_locks` / `IS_USED_LOCK` for session
 //! locks (held ones answer `Duration::MAX`: the database keeps no expiry for them) and the
 //! ShedLock row's `lock_until` for lease locks. `force_unlock` ends a lease row now; on a
