@@ -19,6 +19,9 @@ use crate::spi::{LostNotifier, LostReason};
 pub(super) struct EtcdHold {
     pub key: String,
     pub revision: i64,
+    /// A key (and its create revision) that goes with this hold's: a downgraded write key
+    /// that the read hold keeps until it ends (rw_lock.rs).
+    pub companion: Mutex<Option<(String, i64)>>,
     pub lost: LostNotifier,
     pub session: Arc<Session>,
     state: Mutex<HoldState>,
@@ -48,6 +51,7 @@ impl EtcdHold {
         let hold = Arc::new(EtcdHold {
             key,
             revision,
+            companion: Mutex::new(None),
             lost,
             session: session.clone(),
             state: Mutex::new(HoldState { expires_at, lane, expiry: None, session_entry: None }),
@@ -99,11 +103,14 @@ async fn expire(client: Client, hold: Weak<EtcdHold>) {
         }
         // Not aborted by the `finish` below: this task is ending anyway.
         hold.state().expiry = None;
-        while !hold.session.is_ended() {
-            if delete_if_revision(&client, &hold.key, hold.revision).await.is_ok() {
-                break;
+        let companion = hold.companion.lock().unwrap_or_else(|e| e.into_inner()).take();
+        for (key, revision) in std::iter::once((hold.key.clone(), hold.revision)).chain(companion) {
+            while !hold.session.is_ended() {
+                if delete_if_revision(&client, &key, revision).await.is_ok() {
+                    break;
+                }
+                sleep(Duration::from_millis(200)).await;
             }
-            sleep(Duration::from_millis(200)).await;
         }
         hold.finish();
         return;

@@ -12,12 +12,18 @@
 //! - The fencing token is the holder key's create revision.
 //! - polylock's per-hold lease is kept by the client ([`hold`]): the key is deleted when the
 //!   hold's lease runs out unrenewed; the session TTL bounds what a crashed client leaves.
+//! - Read-write locks in the layout of etcd's recipe ([`rw_lock`]: `<name>/read/<n>`,
+//!   `<name>/write/<n>`) and semaphores of N permits ([`semaphore`]: `<name>/<lease hex>`
+//!   keys, the N oldest hold, the count in `<name>/permits`).
 
 mod endpoint;
 mod hold;
 mod mutex;
+mod rw_lock;
+mod semaphore;
 mod session;
 mod session_pool;
+mod waits;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,9 +34,9 @@ use tokio::time::{sleep, sleep_until, timeout, Instant};
 
 use super::successors::Successors;
 use crate::error::{Error, ErrorKind, Result};
-use crate::spi::LockKind;
 use crate::spi::{
-    AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, Release, Renewal, Store,
+    AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, LockKind, PermitStore, Release,
+    Renewal, SharedStore, Store,
 };
 use crate::url::ConnectUrl;
 use endpoint::Endpoint;
@@ -294,11 +300,19 @@ impl HoldStore for EtcdBackend {
 #[async_trait]
 impl Store for EtcdBackend {
     fn capabilities(&self) -> Capabilities {
-        Capabilities::locks_only("etcd", &[LockKind::Reentrant])
+        Capabilities { rw_locks: true, semaphores: true, ..Capabilities::locks_only("etcd", &[LockKind::Reentrant]) }
     }
 
     fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {
         self
+    }
+
+    fn rw_locks(self: Arc<Self>) -> Option<Arc<SharedStore>> {
+        Some(Arc::new(rw_lock::EtcdRwLocks::new(self)))
+    }
+
+    fn semaphores(self: Arc<Self>) -> Option<Arc<PermitStore>> {
+        Some(Arc::new(semaphore::EtcdSemaphores::new(self)))
     }
 
     async fn close(&self) {
@@ -325,7 +339,7 @@ impl Drop for FinishOnDrop {
     }
 }
 
-fn etcd_hold(held: &HeldLock) -> Option<Arc<EtcdHold>> {
+fn etcd_hold<K>(held: &HeldLock<K>) -> Option<Arc<EtcdHold>> {
     held.state.clone()?.downcast::<EtcdHold>().ok()
 }
 

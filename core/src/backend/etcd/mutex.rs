@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 /// while, and a leader election answers "leader changed". Every call here is safe to repeat:
 /// the transactions compare before they write, and a write whose answer was lost shows up
 /// as our own existing key.
-async fn call<T, F, Fut>(doing: &str, mut op: F) -> Result<T>
+pub(super) async fn call<T, F, Fut>(doing: &str, mut op: F) -> Result<T>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = std::result::Result<T, etcd_client::Error>>,

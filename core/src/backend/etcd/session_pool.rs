@@ -166,6 +166,24 @@ impl SessionPool {
         }
     }
 
+    /// The first lane's session (granted again if it has ended), for keys that are unique per
+    /// hold whatever their session (read-write locks), so need no lane of their own.
+    pub async fn any(&self) -> Result<Arc<Session>> {
+        let mut sessions = self.sessions.lock().await;
+        let sessions = sessions.as_mut().ok_or_else(|| Error::connection("the etcd client is closed"))?;
+        match sessions.first() {
+            Some(Some(session)) if !session.is_ended() => Ok(session.clone()),
+            _ => {
+                let session = self.grant().await?;
+                if sessions.is_empty() {
+                    sessions.push(None);
+                }
+                sessions[0] = Some(session.clone());
+                Ok(session)
+            }
+        }
+    }
+
     /// Every session there is now.
     pub async fn sessions(&self) -> Vec<Arc<Session>> {
         self.sessions.lock().await.iter().flatten().flatten().cloned().collect()

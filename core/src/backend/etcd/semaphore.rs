@@ -1,0 +1,281 @@
+//! Semaphores on etcd (no incumbent layout; concurrency.Mutex's, widened to N holders):
+//!
+//! ```text
+//! <name>/permits       N, in decimal, without a lease: written by the first user of the name
+//! <name>/<lease hex>   one key per contender, value "", under its session lease
+//! ```
+//!
+//! A contender holds a permit while its key is among the N oldest (lowest create revision)
+//! contender keys; waiters watch the prefix for DELETEs and count again. One key per session,
+//! as the Mutex, so each permit of a client is taken in a session of its own
+//! (session_pool.rs). The count key sorts first, and is left out of the count.
+//!
+//! Fencing: a permit granted at once has its key's create revision as its token; a waiter
+//! granted later rewrites its own key (same value, same lease: its create revision, and so
+//! its place, stay) and takes that write's revision. Either way a revision newer than every
+//! token granted before.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use etcd_client::{Client, Compare, CompareOp, EventType, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse};
+use tokio::time::Instant;
+
+use super::hold::EtcdHold;
+use super::mutex::{call, delete_if_revision, key_revision};
+use super::rw_lock::session_ended;
+use super::waits::next_event;
+use super::{etcd_hold, sleep_until_some, EtcdBackend, FinishOnDrop};
+use crate::error::{Error, Result};
+use crate::spi::{AcquireRequest, Acquired, HeldLock, HoldStore, Permits, Release, Renewal};
+
+pub(super) struct EtcdSemaphores {
+    backend: Arc<EtcdBackend>,
+    /// Names whose count this client has checked, with that count.
+    checked: Mutex<HashMap<String, u32>>,
+}
+
+fn count_key(name: &str) -> String {
+    format!("{name}/permits")
+}
+
+impl EtcdSemaphores {
+    pub(super) fn new(backend: Arc<EtcdBackend>) -> Self {
+        EtcdSemaphores { backend, checked: Mutex::default() }
+    }
+
+    fn client(&self) -> &Client {
+        &self.backend.client
+    }
+
+    fn checked(&self) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
+        self.checked.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Write the count if the name has none; refuse another count.
+    async fn check_count(&self, name: &str, permits: u32) -> Result<()> {
+        let cached = self.checked().get(name).copied();
+        let fixed = match cached {
+            Some(fixed) => fixed,
+            None => {
+                let key = count_key(name);
+                let txn = Txn::new()
+                    .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
+                    .and_then([TxnOp::put(key.as_str(), permits.to_string(), None)])
+                    .or_else([TxnOp::get(key.as_str(), None)]);
+                let answer = call("writing the semaphore's count", || {
+                    let (mut kv, txn) = (self.client().kv_client(), txn.clone());
+                    async move { kv.txn(txn).await }
+                })
+                .await?;
+                let fixed = if answer.succeeded() {
+                    permits
+                } else {
+                    let value = match answer.op_responses().first() {
+                        Some(TxnOpResponse::Get(get)) => get.kvs().first().map(|kv| kv.value().to_vec()),
+                        _ => None,
+                    };
+                    value
+                        .and_then(|v| String::from_utf8(v).ok())
+                        .and_then(|v| v.parse().ok())
+                        .ok_or_else(|| Error::backend(format!("etcd key '{key}' does not hold a semaphore's count")))?
+                };
+                self.checked().insert(name.to_string(), fixed);
+                fixed
+            }
+        };
+        if fixed != permits {
+            return Err(Error::invalid_argument(format!(
+                "semaphore '{name}' has {fixed} permits (fixed when it was first used); it was asked for with {permits}"
+            )));
+        }
+        Ok(())
+    }
+
+    /// How many contender keys are older than `revision` (the count key left out), and
+    /// whether our key is still there, as seen at the returned revision.
+    /// Counts up to `permits` + 1: enough to tell.
+    async fn older_than(&self, name: &str, key: &str, revision: i64, permits: u32) -> Result<(Option<i64>, i64)> {
+        let prefix = format!("{name}/");
+        // Not `with_count_only`: etcd counts a range before its revision filters. With a
+        // filter, etcd reads the whole range, then filters, then cuts it to the limit.
+        let older = GetOptions::new()
+            .with_prefix()
+            .with_keys_only()
+            .with_max_create_revision(revision - 1)
+            .with_limit(i64::from(permits) + 1);
+        let count = count_key(name);
+        let txn = Txn::new().and_then([
+            TxnOp::get(prefix.as_str(), Some(older)),
+            TxnOp::get(count.as_str(), Some(GetOptions::new().with_keys_only())),
+            TxnOp::get(key, Some(GetOptions::new().with_keys_only())),
+        ]);
+        let answer = call("counting the semaphore's holders", || {
+            let (mut kv, txn) = (self.client().kv_client(), txn.clone());
+            async move { kv.txn(txn).await }
+        })
+        .await?;
+        let at = answer.header().map(|h| h.revision()).ok_or_else(|| Error::backend("etcd sent no revision"))?;
+        let responses = answer.op_responses();
+        let get = |i: usize| match responses.get(i) {
+            Some(TxnOpResponse::Get(get)) => Ok(get),
+            _ => Err(Error::backend("etcd answered the semaphore look-up with unexpected responses")),
+        };
+        if get(2)?.kvs().first().is_none_or(|kv| kv.create_revision() != revision) {
+            return Ok((None, at));
+        }
+        let count_is_older = get(1)?.kvs().first().is_some_and(|kv| kv.create_revision() < revision);
+        Ok((Some(get(0)?.kvs().len() as i64 - i64::from(count_is_older)), at))
+    }
+
+    async fn give_up(&self, key: &str, revision: i64) {
+        // If etcd cannot be reached now, the key goes with the session lease.
+        let _ = delete_if_revision(self.client(), key, revision).await;
+    }
+}
+
+#[async_trait]
+impl HoldStore<Permits> for EtcdSemaphores {
+    async fn acquire(&self, request: &AcquireRequest<Permits>) -> Result<Option<Acquired>> {
+        let name = request.key.as_str();
+        let permits = request.kind.0;
+        self.check_count(name, permits).await?;
+        let prefix = format!("{name}/");
+        loop {
+            let give_up = async {
+                tokio::select! {
+                    _ = request.cancel.cancelled() => {}
+                    _ = sleep_until_some(request.deadline) => {}
+                }
+            };
+            let Some(lane) = self.backend.pool.take(&prefix, give_up).await? else { return Ok(None) };
+            let session = lane.session.clone();
+            let key = format!("{prefix}{:x}", session.lease_id);
+            let started = Instant::now();
+            let txn = Txn::new()
+                .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
+                .and_then([TxnOp::put(key.as_str(), "", Some(PutOptions::new().with_lease(session.lease_id)))])
+                .or_else([TxnOp::get(key.as_str(), Some(GetOptions::new().with_keys_only()))]);
+            let written = call("writing the semaphore key", || {
+                let (mut kv, txn) = (self.client().kv_client(), txn.clone());
+                async move { kv.txn(txn).await }
+            })
+            .await;
+            let answer = match written {
+                // Revoked or expired before the keep-alives noticed: end it, take another.
+                Err(err) if err.message().contains("lease not found") => {
+                    session.end("etcd says the session lease expired or was revoked".into());
+                    continue;
+                }
+                written => written?,
+            };
+            if !answer.succeeded() {
+                // Left by an earlier permit of this session whose delete did not get through.
+                if let Some(TxnOpResponse::Get(get)) = answer.op_responses().first() {
+                    if let Some(kv) = get.kvs().first() {
+                        delete_if_revision(self.client(), &key, kv.create_revision()).await?;
+                    }
+                }
+                continue;
+            }
+            let revision = answer.header().map(|h| h.revision()).ok_or_else(|| Error::backend("no revision"))?;
+            let mut first = true;
+            loop {
+                let (older, seen_at) = self.older_than(name, &key, revision, permits).await?;
+                match older {
+                    None if session.is_ended() => return Err(session_ended(request, &session)),
+                    None => break, // our key was deleted from outside: queue again
+                    Some(older) if older < i64::from(permits) => {
+                        let granted = if first { revision } else { self.restamp(&key, revision, &session).await? };
+                        let expires_at = started + request.lease;
+                        let lost = request.lost.clone();
+                        let hold = EtcdHold::start(self.client(), key, revision, lost, session, Some(lane), expires_at);
+                        let token = u64::try_from(granted).map_err(|_| Error::backend("negative revision"))?;
+                        let attempt_started = if first { started } else { Instant::now() };
+                        return Ok(Some(Acquired { token, attempt_started, state: Some(hold) }));
+                    }
+                    Some(_) => {}
+                }
+                first = false;
+                if request.deadline.is_some_and(|d| d <= Instant::now()) {
+                    self.give_up(&key, revision).await;
+                    return Ok(None);
+                }
+                tokio::select! {
+                    biased;
+                    _ = request.cancel.cancelled() => {
+                        self.give_up(&key, revision).await;
+                        return Ok(None);
+                    }
+                    _ = sleep_until_some(request.deadline) => {
+                        self.give_up(&key, revision).await;
+                        return Ok(None);
+                    }
+                    _ = session.ended.cancelled() => return Err(session_ended(request, &session)),
+                    _ = next_event(self.client(), &prefix, true, seen_at, EventType::Delete) => {}
+                }
+            }
+        }
+    }
+
+    async fn renew(&self, held: &HeldLock<Permits>, lease: Duration) -> Result<Renewal> {
+        let Some(hold) = etcd_hold(held) else { return Ok(Renewal::Gone) };
+        if hold.session.is_ended() {
+            return Ok(Renewal::Gone);
+        }
+        match key_revision(self.client(), &hold.key).await? {
+            Some(revision) if revision == hold.revision => {
+                hold.extend(lease);
+                Ok(Renewal::Renewed)
+            }
+            _ => Ok(Renewal::Gone),
+        }
+    }
+
+    async fn release(&self, held: &HeldLock<Permits>, _holds_left: u32) -> Result<Release> {
+        let Some(hold) = etcd_hold(held) else { return Ok(Release::Gone) };
+        let _finish = FinishOnDrop(hold.clone());
+        match delete_if_revision(self.client(), &hold.key, hold.revision).await {
+            Ok(true) => Ok(Release::Released),
+            Ok(false) => Ok(Release::Gone),
+            Err(err) => {
+                self.give_up(&hold.key, hold.revision).await;
+                Err(err)
+            }
+        }
+    }
+
+    async fn is_locked(&self, key: &str, _permits: Permits) -> Result<bool> {
+        let options = GetOptions::new().with_prefix().with_count_only();
+        let prefix = format!("{key}/");
+        let answer = call("counting the semaphore's holders", || {
+            let (mut kv, options, prefix) = (self.client().kv_client(), options.clone(), prefix.clone());
+            async move { kv.get(prefix, Some(options)).await }
+        })
+        .await?;
+        let count_key_exists = key_revision(self.client(), &count_key(key)).await?.is_some();
+        Ok(answer.count() > i64::from(count_key_exists))
+    }
+}
+
+impl EtcdSemaphores {
+    /// A fresh revision for a permit granted after a wait: our key written again as it is.
+    async fn restamp(&self, key: &str, revision: i64, session: &super::session::Session) -> Result<i64> {
+        let txn = Txn::new().when([Compare::create_revision(key, CompareOp::Equal, revision)]).and_then([TxnOp::put(
+            key,
+            "",
+            Some(PutOptions::new().with_lease(session.lease_id)),
+        )]);
+        let answer = call("stamping the semaphore key", || {
+            let (mut kv, txn) = (self.client().kv_client(), txn.clone());
+            async move { kv.txn(txn).await }
+        })
+        .await?;
+        if !answer.succeeded() {
+            return Err(Error::lost(format!("the semaphore key {key} vanished as its permit was granted")));
+        }
+        answer.header().map(|h| h.revision()).ok_or_else(|| Error::backend("etcd sent no revision"))
+    }
+}
