@@ -80,6 +80,40 @@ mod session;
 mod store;
 mod waiting;
 
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::spi::{Capabilities, ExclusiveStore, PermitStore, SharedStore, Store};
+use dialect::Dialect;
+use rw_lock::SqlRwLocks;
+use semaphore::SqlSemaphores;
+use store::{SqlStore, KINDS};
+
+/// What the SQL backend offers: mutexes of two kinds, read-write locks and semaphores.
+#[async_trait]
+impl<D: Dialect> Store for SqlStore<D> {
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { rw_locks: true, semaphores: true, ..Capabilities::locks_only(D::BACKEND, KINDS) }
+    }
+
+    fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {
+        self
+    }
+
+    fn rw_locks(self: Arc<Self>) -> Option<Arc<SharedStore>> {
+        Some(Arc::new(SqlRwLocks::new(self)))
+    }
+
+    fn semaphores(self: Arc<Self>) -> Option<Arc<PermitStore>> {
+        Some(Arc::new(SqlSemaphores::new(self)))
+    }
+
+    async fn close(&self) {
+        self.shut_down().await;
+    }
+}
+
 /// `postgres://`: the SQL engine with PostgreSQL's statements.
 #[cfg(feature = "postgres")]
 pub(crate) type PgBackend = store::SqlStore<postgres::Pg>;

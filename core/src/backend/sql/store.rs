@@ -16,17 +16,12 @@ use tokio_util::sync::CancellationToken;
 use super::config::{probe, SqlConfig};
 use super::dialect::{Dialect, LockWait};
 use super::errors::map_error;
-use super::rw_lock::SqlRwLocks;
-use super::semaphore::SqlSemaphores;
 use super::session::{Session, SessionConn, Unrecorded};
 use super::waiting::{answer_or_interrupt, in_own_task_for_caller, session_connection, try_once, wait_left_until};
 use crate::backend::poll::{acquire_by_attempts, Attempt};
 use crate::error::{Error, Result};
 use crate::owner::Owner;
-use crate::spi::{
-    AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, LockKind, LostNotifier, PermitStore,
-    Release, Renewal, SharedStore, Store,
-};
+use crate::spi::{AcquireRequest, Acquired, HeldLock, HoldStore, LockKind, LostNotifier, Release, Renewal};
 use crate::url::ConnectUrl;
 use polylock_id::sql_names::lease_name;
 
@@ -55,7 +50,7 @@ impl Keeping {
 }
 
 /// The kinds every SQL backend offers.
-const KINDS: &[LockKind] = &[LockKind::Reentrant, LockKind::Lease];
+pub(super) const KINDS: &[LockKind] = &[LockKind::Reentrant, LockKind::Lease];
 
 /// What the lease table records as `locked_by` for an owner: an operator reading the table
 /// sees that polylock holds the row, and which client and owner.
@@ -364,25 +359,9 @@ impl<D: Dialect> HoldStore for SqlStore<D> {
     }
 }
 
-#[async_trait]
-impl<D: Dialect> Store for SqlStore<D> {
-    fn capabilities(&self) -> Capabilities {
-        Capabilities { rw_locks: true, semaphores: true, ..Capabilities::locks_only(D::BACKEND, KINDS) }
-    }
-
-    fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {
-        self
-    }
-
-    fn rw_locks(self: Arc<Self>) -> Option<Arc<SharedStore>> {
-        Some(Arc::new(SqlRwLocks::new(self)))
-    }
-
-    fn semaphores(self: Arc<Self>) -> Option<Arc<PermitStore>> {
-        Some(Arc::new(SqlSemaphores::new(self)))
-    }
-
-    async fn close(&self) {
+impl<D: Dialect> SqlStore<D> {
+    /// Stop the release watcher and close both pools (the backend's `Store::close`).
+    pub(super) async fn shut_down(&self) {
         if let Some(Some(watcher)) = self.release_watcher.get() {
             watcher.abort();
         }
@@ -427,7 +406,7 @@ mod tests {
         let token = won(dialect.lease_attempt(shared, &name, b, lease).await.unwrap());
         assert!(dialect.lease_give_back_won(shared, &name, b, token).await.unwrap(), "{}", D::DATABASE);
         assert!(!dialect.lease_is_held_by(shared, &name, b).await.unwrap(), "{}", D::DATABASE);
-        store.close().await;
+        store.shut_down().await;
     }
 
     #[cfg(feature = "postgres")]
