@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use polylock::kit::LockTarget;
+use polylock::kit::{AnyGuard, LockTarget};
 use polylock::{Error, ErrorKind};
 use tokio_util::sync::CancellationToken;
 
@@ -57,13 +57,15 @@ impl Lock {
         let options = options.to_core()?;
         let acquiring = async move {
             match target.acquire(options).await {
-                // The owner releases by id, so the hold outlives the guard.
-                Ok(guard) => Ok(Some(guard.detach())),
+                Ok(guard) => Ok(Some(guard)),
                 Err(err) if err.kind() == ErrorKind::Timeout => Ok(None),
                 Err(err) => Err(err),
             }
         };
-        self.shared.run(self.what(), acquiring).await
+        // The guard is detached here, on the caller's side: if the caller gave up while the
+        // grant was on its way, the task's output (the guard) is dropped, which gives it back.
+        // The owner releases by id, so a detached hold outlives its guard.
+        Ok(self.shared.run(self.what(), acquiring).await?.map(AnyGuard::detach))
     }
 
     /// Give back one hold of `owner`: `NotOwner` if it holds none, `Lost` if it was lost.
@@ -96,7 +98,9 @@ impl Lock {
     /// Call `listener` when `owner`'s current hold is lost; `NotOwner` if it holds nothing.
     pub fn on_lost(&self, owner: u64, listener: Box<dyn LostListener>) -> Result<Arc<LostSubscription>> {
         let Some(watch) = self.target.owned_by(owner).lost_watch() else {
-            return Err(Error::not_owner(format!("{} is not held by this owner, so it cannot be lost", self.what())).into());
+            return Err(
+                Error::not_owner(format!("{} is not held by this owner, so it cannot be lost", self.what())).into()
+            );
         };
         let cancel = CancellationToken::new();
         let cancelled = cancel.clone();

@@ -41,16 +41,18 @@ impl Semaphore {
         let options = options.to_core()?;
         let taking = async move {
             match semaphore.acquire_with(options).await {
-                Ok(permit) => {
-                    let permit = AnyGuard::Permit(permit);
-                    let id = permit.permit_id().unwrap_or_default();
-                    Ok(Some(PermitInfo { id, fencing_token: permit.detach() }))
-                }
+                Ok(permit) => Ok(Some(AnyGuard::Permit(permit))),
                 Err(err) if err.kind() == ErrorKind::Timeout => Ok(None),
                 Err(err) => Err(err),
             }
         };
-        self.shared.run(self.what(), taking).await
+        // Detached on the caller's side, as in `Lock::acquire`: a permit granted to a caller
+        // that gave up is dropped with the task's output, which gives it back.
+        let permit = self.shared.run(self.what(), taking).await?;
+        Ok(permit.map(|permit| {
+            let id = permit.permit_id().unwrap_or_default();
+            PermitInfo { id, fencing_token: permit.detach() }
+        }))
     }
 
     /// Give back permit `permit`: `NotOwner` unless this client holds it, `Lost` if its lease

@@ -33,9 +33,11 @@ impl ClientShared {
     }
 
     /// Run `work` on this client's runtime and await it from uniffi's future (which Ruby polls
-    /// with the GVL released). If the caller gives up (a Ruby `Thread#raise`, a `Timeout`),
-    /// uniffi drops the awaiting future; the kit's cancellation then ends `work`, and the engine
-    /// gives back anything it was granted meanwhile.
+    /// with the GVL released). If the caller gives up (`Thread#kill`, `Thread#raise`, a
+    /// `Timeout`), uniffi drops the awaiting future; the kit's cancellation then ends `work`,
+    /// and the engine gives back anything it was granted meanwhile. A result that was already
+    /// on its way is dropped with the task's output, so work must hand back guards, not
+    /// detached holds.
     pub async fn run<T: Send + 'static>(
         &self,
         what: String,
