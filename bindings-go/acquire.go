@@ -79,6 +79,7 @@ func acquireHold(ctx context.Context, owner *Client, options []AcquireOption,
 				if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 					e.Kind = ErrTimeout
 					e.Status = int(C.POLYLOCK_TIMEOUT)
+					e.Message += " (the context's deadline passed)"
 				}
 				e.cause = ctx.Err()
 			}

@@ -69,7 +69,7 @@ func TestMutualExclusionAndFencing(t *testing.T) {
 // the same handle is another owner; each hold is released once; NotOwner after that.
 func TestReentrancy(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
-		ctx := context.Background()
+		ctx := boundedContext(t)
 		client := connect(t, url)
 		lock := mustLock(t, client, uniqueName("reentrant"))
 		first, err := lock.Acquire(ctx)

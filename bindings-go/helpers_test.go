@@ -109,3 +109,11 @@ func mustRelease(t *testing.T, hold *polylock.Hold) {
 		t.Fatalf("release: %v", err)
 	}
 }
+
+// boundedContext ends after a generous guard, so that a wait that never ends fails the test
+// with ErrTimeout (and the backend's name) instead of hanging the suite: not a timing claim.
+func boundedContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,7 +1,6 @@
 package polylock_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -12,7 +11,7 @@ import (
 // read-write locks, making the handle is ErrUnsupported.
 func TestRWLock(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
-		ctx := context.Background()
+		ctx := boundedContext(t)
 		client := connect(t, url)
 		rw, err := client.RWLock(uniqueName("rw"))
 		if errors.Is(err, polylock.ErrUnsupported) {
@@ -57,7 +56,7 @@ func TestRWLock(t *testing.T) {
 // N permits, each its own hold with its own id and token; the next waits for a release.
 func TestSemaphore(t *testing.T) {
 	eachBackend(t, func(t *testing.T, url string) {
-		ctx := context.Background()
+		ctx := boundedContext(t)
 		client := connect(t, url)
 		name := uniqueName("semaphore")
 		pool, err := client.Semaphore(name, 2)
