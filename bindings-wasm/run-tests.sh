@@ -36,7 +36,7 @@ if [[ ! -x "$chromium" ]]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null
 fi
 export POLYLOCK_CHROMIUM="$chromium"
-"$chromium" --version
+"$chromium" --version 2>/dev/null  # (Debian's wrapper script prints a shell warning on stderr)
 
 step "npm dev dependencies (npm ci from package-lock.json, skipped when unchanged)"
 # npm ci empties node_modules first (binaryen alone is 23 MB), so it runs only when the lock
