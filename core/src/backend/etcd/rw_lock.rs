@@ -36,14 +36,14 @@ use async_trait::async_trait;
 use etcd_client::{
     Client, Compare, CompareOp, EventType, GetOptions, PutOptions, SortOrder, SortTarget, Txn, TxnOp, TxnOpResponse,
 };
-use tokio::time::Instant;
+use tokio::time::{sleep, Instant};
 
 use super::hold::EtcdHold;
-use super::mutex::{call, delete_if_revision, key_revision};
+use super::mutex::{call, delete_if_revision, key_revision, lease_left};
 use super::session::Session;
 use super::waits::next_event;
 use super::{etcd_hold, sleep_until_some, EtcdBackend, FinishOnDrop};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::owner::Owner;
 use crate::spi::{AcquireRequest, Acquired, HeldLock, HoldStore, Release, Renewal, RwMode};
 
@@ -225,7 +225,16 @@ impl EtcdRwLocks {
             let revision = header_revision(answer.header())?;
             let mut first = true;
             loop {
-                let standing = self.look(keys, request.kind, &key, revision).await?;
+                let standing = match self.look(keys, request.kind, &key, revision).await {
+                    Ok(standing) => standing,
+                    Err(_) if session.is_ended() => return Err(session_ended(request, &session)),
+                    // A member went away under the read: look again until the deadline.
+                    Err(err) if err.kind() == ErrorKind::Connection && !past(request.deadline) => {
+                        sleep(RETRY_PAUSE).await;
+                        continue;
+                    }
+                    Err(err) => return Err(err),
+                };
                 let (older, downgrade_key, seen_at) = match standing {
                     Standing::Holds(at) => {
                         let granted = if first { revision } else { at.max(revision) };
@@ -239,7 +248,9 @@ impl EtcdRwLocks {
                         let attempt_started = if first { started } else { Instant::now() };
                         return Ok(Some(Acquired { token: token(granted)?, attempt_started, state: Some(hold) }));
                     }
-                    Standing::Vanished if session.is_ended() => return Err(session_ended(request, &session)),
+                    Standing::Vanished if lease_gone(self.client(), &session).await? => {
+                        return Err(session_ended(request, &session));
+                    }
                     Standing::Vanished => break, // deleted from outside: queue again
                     Standing::Behind { key, downgrade_key, seen_at } => (key, downgrade_key, seen_at),
                 };
@@ -278,12 +289,29 @@ impl EtcdRwLocks {
     }
 }
 
+/// The pause before looking again after a read failed on a connection error.
+pub(super) const RETRY_PAUSE: Duration = Duration::from_millis(50);
+
+pub(super) fn past(deadline: Option<Instant>) -> bool {
+    deadline.is_some_and(|d| d <= Instant::now())
+}
+
 fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> Result<i64> {
     header.map(|h| h.revision()).ok_or_else(|| Error::backend("etcd sent no revision"))
 }
 
 fn token(revision: i64) -> Result<u64> {
     u64::try_from(revision).map_err(|_| Error::backend("etcd sent a negative revision"))
+}
+
+/// Whether the session's lease is gone (our key vanished: revoked or expired before the
+/// keep-alives noticed?); if so, the session ends here and now.
+pub(super) async fn lease_gone(client: &Client, session: &Session) -> Result<bool> {
+    if !session.is_ended() && lease_left(client, session.lease_id).await?.is_some() {
+        return Ok(false);
+    }
+    session.end("etcd says the session lease expired or was revoked".into());
+    Ok(true)
 }
 
 /// A waiter whose session ended stops: its key went with the lease.

@@ -21,14 +21,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use etcd_client::{Client, Compare, CompareOp, EventType, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse};
-use tokio::time::Instant;
+use tokio::time::{sleep, Instant};
 
 use super::hold::EtcdHold;
 use super::mutex::{call, delete_if_revision, key_revision};
-use super::rw_lock::session_ended;
+use super::rw_lock::{lease_gone, past, session_ended, RETRY_PAUSE};
 use super::waits::next_event;
 use super::{etcd_hold, sleep_until_some, EtcdBackend, FinishOnDrop};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::spi::{AcquireRequest, Acquired, HeldLock, HoldStore, Permits, Release, Renewal};
 
 pub(super) struct EtcdSemaphores {
@@ -183,9 +183,18 @@ impl HoldStore<Permits> for EtcdSemaphores {
             let revision = answer.header().map(|h| h.revision()).ok_or_else(|| Error::backend("no revision"))?;
             let mut first = true;
             loop {
-                let (older, seen_at) = self.older_than(name, &key, revision, permits).await?;
+                let (older, seen_at) = match self.older_than(name, &key, revision, permits).await {
+                    Ok(looked) => looked,
+                    Err(_) if session.is_ended() => return Err(session_ended(request, &session)),
+                    // A member went away under the read: look again until the deadline.
+                    Err(err) if err.kind() == ErrorKind::Connection && !past(request.deadline) => {
+                        sleep(RETRY_PAUSE).await;
+                        continue;
+                    }
+                    Err(err) => return Err(err),
+                };
                 match older {
-                    None if session.is_ended() => return Err(session_ended(request, &session)),
+                    None if lease_gone(self.client(), &session).await? => return Err(session_ended(request, &session)),
                     None => break, // our key was deleted from outside: queue again
                     Some(older) if older < i64::from(permits) => {
                         let granted = if first { revision } else { self.restamp(&key, revision, &session).await? };
