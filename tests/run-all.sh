@@ -95,16 +95,27 @@ bindings-python/run-tests.sh
 step "Node binding (node:test, every landed backend, npm pack + install)"
 bindings-node/run-tests.sh
 
+step "WebAssembly package (build, size budget, node:test, headless Chromium, npm pack)"
+POLYLOCK_WASM_CROSS_CHECK=all bindings-wasm/run-tests.sh
+
 step "C binding (header check, ctest, valgrind)"
 bindings-c/run-tests.sh
 
 step "JVM binding (JUnit via Maven, every landed backend, real Redisson)"
 bindings-jvm/run-tests.sh
 
+step "Ruby gem (uniffi: generated Ruby checked, gem built and installed, minitest on every backend, real Redisson)"
+bindings-uniffi/run-tests.sh   # its quick bench (redis pairs beside a plain SET NX PX loop) ends it
+
+step "Go binding (go vet, go test -race on every backend, etcdctl and redsync interop)"
+POLYLOCK_GO_BENCH=0 bindings-go/run-tests.sh
+
 step "benchmarks, quick smoke run (figures, not assertions)"
 cargo run --release --locked -q -p polylock-bench -- all --quick
 node bindings-node/bench/bench.mjs --quick
+node bindings-wasm/bench/bench.mjs --quick
 bindings-jvm/bench/bench.sh --quick
+bindings-go/bench.sh
 
 print_stage_times
 printf '\n==> done in %ss\n' "$(( $(date +%s) - started ))"

@@ -230,10 +230,6 @@ static void test_lease_lost(void) {
 
 /* ---- read-write locks: shared reads, exclusive writes, downgrade, refused upgrade ---- */
 
-static int offers_rw_and_semaphores(void) {
-    return strncmp(url, "sqlite:", 7) == 0 || strncmp(url, "mem:", 4) == 0;
-}
-
 struct rw_probe {
     polylock_rwlock *rw;
     polylock_status read, write, release;
@@ -253,13 +249,6 @@ static void test_rwlock(void) {
     polylock_client *client = connect_or_die();
     unique_name("rwlock");
     polylock_rwlock *rw = NULL;
-    if (!offers_rw_and_semaphores()) {
-        CHECK_STATUS(polylock_client_rwlock(client, lock_name, &rw), POLYLOCK_UNSUPPORTED);
-        CHECK(rw == NULL);
-        CHECK(strstr(polylock_last_error(), "read-write locks") != NULL);
-        polylock_client_free(client);
-        return;
-    }
     CHECK_STATUS(polylock_client_rwlock(client, "", &rw), POLYLOCK_INVALID_ARGUMENT);
     CHECK_STATUS(polylock_rwlock_read_acquire(NULL, 0, 0, NULL), POLYLOCK_INVALID_ARGUMENT);
     CHECK_OK(polylock_client_rwlock(client, lock_name, &rw));
@@ -308,12 +297,6 @@ static void test_semaphore(void) {
     polylock_client *client = connect_or_die();
     unique_name("semaphore");
     polylock_semaphore *semaphore = NULL;
-    if (!offers_rw_and_semaphores()) {
-        CHECK_STATUS(polylock_client_semaphore(client, lock_name, 2, &semaphore), POLYLOCK_UNSUPPORTED);
-        CHECK(semaphore == NULL);
-        polylock_client_free(client);
-        return;
-    }
     CHECK_STATUS(polylock_client_semaphore(client, lock_name, 0, &semaphore), POLYLOCK_INVALID_ARGUMENT);
     CHECK_OK(polylock_client_semaphore(client, lock_name, 2, &semaphore));
     uint64_t a = 0, b = 0, token_a = 0, token_b = 0, none = 0;

@@ -49,7 +49,11 @@ fn ledger_script(ledger: &std::path::Path, pause: &str) -> String {
 
 /// The most holds any one moment of the ledger saw at once.
 fn most_at_once(holds: &[(u64, u128, u128)]) -> usize {
-    holds.iter().map(|&(_, start, _)| holds.iter().filter(|&&(_, s, e)| s <= start && start < e).count()).max().unwrap_or(0)
+    holds
+        .iter()
+        .map(|&(_, start, _)| holds.iter().filter(|&&(_, s, e)| s <= start && start < e).count())
+        .max()
+        .unwrap_or(0)
 }
 
 #[test]
@@ -57,8 +61,9 @@ fn readers_in_separate_processes_hold_together_and_writers_alone() {
     for (label, url) in servers("rw") {
         let dir = tempfile::tempdir().unwrap();
         let ledger = dir.path().join("ledger");
-        let readers: Vec<Child> =
-            (0..3).map(|_| spawn(&url, &["--lock", "doc", "--shared", "--wait", "20s"], &ledger_script(&ledger, "0.5"))).collect();
+        let readers: Vec<Child> = (0..3)
+            .map(|_| spawn(&url, &["--lock", "doc", "--shared", "--wait", "20s"], &ledger_script(&ledger, "0.5")))
+            .collect();
         for child in readers {
             let out = child.wait_with_output().unwrap();
             assert!(out.status.success(), "{label}: {}", String::from_utf8_lossy(&out.stderr));
@@ -111,7 +116,8 @@ fn a_sigkilled_holders_permit_comes_back() {
         let mut token = String::new();
         std::io::BufRead::read_line(&mut stdout, &mut token).unwrap();
         let token: u64 = token.trim().parse().unwrap_or_else(|_| panic!("{label}: no token: {token:?}"));
-        let busy = polylock().args(["--url", &url, "run"]).args(what).args(["--wait", "0", "--", "true"]).output().unwrap();
+        let busy =
+            polylock().args(["--url", &url, "run"]).args(what).args(["--wait", "0", "--", "true"]).output().unwrap();
         assert_eq!(busy.status.code(), Some(75), "{label}: the permit was free while held");
         // SIGKILL the polylock process itself: nothing gives the permit back but its lease
         // (or the server's end of its session).

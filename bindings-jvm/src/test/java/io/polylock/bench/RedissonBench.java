@@ -13,6 +13,7 @@ import java.util.concurrent.locks.Lock;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Function;
 import org.redisson.Redisson;
+import org.redisson.api.RPermitExpirableSemaphore;
 import org.redisson.api.RedissonClient;
 
 /**
@@ -21,7 +22,10 @@ import org.redisson.api.RedissonClient;
  * <ul>
  *   <li>uncontended: 64 threads, each on a lock of its own, lock()+unlock() pairs per second;
  *   <li>contended: 8 threads on one lock, each holding it 1 ms and then staying out 1 ms; utilisation is the share of
- *       wall time the lock was held (1.0 = never idle while someone wanted it).
+ *       wall time the lock was held (1.0 = never idle while someone wanted it);
+ *   <li>read-write lock, uncontended: 64 threads, each on a lock of its own, read lock()+unlock() pairs per second;
+ *   <li>read-write lock, mixed: 8 threads on one lock, 90 % read and 10 % write lock()+unlock() pairs per second;
+ *   <li>semaphore: 16 threads on one RPermitExpirableSemaphore of 4 permits, acquire()+release(id) pairs per second.
  * </ul>
  *
  * Usage: RedissonBench [redis-url] [seconds per measurement], or the environment variables POLYLOCK_BENCH_URL
@@ -33,6 +37,16 @@ public final class RedissonBench {
     private static final int CONTENDED_THREADS = 8;
     private static final long HOLD_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
     private static final long OUTSIDE_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+    private static final int MIXED_THREADS = 8;
+    private static final int SEMAPHORE_THREADS = 16;
+    private static final int SEMAPHORE_PERMITS = 4;
+
+    /** One semaphore handle's acquire and release, whichever library it comes from. */
+    interface Permits {
+        String acquire() throws Exception;
+
+        void release(String permitId);
+    }
 
     private RedissonBench() {}
 
@@ -48,13 +62,56 @@ public final class RedissonBench {
         try {
             Function<String, Lock> ours = polylock::getLock;
             Function<String, Lock> theirs = redisson::getLock;
+            Function<String, Lock> ourReads = name -> polylock.getReadWriteLock(name).readLock();
+            Function<String, Lock> theirReads = name -> redisson.getReadWriteLock(name).readLock();
+            Function<String, Permits> ourPermits = name -> {
+                io.polylock.RPermitExpirableSemaphore semaphore = polylock.getPermitExpirableSemaphore(name);
+                semaphore.trySetPermits(SEMAPHORE_PERMITS);
+                return new Permits() {
+                    public String acquire() throws Exception {
+                        return semaphore.acquire();
+                    }
+
+                    public void release(String permitId) {
+                        semaphore.release(permitId);
+                    }
+                };
+            };
+            Function<String, Permits> theirPermits = name -> {
+                RPermitExpirableSemaphore semaphore = redisson.getPermitExpirableSemaphore(name);
+                semaphore.trySetPermits(SEMAPHORE_PERMITS);
+                return new Permits() {
+                    public String acquire() throws Exception {
+                        return semaphore.acquire();
+                    }
+
+                    public void release(String permitId) {
+                        semaphore.release(permitId);
+                    }
+                };
+            };
             double[] uncontended = {0, 0};
             double[] contended = {0, 0};
+            double[] reads = {0, 0};
+            double[] mixed = {0, 0};
+            double[] permits = {0, 0};
             for (int round = 0; round < 2; round++) {
                 uncontended[0] = Math.max(uncontended[0], uncontended(ours, run + "-u-p" + round, seconds));
                 uncontended[1] = Math.max(uncontended[1], uncontended(theirs, run + "-u-r" + round, seconds));
                 contended[0] = Math.max(contended[0], contended(ours, run + "-c-p" + round, seconds));
                 contended[1] = Math.max(contended[1], contended(theirs, run + "-c-r" + round, seconds));
+                reads[0] = Math.max(reads[0], uncontended(ourReads, run + "-r-p" + round, seconds));
+                reads[1] = Math.max(reads[1], uncontended(theirReads, run + "-r-r" + round, seconds));
+                mixed[0] = Math.max(mixed[0], mixed(name -> {
+                    io.polylock.RReadWriteLock rw = polylock.getReadWriteLock(name);
+                    return new Lock[] {rw.readLock(), rw.writeLock()};
+                }, run + "-m-p" + round, seconds));
+                mixed[1] = Math.max(mixed[1], mixed(name -> {
+                    org.redisson.api.RReadWriteLock rw = redisson.getReadWriteLock(name);
+                    return new Lock[] {rw.readLock(), rw.writeLock()};
+                }, run + "-m-r" + round, seconds));
+                permits[0] = Math.max(permits[0], permits(ourPermits, run + "-s-p" + round, seconds));
+                permits[1] = Math.max(permits[1], permits(theirPermits, run + "-s-r" + round, seconds));
             }
             System.out.printf(Locale.ROOT, "%-52s %14s %14s %8s%n", "workload (" + url + ")", "polylock-java",
                     "Redisson", "ratio");
@@ -64,6 +121,13 @@ public final class RedissonBench {
             System.out.printf(Locale.ROOT, "%-52s %14.3f %14.3f %7.2fx%n",
                     "contended utilisation, 8 threads, 1 ms in/1 ms out", contended[0], contended[1],
                     contended[0] / contended[1]);
+            System.out.printf(Locale.ROOT, "%-52s %14.0f %14.0f %7.2fx%n",
+                    "read lock+unlock pairs/s, 64 threads, a lock each", reads[0], reads[1], reads[0] / reads[1]);
+            System.out.printf(Locale.ROOT, "%-52s %14.0f %14.0f %7.2fx%n",
+                    "90% read / 10% write pairs/s, 8 threads, one lock", mixed[0], mixed[1], mixed[0] / mixed[1]);
+            System.out.printf(Locale.ROOT, "%-52s %14.0f %14.0f %7.2fx%n",
+                    "semaphore acquire+release/s, 16 threads, 4 permits", permits[0], permits[1],
+                    permits[0] / permits[1]);
         } finally {
             polylock.close();
             redisson.shutdown();
@@ -98,6 +162,36 @@ public final class RedissonBench {
             }
         });
         return heldNanosPerSecond / 1e9;
+    }
+
+    /** Pairs per second on one read-write lock, one write in ten. */
+    private static double mixed(Function<String, Lock[]> readAndWriteSides, String name, double seconds)
+            throws Exception {
+        LongAdder pairs = new LongAdder();
+        return ratePerSecond(MIXED_THREADS, seconds, pairs, (thread, stop) -> {
+            Lock[] sides = readAndWriteSides.apply(name);
+            Lock read = sides[0];
+            Lock write = sides[1];
+            java.util.SplittableRandom random = new java.util.SplittableRandom(thread);
+            while (!stop.get()) {
+                Lock side = random.nextInt(10) == 0 ? write : read;
+                side.lock();
+                side.unlock();
+                pairs.increment();
+            }
+        });
+    }
+
+    /** Acquire+release pairs per second on one semaphore. */
+    private static double permits(Function<String, Permits> semaphores, String name, double seconds) throws Exception {
+        LongAdder pairs = new LongAdder();
+        return ratePerSecond(SEMAPHORE_THREADS, seconds, pairs, (thread, stop) -> {
+            Permits semaphore = semaphores.apply(name);
+            while (!stop.get()) {
+                semaphore.release(semaphore.acquire());
+                pairs.increment();
+            }
+        });
     }
 
     interface Worker {
