@@ -26,7 +26,14 @@ fn servers(test: &str) -> Vec<(&'static str, String)> {
     .map(|(label, var, default)| {
         let base = std::env::var(var).unwrap_or_else(|_| default.to_string());
         let sep = if base.contains('?') { '&' } else { '?' };
-        (label, format!("{base}{sep}namespace=cli-{test}-{pid}-{nanos}&lease=1s"))
+        // A dead client's etcd keys last its session lease's TTL, and its ZooKeeper nodes its
+        // session timeout: both short here, so a SIGKILLed holder's permit returns in seconds.
+        let session = match label {
+            "etcd" => "&ttl=3s",
+            "zookeeper" => "&session_timeout=4s",
+            _ => "",
+        };
+        (label, format!("{base}{sep}namespace=cli-{test}-{pid}-{nanos}&lease=1s{session}"))
     })
     .collect()
 }

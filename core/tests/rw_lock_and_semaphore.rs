@@ -224,3 +224,39 @@ async fn at_most_n_tasks_hold_permits_at_once() {
         assert_eq!(most.load(Ordering::SeqCst), 2, "{url}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_counts_from_the_grant_not_from_the_start_of_the_wait() {
+    let (urls, _dir) = urls();
+    for url in urls {
+        let (a, b) = (Client::connect(&url).await.unwrap(), Client::connect(&url).await.unwrap());
+        let lease = AcquireOptions::default().wait(Duration::from_secs(10)).lease(Duration::from_millis(400));
+        // A permit's waiter, and a reader waiting behind a writer, each wait longer than
+        // their lease; each hold then still has its whole lease.
+        let busy = a.semaphore("grant-permit", 1).unwrap().acquire().await.unwrap();
+        let waiter = tokio::spawn({
+            let sem = b.semaphore("grant-permit", 1).unwrap();
+            async move { sem.acquire_with(lease).await }
+        });
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        busy.release().await.unwrap();
+        let permit = waiter.await.unwrap().unwrap();
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        assert!(!permit.is_lost(), "{url}: a permit's lease ran from the start of its wait");
+        permit.release().await.unwrap();
+
+        let writer = a.rw_lock("grant-rw").unwrap().write().acquire().await.unwrap();
+        let reader = tokio::spawn({
+            let rw = b.rw_lock("grant-rw").unwrap();
+            async move { rw.read().acquire_with(lease).await }
+        });
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        writer.release().await.unwrap();
+        let read = reader.await.unwrap().unwrap();
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        assert!(!read.is_lost(), "{url}: a read lease ran from the start of its wait");
+        read.release().await.unwrap();
+        a.close().await;
+        b.close().await;
+    }
+}

@@ -242,10 +242,11 @@ impl EtcdRwLocks {
                             let write = WriteKey { key: key.clone(), revision, suffix, session: session.clone() };
                             map(&self.writers).insert((request.key.clone(), request.owner), write);
                         }
-                        let expires_at = started + request.lease;
+                        // The lease counts from the grant: a waiter's wait is not part of it.
+                        let attempt_started = if first { started } else { Instant::now() };
+                        let expires_at = attempt_started + request.lease;
                         let lost = request.lost.clone();
                         let hold = EtcdHold::start(self.client(), key, revision, lost, session, None, expires_at);
-                        let attempt_started = if first { started } else { Instant::now() };
                         return Ok(Some(Acquired { token: token(granted)?, attempt_started, state: Some(hold) }));
                     }
                     Standing::Vanished if lease_gone(self.client(), &session).await? => {

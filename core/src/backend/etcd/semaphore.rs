@@ -86,12 +86,7 @@ impl EtcdSemaphores {
                 fixed
             }
         };
-        if fixed != permits {
-            return Err(Error::invalid_argument(format!(
-                "semaphore '{name}' has {fixed} permits (fixed when it was first used); it was asked for with {permits}"
-            )));
-        }
-        Ok(())
+        Permits(permits).check_fixed(name, fixed)
     }
 
     /// How many contender keys are older than `revision` (the count key left out), and
@@ -198,11 +193,12 @@ impl HoldStore<Permits> for EtcdSemaphores {
                     None => break, // our key was deleted from outside: queue again
                     Some(older) if older < i64::from(permits) => {
                         let granted = if first { revision } else { self.restamp(&key, revision, &session).await? };
-                        let expires_at = started + request.lease;
+                        // The lease counts from the grant: a waiter's wait is not part of it.
+                        let attempt_started = if first { started } else { Instant::now() };
+                        let expires_at = attempt_started + request.lease;
                         let lost = request.lost.clone();
                         let hold = EtcdHold::start(self.client(), key, revision, lost, session, Some(lane), expires_at);
                         let token = u64::try_from(granted).map_err(|_| Error::backend("negative revision"))?;
-                        let attempt_started = if first { started } else { Instant::now() };
                         return Ok(Some(Acquired { token, attempt_started, state: Some(hold) }));
                     }
                     Some(_) => {}
