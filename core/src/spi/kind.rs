@@ -98,6 +98,26 @@ impl fmt::Display for RwMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Permits(pub u32);
 
+impl Permits {
+    /// Whether `fixed`, the count the semaphore `name` got from its first use, is this one.
+    /// Another count is the caller's mistake, refused in the same words on every backend.
+    pub fn check_fixed(self, name: &str, fixed: u32) -> Result<()> {
+        if fixed == self.0 {
+            return Ok(());
+        }
+        Err(self.other_count(name, fixed))
+    }
+
+    /// The error for asking the semaphore `name`, whose first use fixed it at `fixed`
+    /// permits, for this other count.
+    pub fn other_count(self, name: &str, fixed: u32) -> Error {
+        Error::invalid_argument(format!(
+            "semaphore '{name}' has {fixed} permits (fixed when it was first used); it was asked for with {}",
+            self.0
+        ))
+    }
+}
+
 impl HoldKind for Permits {
     fn noun(self) -> &'static str {
         "semaphore"

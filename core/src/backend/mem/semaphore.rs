@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use super::{Holders, Memory};
 use crate::backend::poll::{acquire_by_attempts, Attempt, Backoff};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::spi::{AcquireRequest, Acquired, HeldLock, HoldStore, Permits, Release, Renewal};
 
 const BACKOFF: Backoff = Backoff { min: Duration::from_millis(1), max: Duration::from_millis(50) };
@@ -45,13 +45,7 @@ impl MemSemaphores {
 
 /// The count of a semaphore is fixed by its first use; another count is a caller's mistake.
 pub(crate) fn check_count(key: &str, fixed: u32, asked: Permits) -> Result<()> {
-    if fixed == asked.0 {
-        return Ok(());
-    }
-    Err(Error::invalid_argument(format!(
-        "semaphore '{key}' has {fixed} permits (fixed when it was first used); it was asked for with {}",
-        asked.0
-    )))
+    asked.check_fixed(key, fixed)
 }
 
 #[async_trait]

@@ -53,10 +53,7 @@ impl RedisSemaphores {
         let (status, value): (i64, i64) = self.link.invoke(&invocation).await?;
         match status {
             -1 if value > 0 => Ok(Attempt::Acquired { token: value as u64, state: Some(Arc::new(id)) }),
-            -2 => Err(Error::invalid_argument(format!(
-                "semaphore '{}' has {value} permits (fixed when it was first used); it was asked for with {}",
-                request.key, request.kind.0
-            ))),
+            -2 => Err(request.kind.other_count(&request.key, u32::try_from(value).unwrap_or(u32::MAX))),
             ms => Ok(Attempt::Busy { holder_lease_left: u64::try_from(ms).ok().map(Duration::from_millis) }),
         }
     }

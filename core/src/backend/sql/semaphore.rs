@@ -45,12 +45,7 @@ impl<D: Dialect> SqlSemaphores<D> {
         let fixed = D::fix_permits(&self.store.shared, &D::session_fencing_name(key), permits)
             .await
             .map_err(|e| self.store.err(e))?;
-        if fixed != permits {
-            return Err(Error::invalid_argument(format!(
-                "semaphore '{key}' has {fixed} permits (fixed when it was first used); it was asked for with {permits}"
-            )));
-        }
-        Ok(())
+        Permits(permits).check_fixed(key, fixed)
     }
 
     /// One pass: try every slot from `first` on, on one connection, then (unless this is a

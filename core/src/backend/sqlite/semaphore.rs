@@ -10,7 +10,7 @@ use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
 use super::{duration_ms, SqliteBackend, BACKOFF, NEXT_TOKEN, NOW_MS};
 use crate::backend::poll::{acquire_by_attempts, Attempt};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::spi::{AcquireRequest, Acquired, HeldLock, HoldStore, Permits, Release, Renewal};
 
 pub(super) struct SqliteSemaphores {
@@ -62,10 +62,7 @@ impl SqliteSemaphores {
             .await?;
         match outcome {
             Outcome::Attempted(attempt) => Ok(attempt),
-            Outcome::OtherCount(fixed) => Err(Error::invalid_argument(format!(
-                "semaphore '{}' has {fixed} permits (fixed when it was first used); it was asked for with {permits}",
-                request.key
-            ))),
+            Outcome::OtherCount(fixed) => Err(request.kind.other_count(&request.key, fixed)),
         }
     }
 }

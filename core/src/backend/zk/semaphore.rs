@@ -178,9 +178,7 @@ async fn lease_under_mutex(
 }
 
 fn other_count(path: &str, fixed: u32, permits: u32) -> Error {
-    Error::invalid_argument(format!(
-        "semaphore '{path}' has {fixed} permits (fixed when it was first used); it was asked for with {permits}"
-    ))
+    Permits(permits).other_count(path, fixed)
 }
 
 #[async_trait]
