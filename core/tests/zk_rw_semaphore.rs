@@ -395,6 +395,7 @@ async fn curator(args: &[&str]) -> (tokio::process::Child, tokio::sync::mpsc::Re
     let command = tokio::task::spawn_blocking(curator_command).await.unwrap();
     let mut child = tokio::process::Command::from(command)
         .args(&args)
+        .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
@@ -504,6 +505,8 @@ async fn curators_downgrade_node_matches_polylocks_and_keeps_writers_out() {
     let write_seq = nodes.iter().find_map(|n| is_curator_node(n, "__WRIT__"));
     let read_seq = nodes.iter().find_map(|n| is_curator_node(n, "__READ__"));
     assert!(write_seq.is_some() && write_seq == read_seq, "Curator's downgrade node, as polylock writes it: {nodes:?}");
+    // Curator holds both sides until told to go on.
+    tokio::io::AsyncWriteExt::write_all(java.stdin.as_mut().unwrap(), b"go\n").await.unwrap();
     assert_eq!(next_line(&mut lines).await, "DOWNGRADED");
     let lock = client.rw_lock(&name).unwrap();
     assert!(lock.write().try_acquire().await.unwrap().is_none(), "Curator's downgraded reader keeps writers out");

@@ -20,8 +20,9 @@ import org.apache.zookeeper.CreateMode;
  * <pre>
  *   CuratorRecipes CONNECT rw PATH read|write hold MILLIS      acquire, "ACQUIRED", hold, release, "RELEASED"
  *   CuratorRecipes CONNECT rw PATH read|write acquire MILLIS   wait up to MILLIS: "ACQUIRED" (then release) or "TIMEOUT"
- *   CuratorRecipes CONNECT rw PATH downgrade MILLIS            write, then read ("DOWNGRADING"), release write
- *                                                              ("DOWNGRADED"), hold the read MILLIS, "RELEASED"
+ *   CuratorRecipes CONNECT rw PATH downgrade MILLIS            write, then read ("DOWNGRADING"), wait for a line
+ *                                                              on stdin (the caller has looked at the nodes), release
+ *                                                              write ("DOWNGRADED"), hold the read MILLIS, "RELEASED"
  *   CuratorRecipes CONNECT semaphore PATH N THREADS ROUNDS HOLD_MILLIS MARKERS
  *       THREADS threads, each taking a lease ROUNDS times for HOLD_MILLIS. While it holds, a
  *       thread keeps an ephemeral node under MARKERS and counts them (every holder, polylock's
@@ -54,6 +55,7 @@ public final class CuratorRecipes {
             lock.writeLock().acquire();
             lock.readLock().acquire();
             say("DOWNGRADING");
+            new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
             lock.writeLock().release();
             say("DOWNGRADED");
             Thread.sleep(millis);
