@@ -105,7 +105,9 @@ step "JVM binding (JUnit via Maven, every landed backend, real Redisson)"
 bindings-jvm/run-tests.sh
 
 step "Ruby gem (uniffi: generated Ruby checked, gem built and installed, minitest on every backend, real Redisson)"
-bindings-uniffi/run-tests.sh   # its quick bench (redis pairs beside a plain SET NX PX loop) ends it
+# The Ruby/Python interop test needs the Python binding's venv (polylock installed), not the
+# redis-py one exported above. Its quick bench (pairs beside a plain SET NX PX loop) ends it.
+POLYLOCK_TEST_PYTHON="${POLYLOCK_PY_VENV:-$HOME/.cache/polylock/py-venv}/bin/python" bindings-uniffi/run-tests.sh
 
 step "Go binding (go vet, go test -race on every backend, etcdctl and redsync interop)"
 POLYLOCK_GO_BENCH=0 bindings-go/run-tests.sh
