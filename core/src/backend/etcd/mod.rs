@@ -221,19 +221,7 @@ impl HoldStore for EtcdBackend {
     }
 
     async fn renew(&self, held: &HeldLock, lease: Duration) -> Result<Renewal> {
-        let Some(hold) = etcd_hold(held) else { return Ok(Renewal::Gone) };
-        if hold.session.is_ended() {
-            return Ok(Renewal::Gone);
-        }
-        // The session's keep-alives keep the key; renewing the hold confirms it is still ours
-        // and pushes back the moment the client deletes it.
-        match mutex::key_revision(&self.client, &hold.key).await? {
-            Some(revision) if revision == hold.revision => {
-                hold.extend(lease);
-                Ok(Renewal::Renewed)
-            }
-            _ => Ok(Renewal::Gone),
-        }
+        renew_hold(&self.client, held, lease).await
     }
 
     async fn release(&self, held: &HeldLock, holds_left: u32) -> Result<Release> {
@@ -341,6 +329,22 @@ impl Drop for FinishOnDrop {
 
 fn etcd_hold<K>(held: &HeldLock<K>) -> Option<Arc<EtcdHold>> {
     held.state.clone()?.downcast::<EtcdHold>().ok()
+}
+
+/// Renew any family's hold. The session's keep-alives keep the key; renewing the hold
+/// confirms it is still ours and pushes back the moment the client deletes it.
+async fn renew_hold<K>(client: &Client, held: &HeldLock<K>, lease: Duration) -> Result<Renewal> {
+    let Some(hold) = etcd_hold(held) else { return Ok(Renewal::Gone) };
+    if hold.session.is_ended() {
+        return Ok(Renewal::Gone);
+    }
+    match mutex::key_revision(client, &hold.key).await? {
+        Some(revision) if revision == hold.revision => {
+            hold.extend(lease);
+            Ok(Renewal::Renewed)
+        }
+        _ => Ok(Renewal::Gone),
+    }
 }
 
 async fn sleep_until_some(deadline: Option<Instant>) {

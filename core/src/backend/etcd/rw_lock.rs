@@ -39,10 +39,10 @@ use etcd_client::{
 use tokio::time::{sleep, Instant};
 
 use super::hold::EtcdHold;
-use super::mutex::{call, delete_if_revision, key_revision, lease_left};
+use super::mutex::{call, delete_if_revision, lease_left};
 use super::session::Session;
 use super::waits::next_event;
-use super::{etcd_hold, sleep_until_some, EtcdBackend, FinishOnDrop};
+use super::{etcd_hold, renew_hold, sleep_until_some, EtcdBackend, FinishOnDrop};
 use crate::error::{Error, ErrorKind, Result};
 use crate::owner::Owner;
 use crate::spi::{AcquireRequest, Acquired, HeldLock, HoldStore, Release, Renewal, RwMode};
@@ -338,17 +338,7 @@ impl HoldStore<RwMode> for EtcdRwLocks {
     }
 
     async fn renew(&self, held: &HeldLock<RwMode>, lease: Duration) -> Result<Renewal> {
-        let Some(hold) = etcd_hold(held) else { return Ok(Renewal::Gone) };
-        if hold.session.is_ended() {
-            return Ok(Renewal::Gone);
-        }
-        match key_revision(self.client(), &hold.key).await? {
-            Some(revision) if revision == hold.revision => {
-                hold.extend(lease);
-                Ok(Renewal::Renewed)
-            }
-            _ => Ok(Renewal::Gone),
-        }
+        renew_hold(self.client(), held, lease).await
     }
 
     async fn release(&self, held: &HeldLock<RwMode>, holds_left: u32) -> Result<Release> {

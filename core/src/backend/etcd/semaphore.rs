@@ -27,7 +27,7 @@ use super::hold::EtcdHold;
 use super::mutex::{call, delete_if_revision, key_revision};
 use super::rw_lock::{lease_gone, past, session_ended, RETRY_PAUSE};
 use super::waits::next_event;
-use super::{etcd_hold, sleep_until_some, EtcdBackend, FinishOnDrop};
+use super::{etcd_hold, renew_hold, sleep_until_some, EtcdBackend, FinishOnDrop};
 use crate::error::{Error, ErrorKind, Result};
 use crate::spi::{AcquireRequest, Acquired, HeldLock, HoldStore, Permits, Release, Renewal};
 
@@ -226,17 +226,7 @@ impl HoldStore<Permits> for EtcdSemaphores {
     }
 
     async fn renew(&self, held: &HeldLock<Permits>, lease: Duration) -> Result<Renewal> {
-        let Some(hold) = etcd_hold(held) else { return Ok(Renewal::Gone) };
-        if hold.session.is_ended() {
-            return Ok(Renewal::Gone);
-        }
-        match key_revision(self.client(), &hold.key).await? {
-            Some(revision) if revision == hold.revision => {
-                hold.extend(lease);
-                Ok(Renewal::Renewed)
-            }
-            _ => Ok(Renewal::Gone),
-        }
+        renew_hold(self.client(), held, lease).await
     }
 
     async fn release(&self, held: &HeldLock<Permits>, _holds_left: u32) -> Result<Release> {
