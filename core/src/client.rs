@@ -9,6 +9,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::owner::{next_handle_local_id, ClientId, Owner};
 use crate::primitives::{storage_key, validate_name, Lock, RwLock, Semaphore};
+use crate::primitives::{MultiLock, MultiLockPart};
 use crate::spi::{Capabilities, Primitive};
 use crate::url::{default_url, ConnectUrl};
 
@@ -89,6 +90,18 @@ impl Client {
     pub fn lock(&self, name: &str) -> Result<Lock> {
         let key = self.key(name)?;
         Ok(Lock::new(self.engine.clone(), name, key, self.new_owner()))
+    }
+
+    /// The mutexes `names` (of the backend's default kind), acquired and released as one,
+    /// always in the byte order of their storage keys whatever order they are listed in, so
+    /// that two multi-locks over the same names never deadlock. Holds nothing yet.
+    pub fn multi_lock<S: AsRef<str>>(&self, names: &[S]) -> Result<MultiLock> {
+        self.multi_lock_of(names.iter().map(|name| MultiLockPart::lock(name.as_ref())))
+    }
+
+    /// A multi-lock over any mix of mutexes and read or write sides of read-write locks.
+    pub fn multi_lock_of(&self, parts: impl IntoIterator<Item = MultiLockPart>) -> Result<MultiLock> {
+        MultiLock::new(self.engine.clone(), self.namespace.as_deref(), parts, self.new_owner())
     }
 
     /// A handle on the read-write lock `name`, owned by the new handle (and its clones).

@@ -37,5 +37,6 @@ pub use error::{Error, ErrorKind, Result};
 pub use owner::{ClientId, Owner};
 /// How lock names map to PostgreSQL advisory keys, MySQL lock names and ShedLock rows.
 pub use polylock_id::sql_names;
+pub use primitives::{MultiGuard, MultiLock, MultiLockPart};
 pub use primitives::{Guard, Lock, Permit, Reentry, RwLock, RwLockSide, Semaphore, MAX_NAME_LEN};
 pub use spi::{Capabilities, LockKind, LostReason, LostWatch, Permits, Primitive, RwMode};

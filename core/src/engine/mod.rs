@@ -121,6 +121,16 @@ impl Engine {
         &self.runtime
     }
 
+    /// What the backend offers.
+    pub fn capabilities(&self) -> Capabilities {
+        self.capabilities
+    }
+
+    /// Whether the backend's grants carry fencing tokens (see `Store::fencing_tokens`).
+    pub fn fencing_tokens(&self) -> bool {
+        self.store.fencing_tokens()
+    }
+
     /// `Ok` if the backend offers `primitive`, else `Unsupported`.
     pub fn check(&self, primitive: Primitive) -> Result<()> {
         self.capabilities.check(primitive)

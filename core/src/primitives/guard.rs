@@ -42,8 +42,25 @@ impl<K: HoldKind> Guard<K> {
 
     /// Strictly greater than the token of every earlier hold of this name. Pass it to the
     /// storage you protect, and have that storage reject writes with an older token.
+    ///
+    /// On a backend without fencing tokens (RedLock, see [`Guard::has_fencing_token`]) this
+    /// number only tells this client's holds apart: it is no fencing token, and
+    /// [`Guard::fencing_token_opt`] answers `None` there.
     pub fn fencing_token(&self) -> u64 {
         self.token
+    }
+
+    /// Whether [`Guard::fencing_token`] is a fencing token. False only on RedLock
+    /// (`redlock://`): a majority of independent Redis servers has no one counter that only
+    /// grows, so no number it could hand out orders the holders (Kleppmann's critique; see
+    /// the README's RedLock section).
+    pub fn has_fencing_token(&self) -> bool {
+        self.handle.engine().fencing_tokens()
+    }
+
+    /// The fencing token, or `None` on a backend that cannot issue one (RedLock).
+    pub fn fencing_token_opt(&self) -> Option<u64> {
+        self.has_fencing_token().then_some(self.token)
     }
 
     /// The name this guard holds.

@@ -4,12 +4,14 @@
 
 mod guard;
 mod lock;
+mod multi_lock;
 mod name;
 mod rw_lock;
 mod semaphore;
 
 pub use guard::{Guard, Reentry};
 pub use lock::Lock;
+pub use multi_lock::{MultiGuard, MultiLock, MultiLockPart};
 pub use name::MAX_NAME_LEN;
 pub(crate) use name::{storage_key, validate_name};
 pub use rw_lock::{RwLock, RwLockSide};

@@ -57,6 +57,13 @@ pub trait Store: Send + Sync + 'static {
         None
     }
 
+    /// Whether every grant's token is a fencing token (strictly greater than every earlier
+    /// one for the name). False only for RedLock: a majority of independent servers has no
+    /// one counter that only grows, so its tokens merely tell this client's holds apart.
+    fn fencing_tokens(&self) -> bool {
+        true
+    }
+
     /// Close connections and stop background tasks.
     async fn close(&self) {}
 }
