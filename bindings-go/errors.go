@@ -32,6 +32,17 @@ var (
 	// ErrCancelled: the caller gave up (its context was cancelled); nothing is left held.
 	// The error also matches the context's own error (context.Canceled).
 	ErrCancelled = errors.New("polylock: CANCELLED")
+	// ErrConflict: a compare-and-set found another version than expected, or a value to
+	// create already exists.
+	ErrConflict = errors.New("polylock: CONFLICT")
+	// ErrFenced: a fenced write carried a token lower than one the value already accepted.
+	ErrFenced = errors.New("polylock: FENCED")
+	// ErrExhausted: IDs are used up until the next range or lease renewal; retry later.
+	ErrExhausted = errors.New("polylock: EXHAUSTED")
+	// ErrInProgress: another attempt is working on this idempotency key now; retry later.
+	ErrInProgress = errors.New("polylock: IN_PROGRESS")
+	// ErrMismatch: the idempotency key was used before with another payload.
+	ErrMismatch = errors.New("polylock: MISMATCH")
 )
 
 // statusTable is the one map from C statuses to Go errors; errors_test.go checks it against
@@ -50,6 +61,11 @@ var statusTable = []struct {
 	{int(C.POLYLOCK_INTERNAL), "INTERNAL", ErrInternal},
 	{int(C.POLYLOCK_UNSUPPORTED), "UNSUPPORTED", ErrUnsupported},
 	{int(C.POLYLOCK_CANCELLED), "CANCELLED", ErrCancelled},
+	{int(C.POLYLOCK_CONFLICT), "CONFLICT", ErrConflict},
+	{int(C.POLYLOCK_FENCED), "FENCED", ErrFenced},
+	{int(C.POLYLOCK_EXHAUSTED), "EXHAUSTED", ErrExhausted},
+	{int(C.POLYLOCK_IN_PROGRESS), "IN_PROGRESS", ErrInProgress},
+	{int(C.POLYLOCK_MISMATCH), "MISMATCH", ErrMismatch},
 }
 
 // Error is what every failing call returns: the kind (a sentinel above), the C status and
@@ -58,7 +74,7 @@ var statusTable = []struct {
 type Error struct {
 	// Kind is one of the Err* sentinels.
 	Kind error
-	// Status is the C status number (the core's error number, 1..9).
+	// Status is the C status number (the core's error number, 1..14).
 	Status int
 	// Message says what went wrong (polylock_last_error()); never contains a password.
 	Message string

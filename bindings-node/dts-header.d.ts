@@ -18,6 +18,11 @@ export type PolylockErrorCode =
   | 'POLYLOCK_INTERNAL'
   | 'POLYLOCK_UNSUPPORTED'
   | 'POLYLOCK_CANCELLED'
+  | 'POLYLOCK_CONFLICT'
+  | 'POLYLOCK_FENCED'
+  | 'POLYLOCK_EXHAUSTED'
+  | 'POLYLOCK_IN_PROGRESS'
+  | 'POLYLOCK_MISMATCH'
 
 /** The error every polylock call throws or rejects with (an aborted wait rejects with the signal's reason). */
 export declare class PolylockError extends Error {
@@ -47,4 +52,7 @@ export interface Client {
   /** `await using client = await connect(url)` closes the client at the end of the scope. */
   [Symbol.asyncDispose](): Promise<void>
 }
+
+/** polylock's version, the same as `VERSION` (and as every other language's). */
+export declare const version: string
 

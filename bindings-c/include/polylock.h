@@ -72,6 +72,26 @@ typedef enum {
    * The caller gave up on the call before it finished; nothing is left held.
    */
   POLYLOCK_CANCELLED = 9,
+  /**
+   * A compare-and-set found another version than expected, or a value to create exists.
+   */
+  POLYLOCK_CONFLICT = 10,
+  /**
+   * A fenced write carried a token lower than one the value already accepted.
+   */
+  POLYLOCK_FENCED = 11,
+  /**
+   * IDs are used up until the next range or lease renewal; retrying later can succeed.
+   */
+  POLYLOCK_EXHAUSTED = 12,
+  /**
+   * Another attempt is working on this idempotency key now; retry later.
+   */
+  POLYLOCK_IN_PROGRESS = 13,
+  /**
+   * The idempotency key was used before with another payload.
+   */
+  POLYLOCK_MISMATCH = 14,
 } polylock_status;
 
 /**

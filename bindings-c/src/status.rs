@@ -31,6 +31,16 @@ pub enum polylock_status {
     POLYLOCK_UNSUPPORTED = 8,
     /// The caller gave up on the call before it finished; nothing is left held.
     POLYLOCK_CANCELLED = 9,
+    /// A compare-and-set found another version than expected, or a value to create exists.
+    POLYLOCK_CONFLICT = 10,
+    /// A fenced write carried a token lower than one the value already accepted.
+    POLYLOCK_FENCED = 11,
+    /// IDs are used up until the next range or lease renewal; retrying later can succeed.
+    POLYLOCK_EXHAUSTED = 12,
+    /// Another attempt is working on this idempotency key now; retry later.
+    POLYLOCK_IN_PROGRESS = 13,
+    /// The idempotency key was used before with another payload.
+    POLYLOCK_MISMATCH = 14,
 }
 
 /// The core's one table of error kinds: each kind's status has the kind's number and name
@@ -47,6 +57,11 @@ impl From<ErrorKind> for polylock_status {
             ErrorKind::Internal => polylock_status::POLYLOCK_INTERNAL,
             ErrorKind::Unsupported => polylock_status::POLYLOCK_UNSUPPORTED,
             ErrorKind::Cancelled => polylock_status::POLYLOCK_CANCELLED,
+            ErrorKind::Conflict => polylock_status::POLYLOCK_CONFLICT,
+            ErrorKind::Fenced => polylock_status::POLYLOCK_FENCED,
+            ErrorKind::Exhausted => polylock_status::POLYLOCK_EXHAUSTED,
+            ErrorKind::InProgress => polylock_status::POLYLOCK_IN_PROGRESS,
+            ErrorKind::Mismatch => polylock_status::POLYLOCK_MISMATCH,
         }
     }
 }
@@ -64,6 +79,11 @@ impl polylock_status {
             polylock_status::POLYLOCK_INTERNAL => c"INTERNAL",
             polylock_status::POLYLOCK_UNSUPPORTED => c"UNSUPPORTED",
             polylock_status::POLYLOCK_CANCELLED => c"CANCELLED",
+            polylock_status::POLYLOCK_CONFLICT => c"CONFLICT",
+            polylock_status::POLYLOCK_FENCED => c"FENCED",
+            polylock_status::POLYLOCK_EXHAUSTED => c"EXHAUSTED",
+            polylock_status::POLYLOCK_IN_PROGRESS => c"IN_PROGRESS",
+            polylock_status::POLYLOCK_MISMATCH => c"MISMATCH",
         }
     }
 }
@@ -75,7 +95,7 @@ impl polylock_status {
 pub extern "C" fn polylock_status_name(status: i32) -> *const c_char {
     // Takes an int, not the enum: C may pass any integer, and an out-of-range enum value
     // would be undefined behaviour on the Rust side.
-    const ALL: [polylock_status; 10] = [
+    const ALL: [polylock_status; 15] = [
         polylock_status::POLYLOCK_OK,
         polylock_status::POLYLOCK_TIMEOUT,
         polylock_status::POLYLOCK_NOT_OWNER,
@@ -86,6 +106,11 @@ pub extern "C" fn polylock_status_name(status: i32) -> *const c_char {
         polylock_status::POLYLOCK_INTERNAL,
         polylock_status::POLYLOCK_UNSUPPORTED,
         polylock_status::POLYLOCK_CANCELLED,
+        polylock_status::POLYLOCK_CONFLICT,
+        polylock_status::POLYLOCK_FENCED,
+        polylock_status::POLYLOCK_EXHAUSTED,
+        polylock_status::POLYLOCK_IN_PROGRESS,
+        polylock_status::POLYLOCK_MISMATCH,
     ];
     match ALL.iter().find(|s| **s as i32 == status) {
         Some(s) => s.name().as_ptr(),

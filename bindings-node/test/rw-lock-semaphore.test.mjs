@@ -102,6 +102,11 @@ test('error codes are the core table, POLYLOCK_ + each kind name, and index.d.ts
     'POLYLOCK_INTERNAL',
     'POLYLOCK_UNSUPPORTED',
     'POLYLOCK_CANCELLED',
+    'POLYLOCK_CONFLICT',
+    'POLYLOCK_FENCED',
+    'POLYLOCK_EXHAUSTED',
+    'POLYLOCK_IN_PROGRESS',
+    'POLYLOCK_MISMATCH',
   ])
   const dts = fs.readFileSync(new URL('../index.d.ts', import.meta.url), 'utf8')
   const declared = /export type PolylockErrorCode =([^;]*?)\n\n/.exec(dts)[1].match(/POLYLOCK_[A-Z_]+/g)

@@ -20,6 +20,11 @@ fn class_name(kind: ErrorKind) -> &'static str {
         ErrorKind::Unsupported => "UnsupportedError",
         ErrorKind::Cancelled => "PolylockCancelledError",
         ErrorKind::Internal => "InternalError",
+        ErrorKind::Conflict => "ConflictError",
+        ErrorKind::Fenced => "FencedError",
+        ErrorKind::Exhausted => "ExhaustedError",
+        ErrorKind::InProgress => "InProgressError",
+        ErrorKind::Mismatch => "MismatchError",
     }
 }
 

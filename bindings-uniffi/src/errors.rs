@@ -24,6 +24,16 @@ pub enum PolylockError {
     Unsupported { message: String },
     #[error("{message}")]
     Cancelled { message: String },
+    #[error("{message}")]
+    Conflict { message: String },
+    #[error("{message}")]
+    Fenced { message: String },
+    #[error("{message}")]
+    Exhausted { message: String },
+    #[error("{message}")]
+    InProgress { message: String },
+    #[error("{message}")]
+    Mismatch { message: String },
 }
 
 impl From<Error> for PolylockError {
@@ -39,6 +49,11 @@ impl From<Error> for PolylockError {
             ErrorKind::Internal => PolylockError::Internal { message },
             ErrorKind::Unsupported => PolylockError::Unsupported { message },
             ErrorKind::Cancelled => PolylockError::Cancelled { message },
+            ErrorKind::Conflict => PolylockError::Conflict { message },
+            ErrorKind::Fenced => PolylockError::Fenced { message },
+            ErrorKind::Exhausted => PolylockError::Exhausted { message },
+            ErrorKind::InProgress => PolylockError::InProgress { message },
+            ErrorKind::Mismatch => PolylockError::Mismatch { message },
         }
     }
 }

@@ -6,8 +6,8 @@
 use polylock_id::{IdError, IdErrorKind};
 use wasm_bindgen::prelude::*;
 
-/// Every code, in the order of the core's table (numbers 1 to 9).
-pub const CODES: [&str; 9] = [
+/// Every code, in the order of the core's table (numbers 1 to 14).
+pub const CODES: [&str; 14] = [
     "POLYLOCK_TIMEOUT",
     "POLYLOCK_NOT_OWNER",
     "POLYLOCK_LOST",
@@ -17,19 +17,26 @@ pub const CODES: [&str; 9] = [
     "POLYLOCK_INTERNAL",
     "POLYLOCK_UNSUPPORTED",
     "POLYLOCK_CANCELLED",
+    "POLYLOCK_CONFLICT",
+    "POLYLOCK_FENCED",
+    "POLYLOCK_EXHAUSTED",
+    "POLYLOCK_IN_PROGRESS",
+    "POLYLOCK_MISMATCH",
 ];
 
 pub const INVALID_ARGUMENT: &str = CODES[4];
 const BACKEND: &str = CODES[5];
 const INTERNAL: &str = CODES[6];
+const EXHAUSTED: &str = CODES[11];
 
 /// The code of an ID error, as the core maps it (`From<IdError> for polylock::Error`): a
-/// clock that cannot be trusted or a used-up range is `BACKEND` (a local resource failed),
-/// missing randomness `INTERNAL`.
+/// clock that cannot be trusted is `BACKEND` (a local resource failed), IDs used up until
+/// the next millisecond or range `EXHAUSTED`, missing randomness `INTERNAL`.
 pub fn code_of(kind: IdErrorKind) -> &'static str {
     match kind {
         IdErrorKind::InvalidArgument => INVALID_ARGUMENT,
-        IdErrorKind::Clock | IdErrorKind::Exhausted => BACKEND,
+        IdErrorKind::Clock => BACKEND,
+        IdErrorKind::Exhausted => EXHAUSTED,
         IdErrorKind::Randomness => INTERNAL,
     }
 }

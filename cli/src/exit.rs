@@ -19,7 +19,8 @@ pub const NOT_FOUND: u8 = 127;
 pub fn fail(err: &Error) -> u8 {
     eprintln!("polylock: {err}");
     match err.kind() {
-        ErrorKind::Timeout => NOT_ACQUIRED,
+        // Temporary: the same command can succeed later (EX_TEMPFAIL).
+        ErrorKind::Timeout | ErrorKind::Exhausted | ErrorKind::InProgress => NOT_ACQUIRED,
         // A primitive or kind the backend lacks is a usage error: the same command cannot work.
         ErrorKind::InvalidArgument | ErrorKind::Unsupported => USAGE,
         ErrorKind::Connection => UNAVAILABLE,

@@ -31,6 +31,19 @@ pub enum ErrorKind {
     /// A bug inside polylock, caught at a language boundary instead of crashing the caller;
     /// the message says where.
     Internal,
+    /// A compare-and-set found another version than the one expected (someone else wrote
+    /// first), or a value to create already exists.
+    Conflict,
+    /// A fenced write carried a token lower than one the value has already accepted: the
+    /// writer's lock was taken over while it was paused.
+    Fenced,
+    /// IDs are used up until the next range is loaded or the worker lease is renewed;
+    /// retrying later can succeed.
+    Exhausted,
+    /// Another attempt is working on this idempotency key now; retry later.
+    InProgress,
+    /// The idempotency key was used before with another payload (a different fingerprint).
+    Mismatch,
 }
 
 /// The one table of error kinds every binding maps from: the stable name (a Node `code` is
@@ -40,7 +53,7 @@ pub enum ErrorKind {
 /// against this one by a test in that binding's suite.
 impl ErrorKind {
     /// Every kind, in the order of their numbers.
-    pub const ALL: [ErrorKind; 9] = [
+    pub const ALL: [ErrorKind; 14] = [
         ErrorKind::Timeout,
         ErrorKind::NotOwner,
         ErrorKind::Lost,
@@ -50,6 +63,11 @@ impl ErrorKind {
         ErrorKind::Internal,
         ErrorKind::Unsupported,
         ErrorKind::Cancelled,
+        ErrorKind::Conflict,
+        ErrorKind::Fenced,
+        ErrorKind::Exhausted,
+        ErrorKind::InProgress,
+        ErrorKind::Mismatch,
     ];
 
     /// A stable, upper-snake-case name, used by bindings as an error code suffix.
@@ -64,6 +82,11 @@ impl ErrorKind {
             ErrorKind::Unsupported => "UNSUPPORTED",
             ErrorKind::Cancelled => "CANCELLED",
             ErrorKind::Internal => "INTERNAL",
+            ErrorKind::Conflict => "CONFLICT",
+            ErrorKind::Fenced => "FENCED",
+            ErrorKind::Exhausted => "EXHAUSTED",
+            ErrorKind::InProgress => "IN_PROGRESS",
+            ErrorKind::Mismatch => "MISMATCH",
         }
     }
 
@@ -79,6 +102,11 @@ impl ErrorKind {
             ErrorKind::Internal => 7,
             ErrorKind::Unsupported => 8,
             ErrorKind::Cancelled => 9,
+            ErrorKind::Conflict => 10,
+            ErrorKind::Fenced => 11,
+            ErrorKind::Exhausted => 12,
+            ErrorKind::InProgress => 13,
+            ErrorKind::Mismatch => 14,
         }
     }
 
@@ -102,6 +130,21 @@ pub struct Error {
     kind: ErrorKind,
     message: String,
     source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+    /// Structured facts for callers that act on them (see [`ErrorDetails`]).
+    details: Option<Box<ErrorDetails>>,
+}
+
+/// What an error carries beyond its kind and message, for callers that act on it rather
+/// than show it: bindings turn these into attributes of their exception or error objects.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorDetails {
+    /// With `Conflict`: the value as it is now, `(bytes, version)`; `None` when there is none.
+    Conflict { current: Option<(Vec<u8>, u64)> },
+    /// With `Fenced`: the highest fencing token the value has accepted (the one that won).
+    Fenced { winning_token: u64 },
+    /// With `Exhausted` and `InProgress`: how long to wait before trying again.
+    RetryAfter { after: std::time::Duration },
 }
 
 /// The result type of every fallible polylock call.
@@ -109,7 +152,18 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error { kind, message: message.into(), source: None }
+        Error { kind, message: message.into(), source: None, details: None }
+    }
+
+    /// Attach structured details (a conflict's current value, the winning fencing token, a
+    /// retry-after).
+    pub fn with_details(mut self, details: ErrorDetails) -> Self {
+        self.details = Some(Box::new(details));
+        self
+    }
+
+    pub fn details(&self) -> Option<&ErrorDetails> {
+        self.details.as_deref()
     }
 
     /// Attach the lower-level cause. Its text is part of the displayed message, so it must
@@ -154,6 +208,21 @@ impl Error {
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Internal, message)
     }
+    pub fn conflict(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Conflict, message)
+    }
+    pub fn fenced(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Fenced, message)
+    }
+    pub fn exhausted(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Exhausted, message)
+    }
+    pub fn in_progress(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InProgress, message)
+    }
+    pub fn mismatch(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Mismatch, message)
+    }
 }
 
 impl fmt::Display for Error {
@@ -170,13 +239,14 @@ impl fmt::Display for Error {
 }
 
 /// ID errors keep their kind: a bad argument is `InvalidArgument`; a clock that cannot be
-/// trusted, or IDs used up until the next range or renewal, is `Backend` (a local resource
-/// failed), as it was before IDs moved to their own crate.
+/// trusted is `Backend` (a local resource failed); IDs used up until the next millisecond,
+/// range or renewal are `Exhausted`.
 impl From<polylock_id::IdError> for Error {
     fn from(err: polylock_id::IdError) -> Self {
         let kind = match err.kind() {
             polylock_id::IdErrorKind::InvalidArgument => ErrorKind::InvalidArgument,
-            polylock_id::IdErrorKind::Clock | polylock_id::IdErrorKind::Exhausted => ErrorKind::Backend,
+            polylock_id::IdErrorKind::Clock => ErrorKind::Backend,
+            polylock_id::IdErrorKind::Exhausted => ErrorKind::Exhausted,
             polylock_id::IdErrorKind::Randomness => ErrorKind::Internal,
         };
         Error::new(kind, err.message())

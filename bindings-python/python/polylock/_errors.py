@@ -71,6 +71,39 @@ class InternalError(PolylockError):
     kind = "INTERNAL"
 
 
+class ConflictError(PolylockError):
+    """A compare-and-set found another version than the one expected (someone else wrote
+    first), or a value to create already exists."""
+
+    kind = "CONFLICT"
+
+
+class FencedError(PolylockError):
+    """A fenced write carried a token lower than one the value has already accepted: the
+    writer's lock was taken over while it was paused."""
+
+    kind = "FENCED"
+
+
+class ExhaustedError(PolylockError):
+    """IDs are used up until the next range is loaded or the worker lease is renewed;
+    retrying later can succeed."""
+
+    kind = "EXHAUSTED"
+
+
+class InProgressError(PolylockError):
+    """Another attempt is working on this idempotency key now; retry later (HTTP 409)."""
+
+    kind = "IN_PROGRESS"
+
+
+class MismatchError(PolylockError, ValueError):
+    """The idempotency key was used before with another payload (HTTP 422)."""
+
+    kind = "MISMATCH"
+
+
 __all__ = [
     "PolylockError",
     "InvalidArgumentError",
@@ -82,4 +115,9 @@ __all__ = [
     "UnsupportedError",
     "PolylockCancelledError",
     "InternalError",
+    "ConflictError",
+    "FencedError",
+    "ExhaustedError",
+    "InProgressError",
+    "MismatchError",
 ]

@@ -651,6 +651,31 @@ class RustBufferStream
             message: read_string()
         )
     end
+    if variant == 10
+        return PolylockError::Conflict.new(
+            message: read_string()
+        )
+    end
+    if variant == 11
+        return PolylockError::Fenced.new(
+            message: read_string()
+        )
+    end
+    if variant == 12
+        return PolylockError::Exhausted.new(
+            message: read_string()
+        )
+    end
+    if variant == 13
+        return PolylockError::InProgress.new(
+            message: read_string()
+        )
+    end
+    if variant == 14
+        return PolylockError::Mismatch.new(
+            message: read_string()
+        )
+    end
 
     raise InternalError, 'Unexpected variant tag for TypePolylockError'
   end
@@ -946,6 +971,31 @@ class RustBufferBuilder
         self.write_string(v.message)
       return
     end
+    if v.is_a?(PolylockError::Conflict)
+      pack_into 4, 'l>', 10
+        self.write_string(v.message)
+      return
+    end
+    if v.is_a?(PolylockError::Fenced)
+      pack_into 4, 'l>', 11
+        self.write_string(v.message)
+      return
+    end
+    if v.is_a?(PolylockError::Exhausted)
+      pack_into 4, 'l>', 12
+        self.write_string(v.message)
+      return
+    end
+    if v.is_a?(PolylockError::InProgress)
+      pack_into 4, 'l>', 13
+        self.write_string(v.message)
+      return
+    end
+    if v.is_a?(PolylockError::Mismatch)
+      pack_into 4, 'l>', 14
+        self.write_string(v.message)
+      return
+    end
   end
   
 
@@ -1202,6 +1252,91 @@ module PolylockError
     end
   end
   class Cancelled < StandardError
+    def initialize(message:)
+        
+        @message = message
+        
+        super()
+    end
+    
+
+    attr_reader :message
+    
+
+    def to_s
+        "#{self.class.name}(message=#{@message.inspect})"
+
+    end
+  end
+  class Conflict < StandardError
+    def initialize(message:)
+        
+        @message = message
+        
+        super()
+    end
+    
+
+    attr_reader :message
+    
+
+    def to_s
+        "#{self.class.name}(message=#{@message.inspect})"
+
+    end
+  end
+  class Fenced < StandardError
+    def initialize(message:)
+        
+        @message = message
+        
+        super()
+    end
+    
+
+    attr_reader :message
+    
+
+    def to_s
+        "#{self.class.name}(message=#{@message.inspect})"
+
+    end
+  end
+  class Exhausted < StandardError
+    def initialize(message:)
+        
+        @message = message
+        
+        super()
+    end
+    
+
+    attr_reader :message
+    
+
+    def to_s
+        "#{self.class.name}(message=#{@message.inspect})"
+
+    end
+  end
+  class InProgress < StandardError
+    def initialize(message:)
+        
+        @message = message
+        
+        super()
+    end
+    
+
+    attr_reader :message
+    
+
+    def to_s
+        "#{self.class.name}(message=#{@message.inspect})"
+
+    end
+  end
+  class Mismatch < StandardError
     def initialize(message:)
         
         @message = message

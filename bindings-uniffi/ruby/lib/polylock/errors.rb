@@ -14,7 +14,12 @@ module Polylock
       ['BACKEND', 6, :Backend],
       ['INTERNAL', 7, :Internal],
       ['UNSUPPORTED', 8, :Unsupported],
-      ['CANCELLED', 9, :Cancelled]
+      ['CANCELLED', 9, :Cancelled],
+      ['CONFLICT', 10, :Conflict],
+      ['FENCED', 11, :Fenced],
+      ['EXHAUSTED', 12, :Exhausted],
+      ['IN_PROGRESS', 13, :InProgress],
+      ['MISMATCH', 14, :Mismatch]
     ].freeze
 
     KINDS.each do |name, code, class_name|

@@ -22,7 +22,17 @@ public enum ErrorCode {
     /** The backend does not offer this kind of lock or primitive; thrown when the handle is made. */
     UNSUPPORTED(8),
     /** The caller gave up on the call; nothing is left held. */
-    CANCELLED(9);
+    CANCELLED(9),
+    /** A compare-and-set found another version than expected, or a value to create already exists. */
+    CONFLICT(10),
+    /** A fenced write carried a token lower than one the value has already accepted. */
+    FENCED(11),
+    /** IDs are used up until the next range or worker lease renewal; retrying later can succeed. */
+    EXHAUSTED(12),
+    /** Another attempt is working on this idempotency key now; retry later. */
+    IN_PROGRESS(13),
+    /** The idempotency key was used before with another payload. */
+    MISMATCH(14);
 
     private final int nativeCode;
 
