@@ -12,6 +12,9 @@ import java.util.Objects;
 public final class Polylock {
     private Polylock() {}
 
+    /** polylock's version, the same in every language (the workspace's, in the root Cargo.toml). */
+    public static final String VERSION = "0.1.0";
+
     /** Connect to the backend {@code url} names. Throws {@link PolylockException} if it cannot. */
     public static PolylockClient connect(String url) {
         Objects.requireNonNull(url, "url");
