@@ -1,14 +1,32 @@
-//! The asyncio bridge: a core future runs on the client's runtime, and when it is done it
-//! wakes the asyncio loop that awaits it (`loop.call_soon_threadsafe`, passed in as `wake`).
-//! The awaiting coroutine then collects the outcome with `finish()` on its own thread, so
-//! errors become exceptions with the GIL held, in the ordinary way.
+//! The asyncio bridge. A call's core future is polled on the asyncio loop's own thread, with
+//! the client's runtime entered (so timers, spawns and the Redis connection's driver run on
+//! the runtime as usual): first inside `start_*`, then each time the future's waker fires.
 //!
-//! Cancellation: `cancel()` aborts a call still running (dropping the core future, which is
-//! cancel-safe), and gives back a hold that was acquired but never collected, so a
-//! cancelled task never keeps a lock.
+//! - A call that is ready on its first poll (an in-memory store, a reentrant acquire the
+//!   engine answers locally) never leaves the loop's thread: `done()` is true at once.
+//! - Otherwise the waker, on whichever runtime thread fires it, puts the call on its loop's
+//!   `LoopWaker` ready list and writes one byte to a socket the loop watches
+//!   (`loop.add_reader`), only if no byte is pending already, so one wake-up serves every
+//!   call that finished meanwhile (64 tasks finishing together cost one loop wake-up). No
+//!   runtime thread ever takes the GIL or runs Python: `LoopWaker.drain()`, on the loop's
+//!   thread, polls the ready calls and hands back the asyncio futures to resolve.
+//!
+//! The coroutine then collects the outcome with `finish()`, so errors become exceptions in
+//! the ordinary way. With a plain callable as `wake` (a loop without `add_reader`), the call
+//! instead runs as a task on the runtime and calls `wake()` with the GIL when it is done.
+//!
+//! Cancellation: `cancel()` drops a call still running (the core futures are cancel-safe)
+//! or, for releases and closes, lets it finish on the runtime; a hold that was acquired but
+//! never collected is given back, so a cancelled task never keeps a lock.
 
 use std::future::Future;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::task::{Context, Poll, Wake, Waker};
 
 use polylock::kit::AnyGuard;
 use pyo3::prelude::*;
@@ -34,27 +52,16 @@ pub enum Outcome {
     Lost(String),
 }
 
+type CallFuture = Pin<Box<dyn Future<Output = polylock::Result<Outcome>> + Send>>;
+
 enum CallState {
+    /// Polled on the loop's thread (loop-driven calls).
+    Polling(CallFuture),
+    /// Running as a task on the runtime (calls woken through a callable).
     Running,
     Finished(polylock::Result<Outcome>),
     Collected,
     Cancelled,
-}
-
-/// An operation running on a client's runtime on behalf of an asyncio task.
-#[pyclass(module = "polylock._polylock", frozen)]
-pub struct PendingCall {
-    state: Arc<Mutex<CallState>>,
-    /// Set for calls that may be abandoned midway (waiting for a lock, connecting); not for
-    /// releases and closes, which always run to the end once started.
-    abort: Option<AbortHandle>,
-    /// For `connect`: the runtime the new client runs on, handed to it by `finish()`.
-    runtime: Mutex<Option<Runtime>>,
-}
-
-fn lock_state(state: &Mutex<CallState>) -> MutexGuard<'_, CallState> {
-    // Nothing panics while holding this lock; if something ever did, the state is still valid.
-    state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -65,17 +72,215 @@ pub enum Abandon {
     RunToEnd,
 }
 
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Nothing panics while holding these locks; if something ever did, the data is still valid.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// One loop's ready list and the socket that wakes the loop. Shared by the `LoopWaker` the
+/// loop holds and the wakers of its calls, which run on the runtime's threads.
+struct ReadyList {
+    ready: Mutex<Vec<Weak<CallCore>>>,
+    /// A byte is on its way to the loop and `drain()` has not run since: further wakes only
+    /// add to the list.
+    signalled: AtomicBool,
+    sender: UnixStream,
+}
+
+impl ReadyList {
+    fn push(&self, call: Weak<CallCore>) {
+        lock(&self.ready).push(call);
+        if !self.signalled.swap(true, Ordering::AcqRel) {
+            // Non-blocking; a full socket already holds bytes that will wake the loop.
+            let _ = (&self.sender).write(&[1]);
+        }
+    }
+}
+
+/// The waker of one loop-driven call.
+struct CallWaker {
+    list: Arc<ReadyList>,
+    call: Weak<CallCore>,
+}
+
+impl Wake for CallWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if self.call.strong_count() > 0 {
+            self.list.push(self.call.clone());
+        }
+    }
+}
+
+struct CallCore {
+    state: Mutex<CallState>,
+    runtime: Handle,
+    abandon: Abandon,
+    /// For loop-driven calls: the waker handed to every poll.
+    waker: Option<Waker>,
+    /// For loop-driven calls: the asyncio future `drain()` returns once the call is done.
+    notify: Mutex<Option<Py<PyAny>>>,
+}
+
+impl CallCore {
+    /// Poll a loop-driven call once, on the loop's thread; true once it has finished.
+    fn poll_here(&self) -> bool {
+        let mut state = lock(&self.state);
+        let CallState::Polling(future) = &mut *state else {
+            return !matches!(*state, CallState::Running);
+        };
+        let Some(waker) = &self.waker else { return false };
+        let _runtime = self.runtime.enter();
+        match future.as_mut().poll(&mut Context::from_waker(waker)) {
+            Poll::Ready(result) => {
+                // The spent future is dropped here, inside the runtime.
+                *state = CallState::Finished(result);
+                true
+            }
+            Poll::Pending => false,
+        }
+    }
+
+    /// Stop following the call: drop it, or let a release run to its end on the runtime.
+    /// Returns whether anything was stopped or given back.
+    fn abandon(&self) -> bool {
+        let mut state = lock(&self.state);
+        let _runtime = self.runtime.enter();
+        match std::mem::replace(&mut *state, CallState::Cancelled) {
+            CallState::Polling(future) if self.abandon == Abandon::RunToEnd => {
+                self.runtime.spawn(async move {
+                    let _ = future.await;
+                });
+                false
+            }
+            // Dropped inside the runtime: the core futures are cancel-safe, and a guard nobody
+            // collected releases its hold in the background.
+            CallState::Polling(_) | CallState::Finished(_) => true,
+            other => {
+                *state = other;
+                false
+            }
+        }
+    }
+}
+
+impl Drop for CallCore {
+    fn drop(&mut self) {
+        let state = std::mem::replace(self.state.get_mut().unwrap_or_else(|p| p.into_inner()), CallState::Cancelled);
+        if matches!(state, CallState::Polling(_) | CallState::Finished(_)) {
+            let _runtime = self.runtime.enter();
+            match state {
+                CallState::Polling(future) if self.abandon == Abandon::RunToEnd => {
+                    self.runtime.spawn(async move {
+                        let _ = future.await;
+                    });
+                }
+                dropped => drop(dropped),
+            }
+        }
+    }
+}
+
+/// Wakes one asyncio loop for the calls it awaits: the loop watches `fileno()` with
+/// `add_reader` and calls `drain()` when it is readable.
+#[pyclass(module = "polylock._polylock", frozen)]
+pub struct LoopWaker {
+    list: Arc<ReadyList>,
+    receiver: UnixStream,
+}
+
+#[pymethods]
+impl LoopWaker {
+    #[new]
+    fn new() -> PyResult<LoopWaker> {
+        let (sender, receiver) = UnixStream::pair()?;
+        sender.set_nonblocking(true)?;
+        receiver.set_nonblocking(true)?;
+        let list = ReadyList { ready: Mutex::new(Vec::new()), signalled: AtomicBool::new(false), sender };
+        Ok(LoopWaker { list: Arc::new(list), receiver })
+    }
+
+    /// The descriptor to watch for reading.
+    fn fileno(&self) -> i32 {
+        self.receiver.as_raw_fd()
+    }
+
+    /// Poll every call woken since the last drain; returns the asyncio futures of those that
+    /// have finished (to be resolved by the caller).
+    fn drain(&self) -> Vec<Py<PyAny>> {
+        let mut bytes = [0u8; 64];
+        while matches!((&self.receiver).read(&mut bytes), Ok(n) if n > 0) {}
+        // Cleared before the list is taken: a wake from now on sends a new byte.
+        self.list.signalled.store(false, Ordering::Release);
+        let ready = std::mem::take(&mut *lock(&self.list.ready));
+        let mut finished = Vec::new();
+        for call in ready {
+            if let Some(call) = call.upgrade() {
+                if call.poll_here() {
+                    finished.extend(lock(&call.notify).take());
+                }
+            }
+        }
+        finished
+    }
+}
+
+/// An operation on a client's runtime on behalf of an asyncio task.
+#[pyclass(module = "polylock._polylock", frozen)]
+pub struct PendingCall {
+    core: Arc<CallCore>,
+    /// Set for calls run as runtime tasks that may be abandoned midway.
+    abort: Option<AbortHandle>,
+    /// For `connect`: the runtime the new client runs on, handed to it by `finish()`.
+    runtime: Mutex<Option<Runtime>>,
+}
+
 impl PendingCall {
+    /// Start `future` for an asyncio task. `wake` is the loop's `LoopWaker` (the call is
+    /// polled here once, then on the loop's thread as it is woken), or a callable run with
+    /// the GIL from the runtime when the call, run there as a task, is done.
     pub fn spawn<F>(runtime: &Handle, future: F, wake: Py<PyAny>, abandon: Abandon) -> PendingCall
     where
         F: Future<Output = polylock::Result<Outcome>> + Send + 'static,
     {
-        let state = Arc::new(Mutex::new(CallState::Running));
-        let task_state = state.clone();
+        let loop_waker = Python::attach(|py| wake.bind(py).cast::<LoopWaker>().ok().map(|w| w.get().list.clone()));
+        match loop_waker {
+            Some(list) => Self::drive_on_loop(runtime, Box::pin(future), list, abandon),
+            None => Self::run_as_task(runtime, future, wake, abandon),
+        }
+    }
+
+    fn drive_on_loop(runtime: &Handle, future: CallFuture, list: Arc<ReadyList>, abandon: Abandon) -> PendingCall {
+        let core = Arc::new_cyclic(|call: &Weak<CallCore>| CallCore {
+            state: Mutex::new(CallState::Polling(future)),
+            runtime: runtime.clone(),
+            abandon,
+            waker: Some(Waker::from(Arc::new(CallWaker { list, call: call.clone() }))),
+            notify: Mutex::new(None),
+        });
+        core.poll_here();
+        PendingCall { core, abort: None, runtime: Mutex::new(None) }
+    }
+
+    fn run_as_task<F>(runtime: &Handle, future: F, wake: Py<PyAny>, abandon: Abandon) -> PendingCall
+    where
+        F: Future<Output = polylock::Result<Outcome>> + Send + 'static,
+    {
+        let core = Arc::new(CallCore {
+            state: Mutex::new(CallState::Running),
+            runtime: runtime.clone(),
+            abandon,
+            waker: None,
+            notify: Mutex::new(None),
+        });
+        let task_core = core.clone();
         let task = runtime.spawn(async move {
             let result = future.await;
             {
-                let mut state = lock_state(&task_state);
+                let mut state = lock(&task_core.state);
                 if !matches!(*state, CallState::Running) {
                     // Cancelled while finishing: dropping an acquired guard gives the hold back.
                     return;
@@ -89,11 +294,11 @@ impl PendingCall {
             });
         });
         let abort = (abandon == Abandon::Allowed).then(|| task.abort_handle());
-        PendingCall { state, abort, runtime: Mutex::new(None) }
+        PendingCall { core, abort, runtime: Mutex::new(None) }
     }
 
     pub fn with_runtime(self, runtime: Runtime) -> PendingCall {
-        *self.runtime.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(runtime);
+        *lock(&self.runtime) = Some(runtime);
         self
     }
 }
@@ -102,7 +307,13 @@ impl PendingCall {
 impl PendingCall {
     /// Whether the operation has finished (its outcome may then be collected).
     fn done(&self) -> bool {
-        !matches!(*lock_state(&self.state), CallState::Running)
+        !matches!(*lock(&self.core.state), CallState::Running | CallState::Polling(_))
+    }
+
+    /// For a call started with a `LoopWaker`: the asyncio future its `drain()` returns when
+    /// the call finishes.
+    fn notify(&self, future: Py<PyAny>) {
+        *lock(&self.core.notify) = Some(future);
     }
 
     /// The outcome: the fencing token for an acquisition (None if the wait ran out), the
@@ -110,11 +321,11 @@ impl PendingCall {
     /// for a release or close, a client for a connect. Raises the operation's error.
     fn finish(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let outcome = {
-            let mut state = lock_state(&self.state);
+            let mut state = lock(&self.core.state);
             match std::mem::replace(&mut *state, CallState::Collected) {
                 CallState::Finished(outcome) => outcome,
                 other => {
-                    let running = matches!(other, CallState::Running);
+                    let running = matches!(other, CallState::Running | CallState::Polling(_));
                     *state = other;
                     let what = if running { "has not finished yet" } else { "was already collected or cancelled" };
                     return Err(pyo3::exceptions::PyRuntimeError::new_err(format!("this polylock call {what}")));
@@ -129,8 +340,7 @@ impl PendingCall {
             Ok(Outcome::TimedOut) | Ok(Outcome::Done) => Ok(py.None()),
             Ok(Outcome::Lost(reason)) => Ok(reason.into_pyobject(py)?.into_any().unbind()),
             Ok(Outcome::Connected(client)) => {
-                let runtime = self.runtime.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
-                let Some(runtime) = runtime else {
+                let Some(runtime) = lock(&self.runtime).take() else {
                     return Err(pyo3::exceptions::PyRuntimeError::new_err("this connect call has no runtime"));
                 };
                 let native = NativeClient::from_shared(ClientShared::new(runtime, client));
@@ -143,22 +353,24 @@ impl PendingCall {
     /// Stop the operation for a task that no longer awaits it. Returns whether anything was
     /// stopped or given back.
     fn cancel(&self) -> bool {
-        let mut state = lock_state(&self.state);
-        match &*state {
-            CallState::Running => match &self.abort {
-                Some(abort) => {
-                    abort.abort();
-                    *state = CallState::Cancelled;
-                    true
-                }
-                None => false,
-            },
-            CallState::Finished(_) => {
-                // Dropped here: a guard nobody collected releases its hold in the background.
+        lock(&self.core.notify).take();
+        let running_as_task = matches!(*lock(&self.core.state), CallState::Running);
+        if !running_as_task {
+            return self.core.abandon();
+        }
+        let mut state = lock(&self.core.state);
+        match (&*state, &self.abort) {
+            (CallState::Running, Some(abort)) => {
+                abort.abort();
                 *state = CallState::Cancelled;
                 true
             }
-            CallState::Collected | CallState::Cancelled => false,
+            // Finished meanwhile: handled as a loop-driven call would be.
+            (CallState::Finished(_), _) => {
+                drop(state);
+                self.core.abandon()
+            }
+            _ => false,
         }
     }
 }

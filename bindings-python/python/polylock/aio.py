@@ -41,16 +41,71 @@ def _resolve(future: "asyncio.Future[None]") -> None:
         future.set_result(None)
 
 
-async def _run(start: Callable[[Callable[[], Any]], _polylock.PendingCall]) -> Any:
-    """Start a native call that wakes this loop when it is done, await it, and collect it."""
+class _LoopWaker:
+    """The one waker of a loop: native calls that finish put themselves on its ready list and
+    make its socket readable (once per batch, without the GIL); the loop then polls them on
+    its own thread (``drain``) and resolves the futures of those that are done."""
+
+    __slots__ = ("native", "__weakref__")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.native = _polylock.LoopWaker()
+        loop.add_reader(self.native.fileno(), self._on_readable)
+
+    def _on_readable(self) -> None:
+        for future in self.native.drain():
+            if not future.done():
+                future.set_result(None)
+
+
+# One waker per running loop (None: the loop has no add_reader, e.g. Windows' proactor).
+_loop_wakers: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Optional[_LoopWaker]]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _loop_waker(loop: asyncio.AbstractEventLoop) -> Optional[_LoopWaker]:
+    try:
+        return _loop_wakers[loop]
+    except KeyError:
+        pass
+    try:
+        waker: Optional[_LoopWaker] = _LoopWaker(loop)
+    except NotImplementedError:
+        waker = None
+    _loop_wakers[loop] = waker
+    return waker
+
+
+async def _run(start: Callable[[Any], _polylock.PendingCall]) -> Any:
+    """Start a native call, await it without blocking the loop, and collect it. A call that
+    completes at once (nothing to wait for) is collected without a trip through the loop."""
     loop = asyncio.get_running_loop()
+    waker = _loop_waker(loop)
+    if waker is None:
+        return await _run_on_runtime(loop, start)
+    call = start(waker.native)
+    if call.done():
+        return call.finish()
     done: "asyncio.Future[None]" = loop.create_future()
-    call = start(functools.partial(loop.call_soon_threadsafe, _resolve, done))
+    call.notify(done)
     try:
         await done
     except BaseException:
         # Cancelled (or the loop is going away): stop the call, and give back a hold it
         # may have acquired that nobody will ever release.
+        call.cancel()
+        raise
+    return call.finish()
+
+
+async def _run_on_runtime(loop: asyncio.AbstractEventLoop, start: Callable[[Any], _polylock.PendingCall]) -> Any:
+    """For loops without add_reader: the call runs on the runtime, which wakes the loop."""
+    done: "asyncio.Future[None]" = loop.create_future()
+    call = start(functools.partial(loop.call_soon_threadsafe, _resolve, done))
+    try:
+        await done
+    except BaseException:
         call.cancel()
         raise
     return call.finish()
