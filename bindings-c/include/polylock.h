@@ -623,6 +623,12 @@ polylock_status polylock_uuid7(char *out, size_t out_size);
  */
 polylock_status polylock_ulid(char *out, size_t out_size);
 
+/**
+ * polylock's version, such as `"0.1.0"`: a static NUL-terminated string, never freed, the
+ * same as `polylock --version` and every other binding's version.
+ */
+const char *polylock_version(void);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

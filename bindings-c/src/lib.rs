@@ -20,6 +20,7 @@ mod semaphore;
 mod snowflake;
 mod status;
 mod uuid_ulid;
+mod version;
 
 pub use cancel::{polylock_cancel, polylock_cancel_fire, polylock_cancel_free, polylock_cancel_new};
 pub use client::{polylock_client, polylock_client_close, polylock_client_free, polylock_connect};
@@ -44,3 +45,4 @@ pub use semaphore::{
 pub use snowflake::{polylock_snowflake, polylock_snowflake_free, polylock_snowflake_new, polylock_snowflake_next};
 pub use status::{polylock_status, polylock_status_name};
 pub use uuid_ulid::{polylock_ulid, polylock_uuid7, POLYLOCK_ULID_TEXT_SIZE, POLYLOCK_UUID_TEXT_SIZE};
+pub use version::polylock_version;
