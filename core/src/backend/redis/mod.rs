@@ -13,6 +13,7 @@
 //! Waiters subscribe to the lock's release channel before each attempt and wake on its
 //! message, on the holder's TTL, or on a slow fallback backoff, whichever comes first.
 
+mod counters;
 mod endpoint;
 mod link;
 mod pubsub;
@@ -21,6 +22,7 @@ mod rw_scripts;
 mod scripts;
 mod semaphore;
 mod semaphore_scripts;
+mod values;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -35,7 +37,7 @@ use crate::spi::{
     AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, PermitStore, Release, Renewal,
     SharedStore, Store,
 };
-use crate::spi::{LockKind, LostNotifier};
+use crate::spi::{CounterStore, LockKind, LostNotifier, VersionStore};
 use crate::url::ConnectUrl;
 use endpoint::Endpoint;
 use link::Link;
@@ -352,6 +354,8 @@ impl Store for RedisBackend {
         Capabilities {
             rw_locks: true,
             semaphores: true,
+            counters: true,
+            versioned_values: true,
             ..Capabilities::locks_only("redis", &[LockKind::Reentrant, LockKind::Fair, LockKind::Token])
         }
     }
@@ -370,6 +374,14 @@ impl Store for RedisBackend {
 
     fn semaphores(self: Arc<Self>) -> Option<Arc<PermitStore>> {
         Some(Arc::new(RedisSemaphores { link: self.link.clone(), subscriptions: self.subscriptions.clone() }))
+    }
+
+    fn counters(self: Arc<Self>) -> Option<Arc<dyn CounterStore>> {
+        Some(Arc::new(counters::RedisCounters { link: self.link.clone() }))
+    }
+
+    fn versions(self: Arc<Self>) -> Option<Arc<dyn VersionStore>> {
+        Some(Arc::new(values::RedisValues { link: self.link.clone() }))
     }
 }
 

@@ -219,4 +219,37 @@ pub(crate) trait Dialect: Send + Sync + Sized + 'static {
     /// own on a `sessions` connection; `None` where the database cannot announce (waiters then
     /// rely on `LEASE_BACKOFF`).
     fn watch_releases(sessions: Pool<Self::DB>, released: Arc<watch::Sender<u64>>) -> Option<AbortHandle>;
+
+    // Counters (counters.rs): Leaf's `leaf_alloc`, on the shared pool.
+
+    /// Add `count` to counter `tag`'s `max_id` and return the new `max_id`, in one statement
+    /// that has committed when it returns; a tag without a row gets one at `count` (as if it
+    /// had started at 0), with `step` = `step`.
+    async fn reserve(shared: &Pool<Self::DB>, tag: &str, count: i64, step: i32) -> Result<i64, sqlx::Error>;
+
+    /// Counter `tag`'s `max_id`, `None` without a row.
+    async fn counter_max_id(shared: &Pool<Self::DB>, tag: &str) -> Result<Option<i64>, sqlx::Error>;
+
+    // Versioned values (values.rs): `polylock_values(name, value, version)`; a deleted value
+    // keeps its row with `value` NULL, so its version keeps growing.
+
+    /// The live value and its version.
+    async fn value_get(shared: &Pool<Self::DB>, name: &str) -> Result<Option<(Vec<u8>, i64)>, sqlx::Error>;
+
+    /// Write a value where there is none (no row, or a deleted one); the new version, `None`
+    /// when a live value is there.
+    async fn value_create(shared: &Pool<Self::DB>, name: &str, value: &[u8]) -> Result<Option<i64>, sqlx::Error>;
+
+    /// Write over the live value of version `expected`; the new version, `None` when the
+    /// value is not live at that version.
+    async fn value_replace(
+        shared: &Pool<Self::DB>,
+        name: &str,
+        expected: i64,
+        value: &[u8],
+    ) -> Result<Option<i64>, sqlx::Error>;
+
+    /// Delete the live value of version `expected` (its row stays, keeping the version);
+    /// whether it was there.
+    async fn value_delete(shared: &Pool<Self::DB>, name: &str, expected: i64) -> Result<bool, sqlx::Error>;
 }

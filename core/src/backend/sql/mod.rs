@@ -67,6 +67,7 @@
 //! `ssl-cert`, `ssl-key`, `charset`, `collation`, `socket`, `timezone` on MySQL).
 
 mod config;
+mod counters;
 mod dialect;
 mod errors;
 #[cfg(feature = "mysql")]
@@ -78,23 +79,32 @@ mod rw_session;
 mod semaphore;
 mod session;
 mod store;
+mod values;
 mod waiting;
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::spi::{Capabilities, ExclusiveStore, PermitStore, SharedStore, Store};
+use crate::spi::{Capabilities, CounterStore, ExclusiveStore, PermitStore, SharedStore, Store, VersionStore};
+use counters::SqlCounters;
 use dialect::Dialect;
 use rw_lock::SqlRwLocks;
 use semaphore::SqlSemaphores;
 use store::{SqlStore, KINDS};
+use values::SqlValues;
 
 /// What the SQL backend offers: mutexes of two kinds, read-write locks and semaphores.
 #[async_trait]
 impl<D: Dialect> Store for SqlStore<D> {
     fn capabilities(&self) -> Capabilities {
-        Capabilities { rw_locks: true, semaphores: true, ..Capabilities::locks_only(D::BACKEND, KINDS) }
+        Capabilities {
+            rw_locks: true,
+            semaphores: true,
+            counters: true,
+            versioned_values: true,
+            ..Capabilities::locks_only(D::BACKEND, KINDS)
+        }
     }
 
     fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {
@@ -107,6 +117,14 @@ impl<D: Dialect> Store for SqlStore<D> {
 
     fn semaphores(self: Arc<Self>) -> Option<Arc<PermitStore>> {
         Some(Arc::new(SqlSemaphores::new(self)))
+    }
+
+    fn counters(self: Arc<Self>) -> Option<Arc<dyn CounterStore>> {
+        Some(Arc::new(SqlCounters::new(self)))
+    }
+
+    fn versions(self: Arc<Self>) -> Option<Arc<dyn VersionStore>> {
+        Some(Arc::new(SqlValues::new(self)))
     }
 
     async fn close(&self) {

@@ -14,6 +14,7 @@ use tokio::task::AbortHandle;
 
 use super::dialect::{Conn, Dialect, LockWait};
 use super::errors::mysql_number;
+use super::values::VALUE_NAME_BYTES;
 use crate::backend::poll::{Attempt, Backoff};
 use crate::spi::RwMode;
 use polylock_id::sql_names::mysql_lock_name;
@@ -215,6 +216,18 @@ impl Dialect for MySqlDialect {
                  locked_at TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP(3), locked_by VARCHAR(255) NOT NULL, \
                  PRIMARY KEY (name)) {TABLE_CHARSET}",
                 self.table
+            ),
+            // Leaf's own DDL, so a Leaf server and polylock can share a tag.
+            format!(
+                "CREATE TABLE IF NOT EXISTS leaf_alloc (biz_tag VARCHAR(128) NOT NULL DEFAULT '', \
+                 max_id BIGINT NOT NULL DEFAULT 1, step INT NOT NULL, description VARCHAR(256) DEFAULT NULL, \
+                 update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP ON UPDATE CURRENT_TIMESTAMP, \
+                 PRIMARY KEY (biz_tag)) ENGINE=InnoDB {TABLE_CHARSET}"
+            ),
+            // Names are bytes: values of names that differ only in case are two values.
+            format!(
+                "CREATE TABLE IF NOT EXISTS polylock_values (name VARBINARY({VALUE_NAME_BYTES}) NOT NULL PRIMARY KEY, \
+                 value LONGBLOB NULL, version BIGINT NOT NULL) ENGINE=InnoDB"
             ),
         ];
         for statement in statements {
@@ -601,5 +614,85 @@ impl Dialect for MySqlDialect {
     /// MySQL cannot announce: only this process's own releases wake its waiters.
     fn watch_releases(_sessions: MySqlPool, _released: Arc<watch::Sender<u64>>) -> Option<AbortHandle> {
         None
+    }
+
+    /// LAST_INSERT_ID(x) makes the new `max_id` the statement's insert id, read from the OK
+    /// packet of this very statement: one round trip, and no other server's update can slip
+    /// in between (Leaf's DAO reads it back after committing, Leaf issues #145 and #151).
+    async fn reserve(shared: &MySqlPool, tag: &str, count: i64, step: i32) -> Result<i64, sqlx::Error> {
+        let done = sqlx::query(
+            "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES (?, LAST_INSERT_ID(?), ?, 'polylock counter')
+             ON DUPLICATE KEY UPDATE max_id = LAST_INSERT_ID(max_id + ?), update_time = CURRENT_TIMESTAMP",
+        )
+        .bind(tag)
+        .bind(count)
+        .bind(step)
+        .bind(count)
+        .execute(shared)
+        .await?;
+        i64::try_from(done.last_insert_id()).map_err(|e| sqlx::Error::Decode(Box::new(e)))
+    }
+
+    async fn counter_max_id(shared: &MySqlPool, tag: &str) -> Result<Option<i64>, sqlx::Error> {
+        sqlx::query_scalar("SELECT max_id FROM leaf_alloc WHERE biz_tag = ?").bind(tag).fetch_optional(shared).await
+    }
+
+    async fn value_get(shared: &MySqlPool, name: &str) -> Result<Option<(Vec<u8>, i64)>, sqlx::Error> {
+        sqlx::query_as("SELECT value, version FROM polylock_values WHERE name = ? AND value IS NOT NULL")
+            .bind(name.as_bytes())
+            .fetch_optional(shared)
+            .await
+    }
+
+    /// Revive a deleted row in one statement; only a name never used before costs an INSERT.
+    async fn value_create(shared: &MySqlPool, name: &str, value: &[u8]) -> Result<Option<i64>, sqlx::Error> {
+        let revived = sqlx::query(
+            "UPDATE polylock_values SET value = ?, version = LAST_INSERT_ID(version + 1) WHERE name = ? AND value IS NULL",
+        )
+        .bind(value)
+        .bind(name.as_bytes())
+        .execute(shared)
+        .await?;
+        if revived.rows_affected() == 1 {
+            return Ok(Some(revived.last_insert_id() as i64));
+        }
+        match sqlx::query("INSERT INTO polylock_values (name, value, version) VALUES (?, ?, 1)")
+            .bind(name.as_bytes())
+            .bind(value)
+            .execute(shared)
+            .await
+        {
+            Ok(_) => Ok(Some(1)),
+            Err(err) if mysql_number(&err) == Some(ER_DUP_ENTRY) => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+
+    async fn value_replace(
+        shared: &MySqlPool,
+        name: &str,
+        expected: i64,
+        value: &[u8],
+    ) -> Result<Option<i64>, sqlx::Error> {
+        let done = sqlx::query(
+            "UPDATE polylock_values SET value = ?, version = LAST_INSERT_ID(version + 1)
+             WHERE name = ? AND version = ? AND value IS NOT NULL",
+        )
+        .bind(value)
+        .bind(name.as_bytes())
+        .bind(expected)
+        .execute(shared)
+        .await?;
+        Ok((done.rows_affected() == 1).then(|| done.last_insert_id() as i64))
+    }
+
+    async fn value_delete(shared: &MySqlPool, name: &str, expected: i64) -> Result<bool, sqlx::Error> {
+        let done =
+            sqlx::query("UPDATE polylock_values SET value = NULL WHERE name = ? AND version = ? AND value IS NOT NULL")
+                .bind(name.as_bytes())
+                .bind(expected)
+                .execute(shared)
+                .await?;
+        Ok(done.rows_affected() == 1)
     }
 }

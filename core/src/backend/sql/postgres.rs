@@ -73,6 +73,14 @@ impl Dialect for Pg {
                  locked_at TIMESTAMP NOT NULL, locked_by VARCHAR(255) NOT NULL, PRIMARY KEY (name))",
                 self.table
             ),
+            // Leaf's table (its MySQL DDL in PostgreSQL's types), so a Leaf server and
+            // polylock can share a tag.
+            "CREATE TABLE IF NOT EXISTS leaf_alloc (biz_tag VARCHAR(128) NOT NULL PRIMARY KEY, \
+             max_id BIGINT NOT NULL DEFAULT 1, step INT NOT NULL, description VARCHAR(256) DEFAULT NULL, \
+             update_time TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP)"
+                .to_string(),
+            "CREATE TABLE IF NOT EXISTS polylock_values (name TEXT PRIMARY KEY, value BYTEA, version BIGINT NOT NULL)"
+                .to_string(),
         ];
         for statement in statements {
             sqlx::query(&statement).execute(&mut *tx).await?;
@@ -431,5 +439,66 @@ impl Dialect for Pg {
             }
         });
         Some(task.abort_handle())
+    }
+
+    /// An upsert, so a new tag costs no second statement; concurrent ones queue on the row.
+    async fn reserve(shared: &PgPool, tag: &str, count: i64, step: i32) -> Result<i64, sqlx::Error> {
+        sqlx::query_scalar(
+            "INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES ($1, $2, $3, 'polylock counter')
+             ON CONFLICT (biz_tag) DO UPDATE SET max_id = leaf_alloc.max_id + $2, update_time = now()
+             RETURNING max_id",
+        )
+        .bind(tag)
+        .bind(count)
+        .bind(step)
+        .fetch_one(shared)
+        .await
+    }
+
+    async fn counter_max_id(shared: &PgPool, tag: &str) -> Result<Option<i64>, sqlx::Error> {
+        sqlx::query_scalar("SELECT max_id FROM leaf_alloc WHERE biz_tag = $1").bind(tag).fetch_optional(shared).await
+    }
+
+    async fn value_get(shared: &PgPool, name: &str) -> Result<Option<(Vec<u8>, i64)>, sqlx::Error> {
+        sqlx::query_as("SELECT value, version FROM polylock_values WHERE name = $1 AND value IS NOT NULL")
+            .bind(name)
+            .fetch_optional(shared)
+            .await
+    }
+
+    async fn value_create(shared: &PgPool, name: &str, value: &[u8]) -> Result<Option<i64>, sqlx::Error> {
+        sqlx::query_scalar(
+            "INSERT INTO polylock_values (name, value, version) VALUES ($1, $2, 1)
+             ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, version = polylock_values.version + 1
+             WHERE polylock_values.value IS NULL
+             RETURNING version",
+        )
+        .bind(name)
+        .bind(value)
+        .fetch_optional(shared)
+        .await
+    }
+
+    async fn value_replace(shared: &PgPool, name: &str, expected: i64, value: &[u8]) -> Result<Option<i64>, sqlx::Error> {
+        sqlx::query_scalar(
+            "UPDATE polylock_values SET value = $2, version = version + 1
+             WHERE name = $1 AND version = $3 AND value IS NOT NULL RETURNING version",
+        )
+        .bind(name)
+        .bind(value)
+        .bind(expected)
+        .fetch_optional(shared)
+        .await
+    }
+
+    async fn value_delete(shared: &PgPool, name: &str, expected: i64) -> Result<bool, sqlx::Error> {
+        let done = sqlx::query(
+            "UPDATE polylock_values SET value = NULL WHERE name = $1 AND version = $2 AND value IS NOT NULL",
+        )
+        .bind(name)
+        .bind(expected)
+        .execute(shared)
+        .await?;
+        Ok(done.rows_affected() == 1)
     }
 }

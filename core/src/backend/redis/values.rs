@@ -1,0 +1,149 @@
+//! Versioned values on Redis: one hash per value, `polylock_value:{<key>}`, with the fields
+//! `value` and `version`, written by Lua compare-and-set scripts. A write bumps `version` with
+//! `HINCRBY`; a delete removes only the `value` field, so the hash stays behind as a tombstone
+//! holding the last version and a value created again later gets a greater one: an old version
+//! never matches again. One key per value, so every script runs on one node of a cluster.
+
+use std::sync::{Arc, LazyLock};
+
+use async_trait::async_trait;
+use redis::Script;
+
+use super::link::Link;
+use super::script_with;
+use super::scripts::prefixed;
+use crate::error::Result;
+use crate::spi::{VersionStore, Versioned, Write};
+
+/// `{value, version}` or nil when the value is absent (never written, or deleted).
+static GET: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local got = redis.call('hmget', KEYS[1], 'value', 'version')
+if got[1] then return {got[1], got[2]} end
+return false
+",
+    )
+});
+
+/// ARGV[1]: the version expected, '' for "no value"; ARGV[2]: the new value.
+/// Versions travel as text (a Lua number is a double).
+/// `{1, new version, false}` when written, else `{0, version, value}` of what is there
+/// (`{0, false, false}` when nothing is).
+static COMPARE_AND_SET: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local got = redis.call('hmget', KEYS[1], 'value', 'version')
+local matches
+if got[1] then matches = (got[2] == ARGV[1]) else matches = (ARGV[1] == '') end
+if not matches then return {0, got[1] and got[2], got[1]} end
+redis.call('hincrby', KEYS[1], 'version', 1)
+redis.call('hset', KEYS[1], 'value', ARGV[2])
+return {1, redis.call('hget', KEYS[1], 'version'), false}
+",
+    )
+});
+
+/// ARGV[1]: the version expected. 1 if the value was removed (its version stays).
+static DELETE: LazyLock<Script> = LazyLock::new(|| {
+    Script::new(
+        r"
+local got = redis.call('hmget', KEYS[1], 'value', 'version')
+if got[1] and got[2] == ARGV[1] then
+  redis.call('hdel', KEYS[1], 'value')
+  return 1
+end
+return 0
+",
+    )
+});
+
+/// The hash value `key` is kept in.
+pub(super) fn value_key(key: &str) -> String {
+    prefixed("polylock_value", key)
+}
+
+pub(super) struct RedisValues {
+    pub link: Arc<Link>,
+}
+
+#[async_trait]
+impl VersionStore for RedisValues {
+    async fn get(&self, key: &str) -> Result<Option<Versioned>> {
+        let got: Option<(Vec<u8>, u64)> = self.link.invoke(&script_with(&GET, &[&value_key(key)])).await?;
+        Ok(got.map(|(value, version)| Versioned { value, version }))
+    }
+
+    async fn compare_and_set(&self, key: &str, expected: Option<u64>, value: &[u8]) -> Result<Write> {
+        let mut invocation = script_with(&COMPARE_AND_SET, &[&value_key(key)]);
+        invocation.arg(expected.map(|v| v.to_string()).unwrap_or_default()).arg(value);
+        let (written, version, current): (i64, Option<u64>, Option<Vec<u8>>) = self.link.invoke(&invocation).await?;
+        Ok(match (written, version, current) {
+            (1, Some(version), _) => Write::Written { version },
+            (_, Some(version), Some(value)) => Write::Conflict { current: Some(Versioned { value, version }) },
+            _ => Write::Conflict { current: None },
+        })
+    }
+
+    async fn delete(&self, key: &str, expected: u64) -> Result<bool> {
+        let mut invocation = script_with(&DELETE, &[&value_key(key)]);
+        invocation.arg(expected.to_string());
+        let removed: i64 = self.link.invoke(&invocation).await?;
+        Ok(removed == 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::redis::counters::tests::{open, run_prefix, server_urls};
+    use crate::spi::contract;
+
+    /// A store's values with every key under a prefix of this run's own.
+    struct Prefixed {
+        inner: RedisValues,
+        prefix: String,
+    }
+
+    #[async_trait]
+    impl VersionStore for Prefixed {
+        async fn get(&self, key: &str) -> Result<Option<Versioned>> {
+            self.inner.get(&format!("{}{key}", self.prefix)).await
+        }
+        async fn compare_and_set(&self, key: &str, expected: Option<u64>, value: &[u8]) -> Result<Write> {
+            self.inner.compare_and_set(&format!("{}{key}", self.prefix), expected, value).await
+        }
+        async fn delete(&self, key: &str, expected: u64) -> Result<bool> {
+            self.inner.delete(&format!("{}{key}", self.prefix), expected).await
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn values_keep_the_contract_on_every_redis_deployment() {
+        for (server, url) in server_urls() {
+            let backend = open(&url).await;
+            let values = RedisValues { link: backend.link.clone() };
+            contract::versions(&Prefixed { inner: values, prefix: run_prefix(server) }).await;
+        }
+    }
+
+    /// Binary and empty values come back as written, and an empty value is a value, not a
+    /// deletion.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn binary_and_empty_values_round_trip() {
+        let backend = open(&server_urls()[0].1).await;
+        let values = RedisValues { link: backend.link.clone() };
+        let key = format!("{}bytes", run_prefix("single"));
+        let bytes = [0u8, 255, 10, 13, 0, 1];
+        let Write::Written { version } = values.compare_and_set(&key, None, &bytes).await.unwrap() else { panic!() };
+        assert_eq!(values.get(&key).await.unwrap(), Some(Versioned { value: bytes.to_vec(), version }));
+        let Write::Written { version: empty } = values.compare_and_set(&key, Some(version), b"").await.unwrap() else {
+            panic!()
+        };
+        assert_eq!(values.get(&key).await.unwrap(), Some(Versioned { value: Vec::new(), version: empty }));
+        assert!(matches!(
+            values.compare_and_set(&key, None, b"x").await.unwrap(),
+            Write::Conflict { current: Some(_) }
+        ));
+    }
+}
