@@ -373,3 +373,116 @@ async fn a_session_that_ends_frees_its_holds_and_its_waiters_stop_with_lost() {
     doomed.close().await;
     other.close().await;
 }
+
+// ---------------------------------------------------------------------------------------
+// Fencing: one token per grant, even for holds let in together
+
+/// Every key of `name` (the recipe's and the fence key) with its create and mod revisions.
+async fn revisions(raw: &mut etcd_client::Client, prefix: &str) -> Vec<(String, i64, i64)> {
+    let answer = raw.get(prefix, Some(GetOptions::new().with_prefix())).await.unwrap();
+    answer.kvs().iter().map(|kv| (kv.key_str().unwrap().to_string(), kv.create_revision(), kv.mod_revision())).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readers_let_in_by_one_release_get_distinct_increasing_tokens() {
+    let mut raw = raw().await;
+    let name = unique("fence-readers");
+    let writer_client = connect().await;
+    let write = writer_client.rw_lock(&name).unwrap().write().acquire().await.unwrap();
+    // Readers of clients of their own, so each looks for itself when the writer goes.
+    let mut readers = Vec::new();
+    let mut waiting = Vec::new();
+    for _ in 0..8 {
+        let client = connect().await;
+        let lock = client.rw_lock(&name).unwrap();
+        waiting.push(tokio::spawn(async move { lock.read().acquire_with(wait(20_000)).await }));
+        readers.push(client);
+    }
+    // Every reader's key is written before the release.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while keys(&mut raw, &name).await.len() < 9 {
+        assert!(Instant::now() < deadline, "the readers queued: {:?}", keys(&mut raw, &name).await);
+        sleep(Duration::from_millis(20)).await;
+    }
+    let write_token = write.fencing_token();
+    write.release().await.unwrap();
+    let mut guards = Vec::new();
+    for task in waiting {
+        guards.push(task.await.unwrap().expect("one release lets every reader in"));
+    }
+    let mut tokens: Vec<u64> = guards.iter().map(|g| g.fencing_token()).collect();
+    assert!(tokens.iter().all(|&t| t > write_token), "every reader's token outgrows the writer's: {tokens:?}");
+    tokens.sort_unstable();
+    tokens.dedup();
+    assert_eq!(tokens.len(), 8, "8 readers, 8 distinct tokens: {tokens:?}");
+
+    // The recipe's keys are as Go writes them (never modified); the fence key sits outside.
+    for (key, created, modified) in revisions(&mut raw, &format!("{name}/")).await {
+        assert_eq!(created, modified, "{key} was modified");
+    }
+    let fence = revisions(&mut raw, &format!("{name}:rw-fence")).await;
+    assert_eq!(fence.len(), 1, "{fence:?}");
+    assert_eq!(fence[0].2 as u64, *tokens.last().unwrap(), "the newest token is the fence key's last write");
+
+    // A writer after them outgrows them all.
+    let last_read = *tokens.last().unwrap();
+    for guard in guards {
+        guard.release().await.unwrap();
+    }
+    let write = writer_client.rw_lock(&name).unwrap().write().acquire_with(wait(5000)).await.unwrap();
+    assert!(write.fencing_token() > last_read);
+    write.release().await.unwrap();
+    for client in readers {
+        client.close().await;
+    }
+    writer_client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permits_freed_together_get_distinct_increasing_tokens() {
+    let mut raw = raw().await;
+    let name = unique("fence-permits");
+    let holder = connect().await;
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        held.push(holder.semaphore(&name, 4).unwrap().acquire().await.unwrap());
+    }
+    let mut clients = Vec::new();
+    let mut waiting = Vec::new();
+    for _ in 0..4 {
+        let client = connect().await;
+        let semaphore = client.semaphore(&name, 4).unwrap();
+        waiting.push(tokio::spawn(async move { semaphore.acquire_with(wait(20_000)).await }));
+        clients.push(client);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while keys(&mut raw, &name).await.len() < 9 {
+        assert!(Instant::now() < deadline, "the waiters queued: {:?}", keys(&mut raw, &name).await);
+        sleep(Duration::from_millis(20)).await;
+    }
+    let newest_held = held.iter().map(|p| p.fencing_token()).max().unwrap();
+    let releases: Vec<_> = held.into_iter().map(|permit| tokio::spawn(permit.release())).collect();
+    for release in releases {
+        release.await.unwrap().unwrap();
+    }
+    let mut tokens = Vec::new();
+    let mut permits = Vec::new();
+    for task in waiting {
+        let permit = task.await.unwrap().expect("the freed permits go to the waiters");
+        tokens.push(permit.fencing_token());
+        permits.push(permit);
+    }
+    assert!(tokens.iter().all(|&t| t > newest_held), "{tokens:?} after {newest_held}");
+    tokens.sort_unstable();
+    tokens.dedup();
+    assert_eq!(tokens.len(), 4, "4 permits, 4 distinct tokens: {tokens:?}");
+    let fence = revisions(&mut raw, &format!("{name}:semaphore-fence")).await;
+    assert_eq!(fence.len(), 1, "{fence:?}");
+    for permit in permits {
+        permit.release().await.unwrap();
+    }
+    for client in clients {
+        client.close().await;
+    }
+    holder.close().await;
+}

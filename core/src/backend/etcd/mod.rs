@@ -17,6 +17,7 @@
 //!   keys, the N oldest hold, the count in `<name>/permits`).
 
 mod endpoint;
+mod fence;
 mod hold;
 mod mutex;
 mod rw_lock;

@@ -22,10 +22,11 @@
 //! the read key's value becomes `downgraded`: polylock readers pass a write key whose
 //! same-numbered read key says so. Both keys go when the read side is released.
 //!
-//! Fencing: a hold granted at once has its key's create revision as its token; a waiter
-//! granted later, the revision of the read that showed it the grant. Revisions only grow, so
-//! every writer's token is greater than every token granted before it; readers let in by
-//! the same release may share a token.
+//! Fencing (fence.rs): every grant writes the key `<name>:rw-fence`, outside the recipe's
+//! prefix, and takes that write's revision as its token (a hold granted at once, with nobody
+//! granted since its key was written, keeps its key's create revision: the fence key was
+//! written with it). So every grant's token is greater than every earlier one, readers let
+//! in by one release included, and the recipe's keys are never modified.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,6 +39,7 @@ use etcd_client::{
 };
 use tokio::time::{sleep, Instant};
 
+use super::fence::{Family, Fence};
 use super::hold::EtcdHold;
 use super::mutex::{call, delete_if_revision, lease_left};
 use super::session::Session;
@@ -83,8 +85,8 @@ pub(super) struct EtcdRwLocks {
 
 /// Where a waiter stands after a look.
 enum Standing {
-    /// Granted, as seen by a read at this revision.
-    Holds(i64),
+    /// Granted; the fence key was last written at this revision (fence.rs).
+    Holds { fence_written: Option<i64> },
     /// Our key is gone.
     Vanished,
     /// Wait for this key's DELETE (and, for a reader behind a write key, for its read key's
@@ -106,7 +108,12 @@ impl EtcdRwLocks {
     }
 
     /// The write holder's read: `<name>/read/<n of its write key>`, granted at once.
-    async fn downgrade(&self, request: &AcquireRequest<RwMode>, keys: &Keys) -> Result<Option<Acquired>> {
+    async fn downgrade(
+        &self,
+        request: &AcquireRequest<RwMode>,
+        keys: &Keys,
+        fence: &Fence,
+    ) -> Result<Option<Acquired>> {
         let Some((write_key, write_revision, suffix, session)) = map(&self.writers)
             .get(&(request.key.clone(), request.owner))
             .filter(|write| !write.session.is_ended())
@@ -121,7 +128,10 @@ impl EtcdRwLocks {
                 Compare::create_revision(key.as_str(), CompareOp::Equal, 0),
                 Compare::create_revision(write_key.as_str(), CompareOp::Equal, write_revision),
             ])
-            .and_then([TxnOp::put(key.as_str(), "", Some(PutOptions::new().with_lease(session.lease_id)))]);
+            .and_then([
+                TxnOp::put(key.as_str(), "", Some(PutOptions::new().with_lease(session.lease_id))),
+                fence.write(session.lease_id),
+            ]);
         let answer = call("writing the downgrade's read key", || {
             let (mut kv, txn) = (self.client().kv_client(), txn.clone());
             async move { kv.txn(txn).await }
@@ -138,7 +148,7 @@ impl EtcdRwLocks {
     }
 
     /// The newest key older than `revision` that a contender of `mode` waits behind.
-    async fn look(&self, keys: &Keys, mode: RwMode, key: &str, revision: i64) -> Result<Standing> {
+    async fn look(&self, keys: &Keys, fence: &Fence, mode: RwMode, key: &str, revision: i64) -> Result<Standing> {
         let mut below = revision;
         loop {
             let range = match mode {
@@ -154,6 +164,7 @@ impl EtcdRwLocks {
             let txn = Txn::new().and_then([
                 TxnOp::get(range.as_str(), Some(newest_older)),
                 TxnOp::get(key, Some(GetOptions::new().with_keys_only())),
+                fence.read(),
             ]);
             let answer = call("reading the lock's keys", || {
                 let (mut kv, txn) = (self.client().kv_client(), txn.clone());
@@ -171,7 +182,13 @@ impl EtcdRwLocks {
             if first(1)?.is_none_or(|(_, ours)| ours != revision) {
                 return Ok(Standing::Vanished);
             }
-            let Some((older, created)) = first(0)? else { return Ok(Standing::Holds(at)) };
+            let Some((older, created)) = first(0)? else {
+                let fence_written = match answer.op_responses().get(2) {
+                    Some(TxnOpResponse::Get(get)) => Fence::last_written(get.kvs()),
+                    _ => return Err(Error::backend("etcd answered the lock look-up with unexpected responses")),
+                };
+                return Ok(Standing::Holds { fence_written });
+            };
             let downgrade_key =
                 older.strip_prefix(&keys.write).filter(|_| mode == RwMode::Read).map(|n| format!("{}{n}", keys.read));
             if let Some(read_key) = &downgrade_key {
@@ -194,7 +211,7 @@ impl EtcdRwLocks {
     }
 
     /// Write our key; wait until nothing we wait behind is left. `Ok(None)`: gave up.
-    async fn contend(&self, request: &AcquireRequest<RwMode>, keys: &Keys) -> Result<Option<Acquired>> {
+    async fn contend(&self, request: &AcquireRequest<RwMode>, keys: &Keys, fence: &Fence) -> Result<Option<Acquired>> {
         loop {
             let session = self.backend.pool.any().await?;
             let suffix = format!("{:x}-{}", session.lease_id, NEXT_HOLD.fetch_add(1, Ordering::Relaxed));
@@ -203,9 +220,10 @@ impl EtcdRwLocks {
                 RwMode::Write => format!("{}{suffix}", keys.write),
             };
             let started = Instant::now();
-            let txn = Txn::new()
-                .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
-                .and_then([TxnOp::put(key.as_str(), "", Some(PutOptions::new().with_lease(session.lease_id)))]);
+            let txn = Txn::new().when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)]).and_then([
+                TxnOp::put(key.as_str(), "", Some(PutOptions::new().with_lease(session.lease_id))),
+                fence.write(session.lease_id),
+            ]);
             let written = call("writing the lock key", || {
                 let (mut kv, txn) = (self.client().kv_client(), txn.clone());
                 async move { kv.txn(txn).await }
@@ -225,7 +243,7 @@ impl EtcdRwLocks {
             let revision = header_revision(answer.header())?;
             let mut first = true;
             loop {
-                let standing = match self.look(keys, request.kind, &key, revision).await {
+                let standing = match self.look(keys, fence, request.kind, &key, revision).await {
                     Ok(standing) => standing,
                     Err(_) if session.is_ended() => return Err(session_ended(request, &session)),
                     // A member went away under the read: look again until the deadline.
@@ -236,8 +254,16 @@ impl EtcdRwLocks {
                     Err(err) => return Err(err),
                 };
                 let (older, downgrade_key, seen_at) = match standing {
-                    Standing::Holds(at) => {
-                        let granted = if first { revision } else { at.max(revision) };
+                    Standing::Holds { fence_written } => {
+                        let lease_id = session.lease_id;
+                        let token = fence.token(self.client(), &key, revision, lease_id, fence_written).await?;
+                        let Some(token) = token else {
+                            // Our key went between the look and the fence write.
+                            if lease_gone(self.client(), &session).await? {
+                                return Err(session_ended(request, &session));
+                            }
+                            break; // deleted from outside: queue again
+                        };
                         if request.kind == RwMode::Write {
                             let write = WriteKey { key: key.clone(), revision, suffix, session: session.clone() };
                             map(&self.writers).insert((request.key.clone(), request.owner), write);
@@ -247,7 +273,7 @@ impl EtcdRwLocks {
                         let expires_at = attempt_started + request.lease;
                         let lost = request.lost.clone();
                         let hold = EtcdHold::start(self.client(), key, revision, lost, session, None, expires_at);
-                        return Ok(Some(Acquired { token: token(granted)?, attempt_started, state: Some(hold) }));
+                        return Ok(Some(Acquired { token, attempt_started, state: Some(hold) }));
                     }
                     Standing::Vanished if lease_gone(self.client(), &session).await? => {
                         return Err(session_ended(request, &session));
@@ -329,12 +355,13 @@ pub(super) fn session_ended<K: std::fmt::Display>(request: &AcquireRequest<K>, s
 impl HoldStore<RwMode> for EtcdRwLocks {
     async fn acquire(&self, request: &AcquireRequest<RwMode>) -> Result<Option<Acquired>> {
         let keys = Keys::of(&request.key);
+        let fence = Fence::of(&request.key, Family::RwLock);
         if request.kind == RwMode::Read {
-            if let Some(acquired) = self.downgrade(request, &keys).await? {
+            if let Some(acquired) = self.downgrade(request, &keys, &fence).await? {
                 return Ok(Some(acquired));
             }
         }
-        self.contend(request, &keys).await
+        self.contend(request, &keys, &fence).await
     }
 
     async fn renew(&self, held: &HeldLock<RwMode>, lease: Duration) -> Result<Renewal> {

@@ -10,10 +10,10 @@
 //! as the Mutex, so each permit of a client is taken in a session of its own
 //! (session_pool.rs). The count key sorts first, and is left out of the count.
 //!
-//! Fencing: a permit granted at once has its key's create revision as its token; a waiter
-//! granted later rewrites its own key (same value, same lease: its create revision, and so
-//! its place, stay) and takes that write's revision. Either way a revision newer than every
-//! token granted before.
+//! Fencing (fence.rs): every grant writes the key `<name>:semaphore-fence` and takes that
+//! write's revision as its token (a permit granted at once, with nobody granted since its key
+//! was written, keeps its key's create revision: the fence key was written with it). So every
+//! permit's token is greater than every earlier one, permits freed by one release included.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -23,6 +23,7 @@ use async_trait::async_trait;
 use etcd_client::{Client, Compare, CompareOp, EventType, GetOptions, PutOptions, Txn, TxnOp, TxnOpResponse};
 use tokio::time::{sleep, Instant};
 
+use super::fence::{Family, Fence};
 use super::hold::EtcdHold;
 use super::mutex::{call, delete_if_revision, key_revision};
 use super::rw_lock::{lease_gone, past, session_ended, RETRY_PAUSE};
@@ -92,7 +93,15 @@ impl EtcdSemaphores {
     /// How many contender keys are older than `revision` (the count key left out), and
     /// whether our key is still there, as seen at the returned revision.
     /// Counts up to `permits` + 1: enough to tell.
-    async fn older_than(&self, name: &str, key: &str, revision: i64, permits: u32) -> Result<(Option<i64>, i64)> {
+    /// The third value is the revision the fence key was last written at.
+    async fn older_than(
+        &self,
+        name: &str,
+        fence: &Fence,
+        key: &str,
+        revision: i64,
+        permits: u32,
+    ) -> Result<(Option<i64>, i64, Option<i64>)> {
         let prefix = format!("{name}/");
         // Not `with_count_only`: etcd counts a range before its revision filters. With a
         // filter, etcd reads the whole range, then filters, then cuts it to the limit.
@@ -106,6 +115,7 @@ impl EtcdSemaphores {
             TxnOp::get(prefix.as_str(), Some(older)),
             TxnOp::get(count.as_str(), Some(GetOptions::new().with_keys_only())),
             TxnOp::get(key, Some(GetOptions::new().with_keys_only())),
+            fence.read(),
         ]);
         let answer = call("counting the semaphore's holders", || {
             let (mut kv, txn) = (self.client().kv_client(), txn.clone());
@@ -118,11 +128,12 @@ impl EtcdSemaphores {
             Some(TxnOpResponse::Get(get)) => Ok(get),
             _ => Err(Error::backend("etcd answered the semaphore look-up with unexpected responses")),
         };
+        let fence_written = Fence::last_written(get(3)?.kvs());
         if get(2)?.kvs().first().is_none_or(|kv| kv.create_revision() != revision) {
-            return Ok((None, at));
+            return Ok((None, at, fence_written));
         }
         let count_is_older = get(1)?.kvs().first().is_some_and(|kv| kv.create_revision() < revision);
-        Ok((Some(get(0)?.kvs().len() as i64 - i64::from(count_is_older)), at))
+        Ok((Some(get(0)?.kvs().len() as i64 - i64::from(count_is_older)), at, fence_written))
     }
 
     async fn give_up(&self, key: &str, revision: i64) {
@@ -138,6 +149,7 @@ impl HoldStore<Permits> for EtcdSemaphores {
         let permits = request.kind.0;
         self.check_count(name, permits).await?;
         let prefix = format!("{name}/");
+        let fence = Fence::of(name, Family::Semaphore);
         loop {
             let give_up = async {
                 tokio::select! {
@@ -151,7 +163,10 @@ impl HoldStore<Permits> for EtcdSemaphores {
             let started = Instant::now();
             let txn = Txn::new()
                 .when([Compare::create_revision(key.as_str(), CompareOp::Equal, 0)])
-                .and_then([TxnOp::put(key.as_str(), "", Some(PutOptions::new().with_lease(session.lease_id)))])
+                .and_then([
+                    TxnOp::put(key.as_str(), "", Some(PutOptions::new().with_lease(session.lease_id))),
+                    fence.write(session.lease_id),
+                ])
                 .or_else([TxnOp::get(key.as_str(), Some(GetOptions::new().with_keys_only()))]);
             let written = call("writing the semaphore key", || {
                 let (mut kv, txn) = (self.client().kv_client(), txn.clone());
@@ -178,7 +193,8 @@ impl HoldStore<Permits> for EtcdSemaphores {
             let revision = answer.header().map(|h| h.revision()).ok_or_else(|| Error::backend("no revision"))?;
             let mut first = true;
             loop {
-                let (older, seen_at) = match self.older_than(name, &key, revision, permits).await {
+                let (older, seen_at, fence_written) = match self.older_than(name, &fence, &key, revision, permits).await
+                {
                     Ok(looked) => looked,
                     Err(_) if session.is_ended() => return Err(session_ended(request, &session)),
                     // A member went away under the read: look again until the deadline.
@@ -192,13 +208,18 @@ impl HoldStore<Permits> for EtcdSemaphores {
                     None if lease_gone(self.client(), &session).await? => return Err(session_ended(request, &session)),
                     None => break, // our key was deleted from outside: queue again
                     Some(older) if older < i64::from(permits) => {
-                        let granted = if first { revision } else { self.restamp(&key, revision, &session).await? };
+                        let lease_id = session.lease_id;
+                        let token = fence.token(self.client(), &key, revision, lease_id, fence_written).await?;
+                        let Some(token) = token else {
+                            return Err(Error::lost(format!(
+                                "the semaphore key {key} vanished as its permit was granted"
+                            )));
+                        };
                         // The lease counts from the grant: a waiter's wait is not part of it.
                         let attempt_started = if first { started } else { Instant::now() };
                         let expires_at = attempt_started + request.lease;
                         let lost = request.lost.clone();
                         let hold = EtcdHold::start(self.client(), key, revision, lost, session, Some(lane), expires_at);
-                        let token = u64::try_from(granted).map_err(|_| Error::backend("negative revision"))?;
                         return Ok(Some(Acquired { token, attempt_started, state: Some(hold) }));
                     }
                     Some(_) => {}
@@ -252,25 +273,5 @@ impl HoldStore<Permits> for EtcdSemaphores {
         .await?;
         let count_key_exists = key_revision(self.client(), &count_key(key)).await?.is_some();
         Ok(answer.count() > i64::from(count_key_exists))
-    }
-}
-
-impl EtcdSemaphores {
-    /// A fresh revision for a permit granted after a wait: our key written again as it is.
-    async fn restamp(&self, key: &str, revision: i64, session: &super::session::Session) -> Result<i64> {
-        let txn = Txn::new().when([Compare::create_revision(key, CompareOp::Equal, revision)]).and_then([TxnOp::put(
-            key,
-            "",
-            Some(PutOptions::new().with_lease(session.lease_id)),
-        )]);
-        let answer = call("stamping the semaphore key", || {
-            let (mut kv, txn) = (self.client().kv_client(), txn.clone());
-            async move { kv.txn(txn).await }
-        })
-        .await?;
-        if !answer.succeeded() {
-            return Err(Error::lost(format!("the semaphore key {key} vanished as its permit was granted")));
-        }
-        answer.header().map(|h| h.revision()).ok_or_else(|| Error::backend("etcd sent no revision"))
     }
 }
