@@ -11,6 +11,10 @@
 //                kind) against node-redlock 5 (30 s lease) on one ioredis client.
 //   contended    8 async loops on ONE name: acquire (waiting as long as it takes), hold 1 ms,
 //                release, 1 ms outside. Utilisation = time somebody held the lock / wall time.
+//   cpu          the Node process's own CPU (process.cpuUsage(): user + system, every thread,
+//                so polylock's runtime threads count) per lock+unlock pair, polylock and
+//                node-redlock each paced to the same pairs/s (64 loops, 60% of the slower
+//                side's unpaced rate), and the ratio polylock/node-redlock.
 //   native       what one Promise-returning native call costs: a no-op (close() on a closed
 //                client) settled Promises/s, one caller and 64 at once. No peer: it is the
 //                binding's floor under every lock call (a lock+unlock pair makes two).
@@ -35,8 +39,8 @@ const { values: args } = parseArgs({
 })
 const url = args.url ?? process.env.POLYLOCK_TEST_REDIS_URL ?? 'redis://127.0.0.1:16379'
 const budget = args.quick
-  ? { uncontendedS: 0.5, rounds: 2, contendedS: 1, idsS: 0.3, nativeS: 0.3 }
-  : { uncontendedS: 3, rounds: 6, contendedS: 5, idsS: 1, nativeS: 1 }
+  ? { uncontendedS: 0.5, rounds: 2, contendedS: 1, idsS: 0.3, nativeS: 0.3, cpuS: 1 }
+  : { uncontendedS: 3, rounds: 6, contendedS: 5, idsS: 1, nativeS: 1, cpuS: 3 }
 const LEASE_MS = 30_000
 const WARM_UP_S = 0.2
 const UNCONTENDED_WORKERS = 64
@@ -89,6 +93,35 @@ async function interleaved(workers, seconds, rounds, sides) {
     }
   }
   return totals.map(({ pairs, ms }) => pairs / (ms / 1000))
+}
+
+/**
+ * `workers` loops of `pair(i)` for `seconds`, together paced to `rate` pairs/s (each loop
+ * keeps its own schedule, so a late pair does not slow the ones after it). Returns the
+ * pairs done, their rate and the process's CPU (user + system) per pair in microseconds.
+ */
+async function cpuPerPair(workers, seconds, rate, pair) {
+  const interval = (workers / rate) * 1000
+  const cpuBefore = process.cpuUsage()
+  const start = performance.now()
+  const deadline = start + seconds * 1000
+  const counts = await Promise.all(
+    Array.from({ length: workers }, async (_, i) => {
+      let n = 0
+      let next = start + (interval * i) / workers
+      while (performance.now() < deadline) {
+        const delay = next - performance.now()
+        if (delay > 0) await sleep(delay)
+        next += interval
+        await pair(i)
+        n++
+      }
+      return n
+    }),
+  )
+  const cpu = process.cpuUsage(cpuBefore)
+  const pairs = counts.reduce((a, b) => a + b, 0)
+  return { pairs, rate: pairs / ((performance.now() - start) / 1000), cpuUs: (cpu.user + cpu.system) / pairs }
 }
 
 /**
@@ -242,6 +275,43 @@ async function main() {
     line('contended', `  node-redlock   ${describeContended(redlockContended)}`)
     line('contended', `  polylock/node-redlock: utilisation ${ratio(polylockContended.utilisation, redlockContended.utilisation)}, ` +
       `holds/s ${ratio(polylockContended.holdsPerSecond, redlockContended.holdsPerSecond)}`)
+
+    // CPU per pair at one rate both sides reach, and what it is made of: the pacing alone
+    // (an empty pair), and polylock on mem:// (the binding, the engine and the hops to the
+    // runtime and back, with no I/O).
+    const pace = Math.round(Math.min(polylockLease, redlockRate) * 0.6)
+    const memClient = await polylock.connect(`mem://${prefix}cpu`)
+    const memLocks = names('mem').map((name) => memClient.lock(name))
+    const cpuSides = [
+      ['polylock reentrant, lease 30 s', async (i) => {
+        const guard = await leased[i].acquire({ leaseMs: LEASE_MS })
+        await guard.release()
+      }],
+      ['node-redlock, lease 30 s', async (i) => {
+        const lock = await redlock.acquire([redlockNames[i]], LEASE_MS)
+        await lock.release()
+      }],
+      ['  pacing alone (an empty pair)', async () => {}],
+      ['  polylock on mem:// (no I/O)', async (i) => {
+        const guard = await memLocks[i].acquire({ leaseMs: LEASE_MS })
+        await guard.release()
+      }],
+    ]
+    const cpuFigures = []
+    for (const [, pair] of cpuSides) {
+      await pairsPerSecond(UNCONTENDED_WORKERS, WARM_UP_S, pair)
+      cpuFigures.push(await cpuPerPair(UNCONTENDED_WORKERS, budget.cpuS, pace, pair))
+    }
+    await memClient.close()
+    line('cpu', `${UNCONTENDED_WORKERS} workers paced to ${fmt(pace)} pairs/s, this process's CPU (user + system, all threads) per pair:`)
+    cpuSides.forEach(([label], i) => {
+      const f = cpuFigures[i]
+      line('cpu', `  ${label.padEnd(31)} ${fmt(f.rate).padStart(7)} pairs/s  ${f.cpuUs.toFixed(1).padStart(7)} us CPU/pair` +
+        (i === 0 ? `  ${ratio(f.cpuUs, cpuFigures[1].cpuUs)} node-redlock` : ''))
+    })
+    const [ours, theirs, pacing] = cpuFigures.map((f) => f.cpuUs)
+    line('cpu', `  without the pacing: polylock ${(ours - pacing).toFixed(1)} us, node-redlock ${(theirs - pacing).toFixed(1)} us, ` +
+      `${ratio(ours - pacing, theirs - pacing)} node-redlock`)
 
     // Native call floor.
     const closed = await polylock.connect(`mem://${prefix}closed`)
