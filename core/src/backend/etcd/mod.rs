@@ -16,6 +16,7 @@
 //!   `<name>/write/<n>`) and semaphores of N permits ([`semaphore`]: `<name>/<lease hex>`
 //!   keys, the N oldest hold, the count in `<name>/permits`).
 
+mod counters;
 mod endpoint;
 mod fence;
 mod hold;
@@ -24,6 +25,7 @@ mod rw_lock;
 mod semaphore;
 mod session;
 mod session_pool;
+mod values;
 mod waits;
 
 use std::sync::Arc;
@@ -39,6 +41,7 @@ use crate::spi::{
     AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, LockKind, PermitStore, Release,
     Renewal, SharedStore, Store,
 };
+use crate::spi::{CounterStore, VersionStore};
 use crate::url::ConnectUrl;
 use endpoint::Endpoint;
 use hold::EtcdHold;
@@ -289,7 +292,13 @@ impl HoldStore for EtcdBackend {
 #[async_trait]
 impl Store for EtcdBackend {
     fn capabilities(&self) -> Capabilities {
-        Capabilities { rw_locks: true, semaphores: true, ..Capabilities::locks_only("etcd", &[LockKind::Reentrant]) }
+        Capabilities {
+            rw_locks: true,
+            semaphores: true,
+            counters: true,
+            versioned_values: true,
+            ..Capabilities::locks_only("etcd", &[LockKind::Reentrant])
+        }
     }
 
     fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {
@@ -302,6 +311,14 @@ impl Store for EtcdBackend {
 
     fn semaphores(self: Arc<Self>) -> Option<Arc<PermitStore>> {
         Some(Arc::new(semaphore::EtcdSemaphores::new(self)))
+    }
+
+    fn counters(self: Arc<Self>) -> Option<Arc<dyn CounterStore>> {
+        Some(Arc::new(counters::EtcdCounters { client: self.client.clone() }))
+    }
+
+    fn versions(self: Arc<Self>) -> Option<Arc<dyn VersionStore>> {
+        Some(Arc::new(values::EtcdValues { client: self.client.clone() }))
     }
 
     async fn close(&self) {
