@@ -87,7 +87,10 @@ async fn run_locked(client: &Client, args: RunArgs) -> u8 {
                 Err(err) => err,
             }
         }
-        (Some(name), _, _) => match client.lock(name).and_then(|lock| lock.with_kind(args.kind.unwrap_or_default())) {
+        (Some(name), _, _) => match client.lock(name).and_then(|lock| match args.kind {
+            Some(kind) => lock.with_kind(kind),
+            None => Ok(lock), // the backend's default kind (RedLock's token lock)
+        }) {
             Ok(lock) => match lock.acquire_with(options).await {
                 Ok(guard) => return run_holding(guard, format!("lock '{name}'"), command).await,
                 Err(err) => err,

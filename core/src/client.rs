@@ -89,7 +89,12 @@ impl Client {
     /// A handle on the lock `name`, owned by the new handle (and its clones). Holds nothing.
     pub fn lock(&self, name: &str) -> Result<Lock> {
         let key = self.key(name)?;
-        Ok(Lock::new(self.engine.clone(), name, key, self.new_owner()))
+        let lock = Lock::new(self.engine.clone(), name, key, self.new_owner());
+        // A backend without reentrant locks (RedLock) hands out the one kind it has.
+        match self.capabilities.lock_kinds {
+            [only] if !self.capabilities.offers(Primitive::Lock(lock.kind())) => lock.with_kind(*only),
+            _ => Ok(lock),
+        }
     }
 
     /// The mutexes `names` (of the backend's default kind), acquired and released as one,

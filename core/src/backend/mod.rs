@@ -8,6 +8,8 @@ mod mem;
 pub(crate) mod poll;
 #[cfg(feature = "redis")]
 mod redis;
+#[cfg(feature = "redis")]
+mod redlock;
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 mod sql;
 #[cfg(feature = "sqlite")]
@@ -31,6 +33,8 @@ pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Arc<dyn Store>> {
         "sqlite" => Ok(Arc::new(sqlite::SqliteBackend::open(url).await?)),
         #[cfg(feature = "redis")]
         "redis" | "rediss" | "redis+cluster" | "redis+sentinel" => Ok(Arc::new(redis::RedisBackend::open(url).await?)),
+        #[cfg(feature = "redis")]
+        "redlock" => Ok(Arc::new(redlock::RedLockBackend::open(url).await?)),
         #[cfg(feature = "zookeeper")]
         "zk" => Ok(Arc::new(zk::ZkBackend::open(url).await?)),
         #[cfg(feature = "etcd")]
@@ -45,7 +49,7 @@ pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Arc<dyn Store>> {
         ))),
         other => Err(Error::invalid_argument(format!(
             "unknown URL scheme '{other}' in {}; use one of mem, sqlite, redis, rediss, redis+cluster, \
-             redis+sentinel, etcd, etcds, zk, postgres, mysql, mariadb",
+             redis+sentinel, redlock, etcd, etcds, zk, postgres, mysql, mariadb",
             url.redacted()
         ))),
     }
@@ -55,7 +59,7 @@ pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Arc<dyn Store>> {
 fn feature_of(scheme: &str) -> Option<&'static str> {
     match scheme {
         "sqlite" => Some("sqlite"),
-        "redis" | "rediss" | "redis+cluster" | "redis+sentinel" => Some("redis"),
+        "redis" | "rediss" | "redis+cluster" | "redis+sentinel" | "redlock" => Some("redis"),
         "zk" => Some("zookeeper"),
         "etcd" | "etcds" | "etcd+tls" => Some("etcd"),
         "postgres" | "postgresql" => Some("postgres"),

@@ -413,6 +413,24 @@ impl MultiGuard {
         }
     }
 
+    /// Keep holding every part without this guard, for bindings whose users release by
+    /// owner ([`MultiLock::release`]). Returns the fencing tokens, as
+    /// [`MultiGuard::fencing_tokens`].
+    pub fn detach(mut self) -> Vec<(String, u64)> {
+        let tokens = self.fencing_tokens();
+        for part in std::mem::take(&mut self.parts) {
+            match part {
+                PartGuard::Lock(guard) => {
+                    guard.detach();
+                }
+                PartGuard::Side(guard) => {
+                    guard.detach();
+                }
+            }
+        }
+        tokens
+    }
+
     /// Give back every part, in reverse canonical order, even if one fails. The first failure
     /// is returned: kind `Lost` if that part was lost before the release.
     pub async fn release(mut self) -> Result<()> {
