@@ -9,6 +9,7 @@ use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::owner::{next_handle_local_id, ClientId, Owner};
 use crate::primitives::{storage_key, validate_name, Lock, RwLock, Semaphore};
+use crate::primitives::{Idempotency, Value};
 use crate::primitives::{MultiLock, MultiLockPart};
 use crate::spi::{Capabilities, Primitive};
 use crate::url::{default_url, ConnectUrl};
@@ -123,6 +124,33 @@ impl Client {
         let key = self.key(name)?;
         self.engine.check(Primitive::Semaphore)?;
         Semaphore::new(self.engine.clone(), name, key, self.new_owner(), permits)
+    }
+
+    /// A handle on the versioned value `name`: compare-and-set on a version that only
+    /// grows, and fenced writes. `Unsupported` if the backend has no versioned values.
+    pub fn value(&self, name: &str) -> Result<Value> {
+        let key = self.key(name)?;
+        let store = self.engine.versions()?;
+        Ok(Value::new(self.engine.clone(), store, name, key))
+    }
+
+    /// Idempotency keys of `namespace`: a completed key replays its response for
+    /// `Idempotency::DEFAULT_RETENTION` (24 h); an attempt that neither completes nor
+    /// extends is taken over after `Idempotency::DEFAULT_IN_PROGRESS_TTL` (60 s).
+    /// `Unsupported` if the backend has no versioned values.
+    pub fn idempotency(&self, namespace: &str) -> Result<Idempotency> {
+        self.idempotency_with(namespace, Idempotency::DEFAULT_RETENTION, Idempotency::DEFAULT_IN_PROGRESS_TTL)
+    }
+
+    /// Idempotency keys of `namespace` with their own retention and in-progress TTL.
+    pub fn idempotency_with(
+        &self,
+        namespace: &str,
+        retention: Duration,
+        in_progress_ttl: Duration,
+    ) -> Result<Idempotency> {
+        let store = self.engine.versions()?;
+        Idempotency::new(self.engine.clone(), store, self.namespace.as_deref(), namespace, retention, in_progress_ttl)
     }
 
     /// Stop every watchdog, mark every hold lost, give the holds back to the store (best

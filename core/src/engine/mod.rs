@@ -136,6 +136,23 @@ impl Engine {
         self.capabilities.check(primitive)
     }
 
+    /// The backend's versioned values (values, fenced writes, idempotency records), or
+    /// `Unsupported` if it has none.
+    pub fn versions(&self) -> Result<Arc<dyn crate::spi::VersionStore>> {
+        self.check(Primitive::VersionedValues)?;
+        self.store.clone().versions().ok_or_else(|| {
+            Error::internal(format!(
+                "the {} backend declares versioned values but has no store for them",
+                self.capabilities.backend
+            ))
+        })
+    }
+
+    /// `Ok` while the client is open, else the `Connection` error every closed call gets.
+    pub fn check_open(&self) -> Result<()> {
+        self.ensure_open()
+    }
+
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::SeqCst)
     }

@@ -3,19 +3,25 @@
 //! when the handle is made.
 
 mod guard;
+mod idempotency;
+mod idempotency_record;
 mod lock;
 mod multi_lock;
 mod name;
 mod rw_lock;
 mod semaphore;
+mod value;
+mod value_record;
 
 pub use guard::{Guard, Reentry};
+pub use idempotency::{Begin, Idempotency, Ticket};
 pub use lock::Lock;
 pub use multi_lock::{MultiGuard, MultiLock, MultiLockPart};
 pub use name::MAX_NAME_LEN;
 pub(crate) use name::{storage_key, validate_name};
 pub use rw_lock::{RwLock, RwLockSide};
 pub use semaphore::{Permit, Semaphore};
+pub use value::{Value, VersionedValue};
 
 /// A try-once acquisition's answer: `None` when someone else holds it (a `Timeout` error).
 fn none_if_timed_out<T>(acquired: crate::Result<T>) -> crate::Result<Option<T>> {

@@ -50,6 +50,13 @@ pub trait VersionStore: Send + Sync + 'static {
 
     /// Remove the value if its version is `expected`; whether it was removed.
     async fn delete(&self, key: &str, expected: u64) -> Result<bool>;
+
+    /// The store's own clock, in milliseconds since the Unix epoch, for records that expire
+    /// (idempotency): `None` (the default) when the store has no clock to read, and callers
+    /// use their own.
+    async fn now_millis(&self) -> Result<Option<u64>> {
+        Ok(None)
+    }
 }
 
 #[cfg(test)]
