@@ -126,6 +126,15 @@ impl Client {
         Semaphore::new(self.engine.clone(), name, key, self.new_owner(), permits)
     }
 
+    /// A handle on the plain semaphore `name`: Redisson's RSemaphore, an unowned counter of
+    /// permits (Redis only; `Unsupported` elsewhere). Its permits have no owner and no lease,
+    /// so a holder that crashes leaks them for good: prefer [`Client::semaphore`] unless
+    /// Redisson's RSemaphore users must see the same permits.
+    pub fn plain_semaphore(&self, name: &str) -> Result<crate::primitives::PlainSemaphore> {
+        let key = self.key(name)?;
+        crate::primitives::PlainSemaphore::new(self.engine.clone(), name, key)
+    }
+
     /// A handle on the versioned value `name`: compare-and-set on a version that only
     /// grows, and fenced writes. `Unsupported` if the backend has no versioned values.
     pub fn value(&self, name: &str) -> Result<Value> {

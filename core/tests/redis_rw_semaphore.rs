@@ -545,3 +545,142 @@ async fn writer_preference_is_an_opt_in_that_keeps_new_readers_out() {
     let err = Client::connect(&with_option(&redis_url(), "rw_preference=sometimes")).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
 }
+
+// ---------------------------------------------------------------------------------------
+// Plain semaphores: Redisson's RSemaphore, the unowned opt-in
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_semaphores_are_redissons_counter_and_channel_and_nobody_owns_their_permits() {
+    let (a, b) = (connect(&redis_url()).await, connect(&redis_url()).await);
+    let mut raw = raw().await;
+    let name = unique("plain");
+    let (sa, sb) = (a.plain_semaphore(&name).unwrap(), b.plain_semaphore(&name).unwrap());
+    assert_eq!(sa.available_permits().await.unwrap(), 0, "no count yet");
+    assert!(!sa.try_acquire(1).await.unwrap(), "a semaphore without a count has no permits");
+    assert!(sa.try_set_permits(3).await.unwrap());
+    assert!(!sb.try_set_permits(5).await.unwrap(), "the count is set once");
+    let counter: String = raw.get(&name).await.unwrap();
+    assert_eq!(counter, "3", "the counter is the string at the name, as Redisson's");
+
+    sa.acquire(2).await.unwrap();
+    assert_eq!(raw.get::<_, String>(&name).await.unwrap(), "1");
+    assert!(!sb.try_acquire(2).await.unwrap(), "two at once, one available");
+    assert_eq!(sb.acquire_with(2, Some(Duration::from_millis(200))).await.unwrap_err().kind(), ErrorKind::Timeout);
+    assert!(sb.try_acquire(1).await.unwrap());
+
+    // A release publishes the count on redisson_sc:{name}, and anyone may release.
+    let mut pubsub = redis::Client::open(redis_url()).unwrap().get_async_pubsub().await.unwrap();
+    pubsub.subscribe(format!("redisson_sc:{{{name}}}")).await.unwrap();
+    sb.release(2).await.unwrap(); // b gives back the permits a took
+    let message = tokio::time::timeout(Duration::from_secs(5), async {
+        use futures_util::StreamExt;
+        pubsub.on_message().next().await.unwrap()
+    })
+    .await
+    .expect("the release is published");
+    assert_eq!(message.get_payload::<String>().unwrap(), "2");
+    assert_eq!(sa.available_permits().await.unwrap(), 2);
+
+    sa.add_permits(-3).await.unwrap();
+    assert_eq!(sa.available_permits().await.unwrap(), -1, "addPermits may take more than there are");
+    sa.add_permits(4).await.unwrap();
+    assert_eq!(sa.drain_permits().await.unwrap(), 3);
+    assert_eq!(sa.available_permits().await.unwrap(), 0);
+    sa.release(0).await.unwrap();
+    sa.acquire(0).await.unwrap();
+    assert_eq!(raw.get::<_, String>(&name).await.unwrap(), "0", "no permits taken or given: nothing changed");
+    let _: () = raw.del(&name).await.unwrap();
+    a.close().await;
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_waiter_is_woken_by_another_clients_release_and_a_dropped_wait_takes_nothing() {
+    let (a, b) = (connect(&redis_url()).await, connect(&redis_url()).await);
+    let mut raw = raw().await;
+    let name = unique("plain-wait");
+    let semaphore = a.plain_semaphore(&name).unwrap();
+    assert!(semaphore.try_set_permits(1).await.unwrap());
+    semaphore.acquire(1).await.unwrap();
+
+    let waiter = {
+        let semaphore = b.plain_semaphore(&name).unwrap();
+        tokio::spawn(async move { semaphore.acquire_with(1, Some(Duration::from_secs(20))).await })
+    };
+    sleep(Duration::from_millis(200)).await;
+    let released = Instant::now();
+    semaphore.release(1).await.unwrap();
+    waiter.await.unwrap().expect("woken by the release");
+    eprintln!("plain waiter woken {:?} after the release", released.elapsed());
+    assert_eq!(raw.get::<_, String>(&name).await.unwrap(), "0");
+
+    // Waits dropped at many moments, some as the permit comes back: none keeps a permit.
+    for round in 0..20u64 {
+        let waiter = {
+            let semaphore = b.plain_semaphore(&name).unwrap();
+            tokio::spawn(async move { semaphore.acquire(1).await })
+        };
+        sleep(Duration::from_micros(300 * round)).await;
+        semaphore.release(1).await.unwrap();
+        waiter.abort();
+        if let Ok(Ok(())) = waiter.await {
+            semaphore.release(1).await.unwrap(); // it got the permit before the abort: give it back
+        }
+        // What a dropped call took comes back in the background.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while semaphore.available_permits().await.unwrap() != 1 {
+            assert!(Instant::now() < deadline, "round {round}: a dropped wait kept its permit");
+            sleep(Duration::from_millis(10)).await;
+        }
+        semaphore.acquire(1).await.unwrap();
+    }
+    semaphore.release(1).await.unwrap();
+    let _: () = raw.del(&name).await.unwrap();
+    a.close().await;
+    b.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_permits_never_exceed_n_under_contention_from_several_clients() {
+    let name = unique("plain-contention");
+    let setup = connect(&redis_url()).await;
+    assert!(setup.plain_semaphore(&name).unwrap().try_set_permits(3).await.unwrap());
+    let inside = Arc::new(AtomicU32::new(0));
+    let most = Arc::new(AtomicU32::new(0));
+    let mut tasks = Vec::new();
+    for _ in 0..4 {
+        let client = connect(&redis_url()).await;
+        for _ in 0..3 {
+            let (semaphore, inside, most) = (client.plain_semaphore(&name).unwrap(), inside.clone(), most.clone());
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..15 {
+                    semaphore.acquire(1).await.unwrap();
+                    let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    sleep(Duration::from_millis(2)).await;
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    semaphore.release(1).await.unwrap();
+                }
+            }));
+        }
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    assert!(most.load(Ordering::SeqCst) <= 3, "at most 3 at once, saw {}", most.load(Ordering::SeqCst));
+    assert_eq!(setup.plain_semaphore(&name).unwrap().available_permits().await.unwrap(), 3);
+    setup.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plain_semaphores_are_redis_only_and_refused_elsewhere_as_unsupported() {
+    let client = connect("mem://plain-semaphore-refused").await;
+    let err = client.plain_semaphore("jobs").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+    assert!(err.message().contains("mem") && err.message().contains("RSemaphore"), "{err}");
+    client.close().await;
+    let closed = connect(&redis_url()).await;
+    let semaphore = closed.plain_semaphore(&unique("plain-closed")).unwrap();
+    closed.close().await;
+    assert_eq!(semaphore.try_acquire(1).await.unwrap_err().kind(), ErrorKind::Connection);
+}

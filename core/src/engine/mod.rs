@@ -157,6 +157,19 @@ impl Engine {
         self.closed.load(Ordering::SeqCst)
     }
 
+    /// The backend's plain semaphores (unowned counters), or `Unsupported`. Fails once the
+    /// client is closed.
+    pub fn plain_permit_store(&self) -> Result<Arc<dyn crate::spi::PlainPermitStore>> {
+        self.ensure_open()?;
+        self.store.clone().plain_semaphores().ok_or_else(|| {
+            Error::unsupported(format!(
+                "the {} backend does not offer plain semaphores (Redisson's RSemaphore layout, Redis only); \
+                 use a semaphore of owned permits instead",
+                self.capabilities.backend
+            ))
+        })
+    }
+
     fn ensure_open(&self) -> Result<()> {
         if self.is_closed() {
             return Err(self.closed_error());

@@ -10,6 +10,7 @@ mod capabilities;
 mod holds;
 mod kind;
 mod lost;
+mod plain_permits;
 mod values;
 
 use std::sync::Arc;
@@ -24,6 +25,7 @@ pub use holds::{
 pub use kind::{HoldKind, LockKind, Permits, RwMode};
 pub(crate) use lost::lost_latch;
 pub use lost::{LostNotifier, LostReason, LostWatch};
+pub use plain_permits::PlainPermitStore;
 #[cfg(test)]
 pub(crate) use values::contract;
 pub use values::{CounterStore, VersionStore, Versioned, Write};
@@ -62,6 +64,12 @@ pub trait Store: Send + Sync + 'static {
     /// one counter that only grows, so its tokens merely tell this client's holds apart.
     fn fencing_tokens(&self) -> bool {
         true
+    }
+
+    /// Semaphores as a plain counter nobody owns (Redisson's `RSemaphore`), an explicit
+    /// opt-in; `None` (the default) where the backend has no such layout.
+    fn plain_semaphores(self: Arc<Self>) -> Option<Arc<dyn PlainPermitStore>> {
+        None
     }
 
     /// Close connections and stop background tasks.

@@ -21,6 +21,7 @@ mod rw_lock;
 mod rw_scripts;
 mod scripts;
 mod semaphore;
+mod semaphore_plain;
 mod semaphore_scripts;
 mod values;
 
@@ -374,6 +375,14 @@ impl Store for RedisBackend {
 
     fn semaphores(self: Arc<Self>) -> Option<Arc<PermitStore>> {
         Some(Arc::new(RedisSemaphores { link: self.link.clone(), subscriptions: self.subscriptions.clone() }))
+    }
+
+    /// Redisson's plain RSemaphore (semaphore_plain.rs), for `Client::plain_semaphore`.
+    fn plain_semaphores(self: Arc<Self>) -> Option<Arc<dyn crate::spi::PlainPermitStore>> {
+        Some(Arc::new(semaphore_plain::RedisPlainSemaphores {
+            link: self.link.clone(),
+            subscriptions: self.subscriptions.clone(),
+        }))
     }
 
     fn counters(self: Arc<Self>) -> Option<Arc<dyn CounterStore>> {
