@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::owner::{next_handle_local_id, ClientId, Owner};
 use crate::primitives::{storage_key, validate_name, Lock, RwLock, Semaphore};
 use crate::primitives::{Idempotency, Value};
+use crate::primitives::{LeasedSnowflake, SegmentGenerator, SegmentOptions, SnowflakeOptions};
 use crate::primitives::{MultiLock, MultiLockPart};
 use crate::spi::{Capabilities, Primitive};
 use crate::url::{default_url, ConnectUrl};
@@ -160,6 +161,27 @@ impl Client {
     ) -> Result<Idempotency> {
         let store = self.engine.versions()?;
         Idempotency::new(self.engine.clone(), store, self.namespace.as_deref(), namespace, retention, in_progress_ttl)
+    }
+
+    /// Leaf-style segment IDs of `tag` (Leaf's `biz_tag`, under the namespace), with the
+    /// default options (step 1000, next range loaded at 10 % used). `Unsupported` if the
+    /// backend has no counters.
+    pub fn segment(&self, tag: &str) -> Result<SegmentGenerator> {
+        self.segments(tag, SegmentOptions::default())
+    }
+
+    /// Segment IDs of `tag` with their own step, bounds, load share and wait.
+    pub fn segments(&self, tag: &str, options: SegmentOptions) -> Result<SegmentGenerator> {
+        let key = self.key(tag)?;
+        let store = self.engine.counter_store()?;
+        SegmentGenerator::new(tag, key, store, self.engine.runtime().clone(), options)
+    }
+
+    /// A Snowflake generator on a leased worker id: `worker_id` if given (`Timeout` if
+    /// another generator holds it), else the lowest free one. `Unsupported` if the backend
+    /// has no versioned values.
+    pub async fn snowflake(&self, worker_id: Option<u64>, options: SnowflakeOptions) -> Result<LeasedSnowflake> {
+        LeasedSnowflake::start(self.engine.clone(), self.namespace.clone(), worker_id, options).await
     }
 
     /// Stop every watchdog, mark every hold lost, give the holds back to the store (best

@@ -40,6 +40,7 @@ pub use owner::{ClientId, Owner};
 pub use polylock_id::sql_names;
 pub use primitives::{MultiGuard, MultiLock, MultiLockPart};
 pub use primitives::PlainSemaphore;
+pub use primitives::{LeasedSnowflake, SegmentGenerator, SegmentOptions, SharedClock, SnowflakeOptions};
 pub use primitives::{Guard, Lock, Permit, Reentry, RwLock, RwLockSide, Semaphore, MAX_NAME_LEN};
 pub use primitives::{Begin, Idempotency, Ticket, Value, VersionedValue};
 pub use spi::{Capabilities, LockKind, LostReason, LostWatch, Permits, Primitive, RwMode};

@@ -157,6 +157,13 @@ impl Engine {
         self.closed.load(Ordering::SeqCst)
     }
 
+    /// The backend's counters (segment IDs), or `Unsupported`. Fails once the client is closed.
+    pub fn counter_store(&self) -> Result<Arc<dyn crate::spi::CounterStore>> {
+        self.ensure_open()?;
+        self.capabilities.check(Primitive::Counters)?;
+        self.store.clone().counters().ok_or_else(|| Error::unsupported("this backend has no counters"))
+    }
+
     /// The backend's plain semaphores (unowned counters), or `Unsupported`. Fails once the
     /// client is closed.
     pub fn plain_permit_store(&self) -> Result<Arc<dyn crate::spi::PlainPermitStore>> {

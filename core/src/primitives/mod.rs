@@ -10,7 +10,9 @@ mod multi_lock;
 mod name;
 mod plain_semaphore;
 mod rw_lock;
+mod segment;
 mod semaphore;
+mod snowflake_lease;
 mod value;
 mod value_record;
 
@@ -22,7 +24,9 @@ pub use name::MAX_NAME_LEN;
 pub(crate) use name::{storage_key, validate_name};
 pub use plain_semaphore::PlainSemaphore;
 pub use rw_lock::{RwLock, RwLockSide};
+pub use segment::{SegmentGenerator, SegmentOptions};
 pub use semaphore::{Permit, Semaphore};
+pub use snowflake_lease::{LeasedSnowflake, SharedClock, SnowflakeOptions};
 pub use value::{Value, VersionedValue};
 
 /// A try-once acquisition's answer: `None` when someone else holds it (a `Timeout` error).

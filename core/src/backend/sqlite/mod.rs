@@ -63,6 +63,7 @@ CREATE TABLE IF NOT EXISTS polylock_values (
     value   BLOB NOT NULL,
     version INTEGER NOT NULL          -- from polylock_fencing ('value:' || name): only grows
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS leaf_alloc (biz_tag TEXT PRIMARY KEY, max_id INTEGER NOT NULL DEFAULT 1, step INTEGER NOT NULL, description TEXT, update_time TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP); -- Leaf's segment table: counters
 CREATE TABLE IF NOT EXISTS polylock_permits (
     name           TEXT NOT NULL,
     owner          TEXT NOT NULL,     -- one permit's identity

@@ -1,4 +1,5 @@
-//! Counters (`polylock_counters`) and versioned values (`polylock_values`) in SQLite. Each
+//! Counters (Leaf's `leaf_alloc`, one row per tag) and versioned values (`polylock_values`)
+//! in SQLite. Each
 //! change is one IMMEDIATE transaction, durable (WAL, synchronous=NORMAL) before it returns.
 
 use std::ops::Range;
@@ -23,22 +24,31 @@ fn as_i64(what: &str, n: u64) -> Result<i64> {
 
 #[async_trait]
 impl CounterStore for SqliteValues {
+    /// One statement on Leaf's `leaf_alloc` row of the tag (`biz_tag` = the key), committed
+    /// before the range is returned: `UPDATE ... RETURNING` of the new `max_id`, so no second
+    /// reader can be handed the same range (Leaf's DAO commits before it reads back). A row
+    /// polylock creates starts at 0 (a Leaf-created one at 1); the step column is set only
+    /// on creation, as Leaf never writes it back either.
     async fn reserve(&self, key: &str, count: u64) -> Result<Range<u64>> {
         if count == 0 {
             return Err(Error::invalid_argument("a counter range must hold at least one value"));
         }
         let (key, count) = (key.to_string(), as_i64("a counter range of", count)?);
+        let step = count.min(i64::from(i32::MAX));
         let end: Option<i64> = self
             .db
             .with_conn(move |conn| {
                 let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
                 let end = tx
                     .prepare_cached(
-                        "INSERT INTO polylock_counters (name, next) VALUES (?1, ?2)
-                         ON CONFLICT (name) DO UPDATE SET next = next + ?2 WHERE next <= 9223372036854775807 - ?2
-                         RETURNING next",
+                        "INSERT INTO leaf_alloc (biz_tag, max_id, step, description, update_time)
+                         VALUES (?1, ?2, ?3, 'polylock', CURRENT_TIMESTAMP)
+                         ON CONFLICT (biz_tag) DO UPDATE
+                            SET max_id = max_id + ?2, update_time = CURRENT_TIMESTAMP
+                            WHERE max_id <= 9223372036854775807 - ?2
+                         RETURNING max_id",
                     )?
-                    .query_row(params![key, count], |row| row.get(0))
+                    .query_row(params![key, count, step], |row| row.get(0))
                     .optional()?;
                 tx.commit()?;
                 Ok(end)
@@ -50,15 +60,15 @@ impl CounterStore for SqliteValues {
 
     async fn current(&self, key: &str) -> Result<u64> {
         let key = key.to_string();
-        let next: Option<i64> = self
+        let max_id: Option<i64> = self
             .db
             .with_conn(move |conn| {
-                conn.prepare_cached("SELECT next FROM polylock_counters WHERE name = ?1")?
+                conn.prepare_cached("SELECT max_id FROM leaf_alloc WHERE biz_tag = ?1")?
                     .query_row(params![key], |row| row.get(0))
                     .optional()
             })
             .await?;
-        Ok(next.unwrap_or(0) as u64)
+        Ok(max_id.unwrap_or(0).max(0) as u64)
     }
 }
 
@@ -135,5 +145,35 @@ mod tests {
         contract::counters(open("counters.db").await.as_ref()).await;
         contract::counters_never_overlap(open("overlap.db").await).await;
         contract::versions(open("versions.db").await.as_ref()).await;
+    }
+
+    /// A tag Leaf created (max_id 1, its own step) hands out ranges from where Leaf stands,
+    /// and polylock's ranges land in Leaf's row.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn counters_share_leafs_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut url =
+            crate::url::ConnectUrl::parse(&format!("sqlite://{}", dir.path().join("leaf.db").display())).unwrap();
+        let values = SqliteValues { db: Arc::new(SqliteBackend::open(&mut url).await.unwrap()) };
+        values
+            .db
+            .with_conn(|conn| {
+                conn.execute("INSERT INTO leaf_alloc (biz_tag, max_id, step, description) VALUES ('leaf-test', 1, 2000, 'Test leaf Segment Mode Get Id')", [])
+            })
+            .await
+            .unwrap();
+        assert_eq!(values.current("leaf-test").await.unwrap(), 1);
+        assert_eq!(values.reserve("leaf-test", 100).await.unwrap(), 1..101);
+        let (max_id, step): (i64, i64) = values
+            .db
+            .with_conn(|conn| {
+                conn.query_row("SELECT max_id, step FROM leaf_alloc WHERE biz_tag = 'leaf-test'", [], |row| {
+                    Ok((row.get(0)?, row.get(1)?))
+                })
+            })
+            .await
+            .unwrap();
+        assert_eq!((max_id, step), (101, 2000), "Leaf's step is left as Leaf set it");
+        assert_eq!(values.reserve("new-tag", 10).await.unwrap(), 0..10, "a row polylock creates starts at 0");
     }
 }
