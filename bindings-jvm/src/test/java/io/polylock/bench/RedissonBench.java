@@ -25,7 +25,10 @@ import org.redisson.api.RedissonClient;
  *       wall time the lock was held (1.0 = never idle while someone wanted it);
  *   <li>read-write lock, uncontended: 64 threads, each on a lock of its own, read lock()+unlock() pairs per second;
  *   <li>read-write lock, mixed: 8 threads on one lock, 90 % read and 10 % write lock()+unlock() pairs per second;
- *   <li>semaphore: 16 threads on one RPermitExpirableSemaphore of 4 permits, acquire()+release(id) pairs per second.
+ *   <li>semaphore: 16 threads on one RPermitExpirableSemaphore of 4 permits, acquire()+release(id) pairs per second;
+ *   <li>CPU per pair: 64 threads, a lock each, both libraries paced to the same pairs per second (60 % of the slower
+ *       one's uncontended rate), and the process's CPU time (every thread: polylock's native runtime and Redisson's
+ *       Netty threads alike) per lock()+unlock() pair.
  * </ul>
  *
  * Usage: RedissonBench [redis-url] [seconds per measurement], or the environment variables POLYLOCK_BENCH_URL
@@ -95,6 +98,7 @@ public final class RedissonBench {
             double[] reads = {0, 0};
             double[] mixed = {0, 0};
             double[] permits = {0, 0};
+            double[][] cpu = {{0, Double.MAX_VALUE}, {0, Double.MAX_VALUE}};
             for (int round = 0; round < 2; round++) {
                 uncontended[0] = Math.max(uncontended[0], uncontended(ours, run + "-u-p" + round, seconds));
                 uncontended[1] = Math.max(uncontended[1], uncontended(theirs, run + "-u-r" + round, seconds));
@@ -113,6 +117,11 @@ public final class RedissonBench {
                 permits[0] = Math.max(permits[0], permits(ourPermits, run + "-s-p" + round, seconds));
                 permits[1] = Math.max(permits[1], permits(theirPermits, run + "-s-r" + round, seconds));
             }
+            double pace = Math.round(Math.min(uncontended[0], uncontended[1]) * 0.6);
+            for (int round = 0; round < 2; round++) {
+                keepLower(cpu[0], cpuPerPair(ours, run + "-p-p" + round, seconds, pace));
+                keepLower(cpu[1], cpuPerPair(theirs, run + "-p-r" + round, seconds, pace));
+            }
             System.out.printf(Locale.ROOT, "%-52s %14s %14s %8s%n", "workload (" + url + ")", "polylock-java",
                     "Redisson", "ratio");
             System.out.printf(Locale.ROOT, "%-52s %14.0f %14.0f %7.2fx%n",
@@ -128,6 +137,11 @@ public final class RedissonBench {
             System.out.printf(Locale.ROOT, "%-52s %14.0f %14.0f %7.2fx%n",
                     "semaphore acquire+release/s, 16 threads, 4 permits", permits[0], permits[1],
                     permits[0] / permits[1]);
+            System.out.printf(Locale.ROOT, "%-52s %14.1f %14.1f %7.2fx%n",
+                    String.format(Locale.ROOT, "process CPU us per pair, 64 threads at %.0f pairs/s", pace),
+                    cpu[0][1], cpu[1][1], cpu[0][1] / cpu[1][1]);
+            System.out.printf(Locale.ROOT, "%-52s %14.0f %14.0f%n", "  (pairs/s reached while paced)", cpu[0][0],
+                    cpu[1][0]);
         } finally {
             polylock.close();
             redisson.shutdown();
@@ -145,6 +159,50 @@ public final class RedissonBench {
                 pairs.increment();
             }
         });
+    }
+
+    /** Keep the round with the lower CPU per pair: {rate, cpu us per pair}. */
+    private static void keepLower(double[] best, double[] round) {
+        if (round[1] < best[1]) {
+            best[0] = round[0];
+            best[1] = round[1];
+        }
+    }
+
+    /**
+     * 64 threads, a lock each, together paced to {@code pace} pairs per second (each thread keeps its own schedule);
+     * returns {pairs per second reached, process CPU microseconds per pair} over {@code seconds} after a warm-up.
+     */
+    private static double[] cpuPerPair(Function<String, Lock> locks, String name, double seconds, double pace)
+            throws Exception {
+        LongAdder pairs = new LongAdder();
+        long intervalNanos = (long) (UNCONTENDED_THREADS / pace * 1e9);
+        java.lang.management.OperatingSystemMXBean os = java.lang.management.ManagementFactory.getOperatingSystemMXBean();
+        com.sun.management.OperatingSystemMXBean process = (com.sun.management.OperatingSystemMXBean) os;
+        long[] cpuAtStart = {0}; // the CPU nanoseconds at the start, then those of the window
+        long[] pairsAtStart = {0}; // likewise, the pairs
+        Runnable onMeasureStart = () -> {
+            cpuAtStart[0] = process.getProcessCpuTime();
+            pairsAtStart[0] = pairs.sum();
+        };
+        double rate = ratePerSecond(UNCONTENDED_THREADS, seconds, pairs, (thread, stop) -> {
+            Lock lock = locks.apply(name + "-" + thread);
+            long next = System.nanoTime() + intervalNanos * thread / UNCONTENDED_THREADS;
+            while (!stop.get()) {
+                long delay = next - System.nanoTime();
+                if (delay > 0) {
+                    LockSupport.parkNanos(delay);
+                }
+                next += intervalNanos;
+                lock.lock();
+                lock.unlock();
+                pairs.increment();
+            }
+        }, onMeasureStart, () -> {
+            cpuAtStart[0] = process.getProcessCpuTime() - cpuAtStart[0];
+            pairsAtStart[0] = pairs.sum() - pairsAtStart[0];
+        });
+        return new double[] {rate, cpuAtStart[0] / 1e3 / Math.max(1, pairsAtStart[0])};
     }
 
     /** The share of wall time the one lock was held. */
@@ -200,6 +258,12 @@ public final class RedissonBench {
 
     /** Start the threads, warm up for a second, then return how fast {@code counter} grew over {@code seconds}. */
     private static double ratePerSecond(int count, double seconds, LongAdder counter, Worker worker) throws Exception {
+        return ratePerSecond(count, seconds, counter, worker, () -> {}, () -> {});
+    }
+
+    /** As above, running {@code atStart} and {@code atEnd} at the two ends of the measured window. */
+    private static double ratePerSecond(int count, double seconds, LongAdder counter, Worker worker, Runnable atStart,
+            Runnable atEnd) throws Exception {
         AtomicBoolean stop = new AtomicBoolean();
         CountDownLatch done = new CountDownLatch(count);
         List<Throwable> failures = new ArrayList<>();
@@ -220,10 +284,12 @@ public final class RedissonBench {
             t.start();
         }
         Thread.sleep(1000); // warm-up: JIT, connections, subscriptions
+        atStart.run();
         long before = counter.sum();
         long start = System.nanoTime();
         Thread.sleep((long) (seconds * 1000));
         long after = counter.sum();
+        atEnd.run();
         double elapsed = (System.nanoTime() - start) / 1e9;
         stop.set(true);
         done.await(60, TimeUnit.SECONDS);
