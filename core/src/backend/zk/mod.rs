@@ -15,6 +15,7 @@
 //! runs out. A holder that dies loses its node with its session, after the session timeout.
 
 mod config;
+mod counters;
 mod path;
 mod query;
 mod recipe;
@@ -22,6 +23,7 @@ mod rw_lock;
 mod semaphore;
 mod session;
 mod spawner;
+mod values;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,6 +38,7 @@ use crate::spi::{
     AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, LockKind, LostNotifier, PermitStore,
     Release, Renewal, SharedStore, Store,
 };
+use crate::spi::{CounterStore, VersionStore};
 use crate::url::ConnectUrl;
 use config::ZkConfig;
 use recipe::{delete_node, Stop};
@@ -211,6 +214,8 @@ impl Store for ZkBackend {
         Capabilities {
             rw_locks: true,
             semaphores: true,
+            counters: true,
+            versioned_values: true,
             ..Capabilities::locks_only("zookeeper", &[LockKind::Reentrant])
         }
     }
@@ -225,6 +230,14 @@ impl Store for ZkBackend {
 
     fn semaphores(self: Arc<Self>) -> Option<Arc<PermitStore>> {
         Some(Arc::new(semaphore::ZkSemaphores::new(self)))
+    }
+
+    fn counters(self: Arc<Self>) -> Option<Arc<dyn CounterStore>> {
+        Some(Arc::new(counters::ZkCounters { backend: self }))
+    }
+
+    fn versions(self: Arc<Self>) -> Option<Arc<dyn VersionStore>> {
+        Some(Arc::new(values::ZkValues { backend: self }))
     }
 
     async fn close(&self) {
