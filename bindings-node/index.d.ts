@@ -53,6 +53,9 @@ export interface Client {
   [Symbol.asyncDispose](): Promise<void>
 }
 
+/** polylock's version, the same as `VERSION` (and as every other language's). */
+export declare const version: string
+
 /** @internal How `index.js` passes an AbortSignal to the native side; not part of the API. */
 export declare class AcquireCancel {
   constructor()
@@ -262,3 +265,6 @@ export declare function uuid7TimestampMs(uuid: string): number
 
 /** The 128 bits of a UUID as a ULID (a UUIDv7 gives the ULID of the same millisecond). */
 export declare function uuidToUlid(uuid: string): string
+
+/** polylock's version, the same in every language (the workspace's, in the root Cargo.toml). */
+export declare const VERSION: string

@@ -229,7 +229,7 @@ for (const name of ['uuid7', 'uuid7Batch', 'ulid', 'ulidBatch', 'uuid7TimestampM
   idFunctions[name] = (...args) => translated(() => native[name](...args))
 }
 
-const { MAX_NAME_LEN, DEFAULT_URL } = native
+const { MAX_NAME_LEN, DEFAULT_URL, VERSION } = native
 
 // Shorthand names only, so that Node's ESM loader sees them as named exports.
 module.exports = {
@@ -254,4 +254,6 @@ module.exports = {
   errorCodes: native.errorCodes,
   MAX_NAME_LEN,
   DEFAULT_URL,
+  VERSION,
+  version: VERSION,
 }

@@ -36,6 +36,10 @@ pub const MAX_NAME_LEN: u32 = polylock::MAX_NAME_LEN as u32;
 #[napi_derive::napi]
 pub const DEFAULT_URL: &str = polylock::url::DEFAULT_URL;
 
+/// polylock's version, the same in every language (the workspace's, in the root Cargo.toml).
+#[napi_derive::napi]
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// The addon's own allocations (futures, tasks, Redis command buffers) go to mimalloc: a lock
 /// call allocates and frees a few dozen small blocks across threads, and glibc's malloc made
 /// that about a sixth of the whole process's CPU per lock+unlock pair (perf, on Redis).
