@@ -72,6 +72,17 @@ public final class PolylockClient implements AutoCloseable {
     }
 
     /**
+     * A plain semaphore (Redisson's RSemaphore layout, Redis only): an unowned counter of permits, shared with
+     * Redisson's RSemaphore on the same name. Its permits have no owner and no lease, so a holder that crashes leaks
+     * them for good; prefer {@link #getPermitExpirableSemaphore(String)}. Other backends throw {@link
+     * ErrorCode#UNSUPPORTED} here.
+     */
+    public RSemaphore getSemaphore(String name) {
+        Objects.requireNonNull(name, "name");
+        return new PlainSemaphore(this, name);
+    }
+
+    /**
      * A Snowflake ID generator for {@code workerId} (Twitter layout: 41 bits of milliseconds, 10 of worker, 12 of
      * sequence). IDs are positive {@code long}s.
      */
