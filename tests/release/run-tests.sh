@@ -22,6 +22,8 @@
 #
 # Environment:
 #   POLYLOCK_DIST            where the artifacts are (default dist/ in the checkout)
+#   POLYLOCK_CLI             the polylock CLI whose --version is checked (default: the cargo
+#                            target dir's release build)
 #   POLYLOCK_TEST_REDIS_URL  the Redis to lock on (default: tests/services' redis, which must be
 #                            running: this test fails, never skips, without it)
 set -euo pipefail
@@ -38,6 +40,11 @@ wanted=("$@")
 step "one version everywhere"
 python3 "$here/check_versions.py" "$root"
 version=$("$root/release/version.sh")
+# The CLI reports it too (built by the Rust stage; not one of the artifacts).
+cli="${POLYLOCK_CLI:-${CARGO_TARGET_DIR:-${POLYLOCK_CARGO_TARGET:-$HOME/.cache/polylock/target}}/release/polylock}"
+[[ -x "$cli" ]] || { echo "no polylock CLI at $cli: cargo build --release -p polylock-cli (or set POLYLOCK_CLI)" >&2; exit 1; }
+[[ "$("$cli" --version)" == "polylock $version" ]] || { echo "$cli --version says '$("$cli" --version)', expected 'polylock $version'" >&2; exit 1; }
+echo "$("$cli" --version): ok"
 [[ -f "$dist/SHA256SUMS" ]] || { echo "no $dist/SHA256SUMS: run release/build.sh first" >&2; exit 1; }
 (cd "$dist" && sha256sum --quiet -c SHA256SUMS)
 
@@ -169,13 +176,13 @@ test_go() {
   cp "$here/go/main.go" "$work/go-app/"
   cd "$work/go-app"
   # The released module from dist/go; its own dependencies from the module cache or the proxy.
-  export GOPROXY="file://$dist/go,https://proxy.golang.org" GOSUMDB=off GOFLAGS=-mod=mod
+  export GOPROXY="file://$dist/go,https://proxy.golang.org" GONOSUMDB=example.invalid GOFLAGS=-mod=mod
   export CGO_ENABLED=1 CGO_CFLAGS="-I$prefix/include" CGO_LDFLAGS="-L$prefix/lib"
   as_user go mod init example.invalid/release-test >/dev/null 2>&1
   as_user go get "$module@v$version" >/dev/null 2>&1 || as_user go get "$module@v$version"
   as_user go build -o "$work/lock_smoke_go" .
   as_user "$work/lock_smoke_go" "$version" "$name" "$sqlite_url" "$redis_url"
-  unset GOPROXY GOSUMDB GOFLAGS CGO_CFLAGS CGO_LDFLAGS
+  unset GOPROXY GONOSUMDB GOFLAGS CGO_CFLAGS CGO_LDFLAGS
   cd "$root"
 }
 

@@ -3,7 +3,10 @@
 //
 //   node lock_smoke.mjs VERSION NAME URL...
 import { createRequire } from 'node:module'
-import { connect, version, PolylockError } from 'polylock'
+// The default import: Node's ESM loader sees only some of index.js's exports as named ones.
+import polylock from 'polylock'
+
+const { connect, version, PolylockError } = polylock
 
 const [expected, name, ...urls] = process.argv.slice(2)
 if (version !== expected) throw new Error(`polylock's version is ${version}, expected ${expected}`)
