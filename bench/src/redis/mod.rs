@@ -12,6 +12,7 @@
 mod ceiling;
 pub(crate) mod contended;
 mod peers;
+mod read_locks;
 mod server;
 
 use std::sync::Arc;
@@ -65,6 +66,7 @@ pub fn run(budget: RedisBudget, target: &RedisTarget) -> Result<()> {
     let mut section = Section::start(budget, target, &prefix)?;
     section.ceiling(&mut connection);
     section.uncontended();
+    section.read_locks();
     section.contended();
     let failures = section.finish();
     // Locks are gone once released; fencing counters and the ceiling's locks are not.
