@@ -11,15 +11,32 @@ use crate::exit;
 pub enum IdCommand {
     /// Print snowflake IDs (Twitter layout), one a line
     Snowflake {
-        /// Worker id, 0..=1023
-        #[arg(long, default_value_t = 0)]
-        worker: u64,
+        /// Worker id, 0..=1023 (default 0; with --lease, the lowest free one)
+        #[arg(long)]
+        worker: Option<u64>,
+        /// Lease the worker id from the backend (--url): exclusive while this runs, and no
+        /// ID repeats an earlier holder's; the id is printed on stderr
+        #[arg(long)]
+        lease: bool,
         /// How many IDs to print
         #[arg(long, default_value_t = 1)]
         count: u64,
         /// Epoch in Unix milliseconds (default: Twitter's)
         #[arg(long, value_name = "MS")]
         epoch: Option<u64>,
+    },
+    /// Print segment IDs of a tag (Leaf's leaf_alloc on SQL and SQLite), one a line: never
+    /// 0, never one any process handed out before
+    Segment {
+        /// The tag (Leaf's biz_tag)
+        #[arg(long)]
+        tag: String,
+        /// How many IDs to print
+        #[arg(long, default_value_t = 1)]
+        count: u64,
+        /// The first and smallest range reserved at once (Leaf's step)
+        #[arg(long, default_value_t = 1000)]
+        step: u64,
     },
     /// Print UUIDv7s (RFC 9562, increasing even if the clock steps back), one a line
     Uuid7 {
@@ -66,7 +83,7 @@ fn print_each(count: u64, mut next: impl FnMut() -> polylock::Result<String>) ->
     0
 }
 
-pub fn id(command: IdCommand) -> u8 {
+pub async fn id(url: &str, command: IdCommand) -> u8 {
     match command {
         IdCommand::Uuid7 { count } => {
             let generator = Uuid7Generator::new();
@@ -76,7 +93,10 @@ pub fn id(command: IdCommand) -> u8 {
             let generator = UlidGenerator::new();
             print_each(count, || Ok(format_ulid(generator.next()?)))
         }
-        IdCommand::Snowflake { worker, count, epoch } => {
+        IdCommand::Segment { tag, count, step } => segment(url, &tag, count, step).await,
+        IdCommand::Snowflake { worker, lease: true, count, epoch } => leased_snowflake(url, worker, count, epoch).await,
+        IdCommand::Snowflake { worker, lease: false, count, epoch } => {
+            let worker = worker.unwrap_or(0);
             let generator = match layout(epoch).and_then(|layout| Ok(Snowflake::with_layout(layout, worker)?)) {
                 Ok(generator) => generator,
                 Err(err) => return exit::fail(&err),
@@ -100,6 +120,71 @@ pub fn id(command: IdCommand) -> u8 {
                 Err(err) => exit::fail(&err),
             }
         }
+    }
+}
+
+/// Print `count` IDs made by `next`, a batch at a time; stop quietly if the reader goes away.
+async fn print_batches<F, Fut>(count: u64, mut next: F) -> polylock::Result<()>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = polylock::Result<Vec<u64>>>,
+{
+    let mut out = BufWriter::new(std::io::stdout().lock());
+    let mut left = count;
+    while left > 0 {
+        let batch = left.min(1000) as usize;
+        for id in next(batch).await? {
+            if writeln!(out, "{id}").is_err() {
+                return Ok(());
+            }
+        }
+        left -= batch as u64;
+        // Let the watchdog and the background loads run on this one-thread runtime.
+        tokio::task::yield_now().await;
+    }
+    let _ = out.flush();
+    Ok(())
+}
+
+async fn segment(url: &str, tag: &str, count: u64, step: u64) -> u8 {
+    let run = async {
+        let client = polylock::Client::connect(url).await?;
+        let options = polylock::SegmentOptions { step, ..Default::default() };
+        let generator = client.segments(tag, options)?;
+        let printed = print_batches(count, |n| {
+            let generator = generator.clone();
+            async move { generator.next_ids(n).await }
+        })
+        .await;
+        client.close().await;
+        printed
+    };
+    match run.await {
+        Ok(()) => 0,
+        Err(err) => exit::fail(&err),
+    }
+}
+
+async fn leased_snowflake(url: &str, worker: Option<u64>, count: u64, epoch: Option<u64>) -> u8 {
+    let run = async {
+        let layout = layout(epoch)?;
+        let client = polylock::Client::connect(url).await?;
+        let options = polylock::SnowflakeOptions { layout, ..Default::default() };
+        let generator = client.snowflake(worker, options).await?;
+        let worker = generator.worker_id().await.unwrap_or_default();
+        eprintln!("worker id {worker} (epoch {})", generator.epoch().await.unwrap_or_default());
+        let printed = print_batches(count, |n| {
+            let generator = generator.clone();
+            async move { generator.next_ids(n).await }
+        })
+        .await;
+        let closed = generator.close().await;
+        client.close().await;
+        printed.and(closed)
+    };
+    match run.await {
+        Ok(()) => 0,
+        Err(err) => exit::fail(&err),
     }
 }
 

@@ -53,7 +53,7 @@ fn main() -> ExitCode {
     let code = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => run::run(&url, args).await,
-            Command::Id(command) => ids::id(command),
+            Command::Id(command) => ids::id(&url, command).await,
             Command::Demo(args) => demo::demo(&url, args).await,
             Command::DemoWorker(args) => demo::worker(&url, args).await,
         }

@@ -328,8 +328,7 @@ impl Inner {
             match self.values.compare_and_set(&mark_key, expected, &encode_mark(mark, epoch)).await? {
                 Write::Written { version } => {
                     let generator =
-                        Snowflake::with_layout_and_clock(self.options.layout, worker, self.options.clock.clone())?
-                            .with_max_rollback(self.options.max_wait);
+                        Snowflake::with_layout_and_clock(self.options.layout, worker, self.options.clock.clone())?;
                     return Ok(Some(Lease {
                         worker,
                         epoch,
