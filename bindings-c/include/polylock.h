@@ -14,6 +14,7 @@
 #define POLYLOCK_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /**
