@@ -4,13 +4,16 @@
 
 mod client;
 mod convert;
+mod error_details;
 mod errors;
+mod idempotency;
 mod lock;
 mod pending;
 mod semaphore;
 mod shared;
 mod snowflake;
 mod uuid_ulid;
+mod values;
 
 use pyo3::prelude::*;
 
@@ -26,6 +29,10 @@ mod _polylock {
     use crate::semaphore::NativeSemaphore;
     #[pymodule_export]
     use crate::shared::NativeClient;
+    #[pymodule_export]
+    use crate::idempotency::{NativeIdempotency, NativeTicket};
+    #[pymodule_export]
+    use crate::values::NativeValue;
     #[pymodule_export]
     use crate::snowflake::{parse_snowflake, NativeSnowflake};
     #[pymodule_export]

@@ -46,6 +46,10 @@ from ._ids import (
 from ._polylock import DEFAULT_URL, MAX_NAME_LEN, __version__
 from ._sync import Client, Lock, Permit, RWLock, Semaphore, connect
 from . import aio
+from ._values import Acquired, Idempotency, InProgress, Mismatch, Replay, Ticket, Value, VersionedValue
+from ._values import install as _install_values
+
+_install_values(Client, aio.Client)  # client.value(), .idempotency(), .idempotent()
 
 __all__ = [
     "connect",
@@ -54,6 +58,14 @@ __all__ = [
     "RWLock",
     "Semaphore",
     "Permit",
+    "Value",
+    "VersionedValue",
+    "Idempotency",
+    "Ticket",
+    "Acquired",
+    "Replay",
+    "InProgress",
+    "Mismatch",
     "aio",
     "Snowflake",
     "SnowflakeParts",
