@@ -24,6 +24,7 @@
 import { parseArgs } from 'node:util'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { createRequire } from 'node:module'
+import { readFileSync } from 'node:fs'
 
 import Redis from 'ioredis'
 import Redlock, { ResourceLockedError } from 'redlock'
@@ -102,6 +103,7 @@ async function interleaved(workers, seconds, rounds, sides) {
  */
 async function cpuPerPair(workers, seconds, rate, pair) {
   const interval = (workers / rate) * 1000
+  const jsBefore = jsThreadCpuMs()
   const cpuBefore = process.cpuUsage()
   const start = performance.now()
   const deadline = start + seconds * 1000
@@ -120,9 +122,22 @@ async function cpuPerPair(workers, seconds, rate, pair) {
     }),
   )
   const cpu = process.cpuUsage(cpuBefore)
+  const jsUs = (jsThreadCpuMs() - jsBefore) * 1000
   const pairs = counts.reduce((a, b) => a + b, 0)
-  return { pairs, rate: pairs / ((performance.now() - start) / 1000), cpuUs: (cpu.user + cpu.system) / pairs }
+  return { pairs, rate: pairs / ((performance.now() - start) / 1000), cpuUs: (cpu.user + cpu.system) / pairs, jsUs: jsUs / pairs }
 }
+
+/** The JavaScript (main) thread's own CPU so far in ms, from /proc (Linux; NaN elsewhere). */
+function jsThreadCpuMs() {
+  try {
+    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8')
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS
+  } catch {
+    return NaN
+  }
+}
+const CLOCK_TICKS = 100
 
 /**
  * 8 loops on one name: acquire, hold 1 ms, release, 1 ms outside. `acquire()` resolves to
@@ -307,7 +322,8 @@ async function main() {
     cpuSides.forEach(([label], i) => {
       const f = cpuFigures[i]
       line('cpu', `  ${label.padEnd(31)} ${fmt(f.rate).padStart(7)} pairs/s  ${f.cpuUs.toFixed(1).padStart(7)} us CPU/pair` +
-        (i === 0 ? `  ${ratio(f.cpuUs, cpuFigures[1].cpuUs)} node-redlock` : ''))
+        (i === 0 ? `  ${ratio(f.cpuUs, cpuFigures[1].cpuUs)} node-redlock` : '') +
+        `   (JavaScript thread ${f.jsUs.toFixed(1)} us` + (i === 0 ? `, ${ratio(f.jsUs, cpuFigures[1].jsUs)} node-redlock's)` : ')'))
     })
     const [ours, theirs, pacing] = cpuFigures.map((f) => f.cpuUs)
     line('cpu', `  without the pacing: polylock ${(ours - pacing).toFixed(1)} us, node-redlock ${(theirs - pacing).toFixed(1)} us, ` +
