@@ -6,7 +6,7 @@
 //! a common start time, loop on one lock name until a common end time, and print what they
 //! did on one line for this process to add up.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -15,7 +15,9 @@ use crate::flock::Flock;
 use crate::lock_side::LockSide;
 use crate::measure::Throughput;
 use crate::polylock_side::PolylockSide;
-use crate::report::{line, percent, rate, versus};
+use crate::process_handoffs::{self, Handoffs};
+use crate::report::{count, line, millis, percent, rate, versus};
+use crate::sqlite_floor;
 use crate::Result;
 
 const SECTION: &str = "sqlite";
@@ -65,15 +67,27 @@ pub struct LockBudget {
 
 /// Lock and release `handles` round-robin, holding each for ~0, until `deadline` (at least
 /// one pair). `held` adds up the time from each acquire returning to its release returning.
-async fn lock_unlock_loop<S: LockSide>(side: &S, handles: &[S::Handle], deadline: Instant) -> Result<Throughput> {
+/// With `timeline`, each hold's start and end (release called) go there too, on the
+/// system-wide monotonic clock.
+async fn lock_unlock_loop<S: LockSide>(
+    side: &S,
+    handles: &[S::Handle],
+    deadline: Instant,
+    mut timeline: Option<&mut Vec<[u64; 2]>>,
+) -> Result<Throughput> {
     let started = Instant::now();
     let mut pairs = 0;
     let mut held = Duration::ZERO;
     for handle in handles.iter().cycle() {
         let holding = side.acquire(handle).await?;
         let acquired_at = Instant::now();
+        let began = timeline.is_some().then(process_handoffs::monotonic_ns);
+        let ending = timeline.is_some().then(process_handoffs::monotonic_ns);
         side.release(holding).await?;
         held += acquired_at.elapsed();
+        if let (Some(timeline), Some(began), Some(ending)) = (timeline.as_deref_mut(), began, ending) {
+            timeline.push([began, ending]);
+        }
         pairs += 1;
         if Instant::now() >= deadline {
             break;
@@ -99,10 +113,10 @@ struct InProcess {
 
 async fn measure_in_process<S: LockSide>(side: Arc<S>, budget: Duration) -> Result<InProcess> {
     let same = handles(&*side, ["same".to_string()]).await?;
-    let same_name = lock_unlock_loop(&*side, &same, Instant::now() + budget).await?;
+    let same_name = lock_unlock_loop(&*side, &same, Instant::now() + budget, None).await?;
 
     let many = handles(&*side, (0..ROUND_ROBIN_NAMES).map(|i| format!("name-{i}"))).await?;
-    let round_robin = lock_unlock_loop(&*side, &many, Instant::now() + budget).await?;
+    let round_robin = lock_unlock_loop(&*side, &many, Instant::now() + budget, None).await?;
 
     let tasks = tasks_on_own_names(side, (0..TASKS).map(|task| format!("task-{task}")), budget).await?;
     Ok(InProcess { same_name, round_robin, tasks })
@@ -128,7 +142,7 @@ pub async fn tasks_on_own_names<S: LockSide>(
         .into_iter()
         .map(|own| {
             let side = side.clone();
-            tokio::spawn(async move { lock_unlock_loop(&*side, &own, deadline).await })
+            tokio::spawn(async move { lock_unlock_loop(&*side, &own, deadline, None).await })
         })
         .collect();
     let mut per_task = Vec::new();
@@ -142,22 +156,39 @@ fn unix_ms_now() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
-/// Start `processes` workers of `side` on one lock name, wait for them, and add up.
-fn contend_across_processes(side: SideKind, target: &str, processes: usize, budget: LockBudget) -> Result<Throughput> {
+/// What the contending processes of one side did together.
+struct Contended {
+    pairs: Throughput,
+    handoffs: Handoffs,
+}
+
+/// Start `processes` workers of `side` on one lock name, wait for them, and add up. Each
+/// writes its timeline of holds into `timelines`.
+fn contend_across_processes(
+    side: SideKind,
+    target: &str,
+    processes: usize,
+    budget: LockBudget,
+    timelines: &Path,
+) -> Result<Contended> {
     let exe = std::env::current_exe()?;
     let start_at = unix_ms_now() + budget.process_start.as_millis() as u64;
     let until = start_at + budget.processes.as_millis() as u64;
     let mut workers = Vec::new();
-    for _ in 0..processes {
+    let mut timeline_files = Vec::new();
+    for worker in 0..processes {
+        let timeline_file = timelines.join(format!("{}-{worker}.holds", side.as_str()));
         let worker = Command::new(&exe)
             .args([WORKER_COMMAND, "--side", side.as_str(), "--target", target, "--name", "contended"])
             .args(["--start-at-ms", &start_at.to_string(), "--until-ms", &until.to_string()])
+            .args([std::ffi::OsStr::new("--timeline"), timeline_file.as_os_str()])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| format!("cannot start a worker process {}: {e}", exe.display()))?;
         workers.push(worker);
+        timeline_files.push(timeline_file);
     }
     // Wait for every worker before judging any, so none is left running on an early return.
     let outputs: Vec<_> = workers.into_iter().map(|worker| worker.wait_with_output()).collect();
@@ -175,7 +206,8 @@ fn contend_across_processes(side: SideKind, target: &str, processes: usize, budg
         }
         results.push(parse_worker_report(&String::from_utf8_lossy(&output.stdout))?);
     }
-    Ok(Throughput::combine(results))
+    let per_worker = timeline_files.iter().map(|file| process_handoffs::read(file)).collect::<Result<Vec<_>>>()?;
+    Ok(Contended { pairs: Throughput::combine(results), handoffs: Handoffs::of(&per_worker) })
 }
 
 /// The one line a worker prints: `lock-worker pairs=N held_ns=N elapsed_ns=N`.
@@ -214,6 +246,8 @@ struct WorkerArgs {
     name: String,
     start_at_ms: u64,
     until_ms: u64,
+    /// Where the worker writes its holds.
+    timeline: PathBuf,
 }
 
 impl WorkerArgs {
@@ -231,6 +265,7 @@ impl WorkerArgs {
             name: value("--name")?.to_string(),
             start_at_ms: number("--start-at-ms")?,
             until_ms: number("--until-ms")?,
+            timeline: PathBuf::from(value("--timeline")?),
         })
     }
 }
@@ -239,32 +274,34 @@ impl WorkerArgs {
 pub fn worker_main(args: &[String]) -> Result<()> {
     let args = WorkerArgs::parse(args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build()?;
+    let mut timeline = Vec::new();
     let result = runtime.block_on(async {
         match args.side {
             SideKind::Polylock => {
                 let side = PolylockSide::connect(&args.target).await?;
-                let result = work_one_name(&side, &args).await;
+                let result = work_one_name(&side, &args, &mut timeline).await;
                 side.close().await;
                 result
             }
-            SideKind::Flock => work_one_name(&Flock::new(&args.target), &args).await,
+            SideKind::Flock => work_one_name(&Flock::new(&args.target), &args, &mut timeline).await,
         }
     })?;
+    process_handoffs::write(&args.timeline, &timeline)?;
     println!("{}", worker_report(&result));
     Ok(())
 }
 
-async fn work_one_name<S: LockSide>(side: &S, args: &WorkerArgs) -> Result<Throughput> {
+async fn work_one_name<S: LockSide>(side: &S, args: &WorkerArgs, timeline: &mut Vec<[u64; 2]>) -> Result<Throughput> {
     let handle = side.handle(&args.name).await?;
     tokio::time::sleep(Duration::from_millis(args.start_at_ms.saturating_sub(unix_ms_now()))).await;
     let deadline = Instant::now() + Duration::from_millis(args.until_ms.saturating_sub(unix_ms_now()));
-    lock_unlock_loop(side, std::slice::from_ref(&handle), deadline).await
+    lock_unlock_loop(side, std::slice::from_ref(&handle), deadline, Some(timeline)).await
 }
 
 /// All figures of one side.
 struct SideFigures {
     in_process: InProcess,
-    processes: Throughput,
+    processes: Contended,
 }
 
 fn measure_side<S: LockSide>(
@@ -273,9 +310,10 @@ fn measure_side<S: LockSide>(
     kind: SideKind,
     target: &str,
     budget: LockBudget,
+    timelines: &Path,
 ) -> Result<SideFigures> {
     let in_process = runtime.block_on(measure_in_process(side, budget.in_process))?;
-    let processes = contend_across_processes(kind, target, PROCESSES, budget)?;
+    let processes = contend_across_processes(kind, target, PROCESSES, budget, timelines)?;
     Ok(SideFigures { in_process, processes })
 }
 
@@ -297,10 +335,16 @@ pub fn run(budget: LockBudget) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     // Connecting creates the schema, before any worker process opens the file.
     let polylock = Arc::new(runtime.block_on(PolylockSide::connect(&url))?);
-    let ours = measure_side(&runtime, polylock.clone(), SideKind::Polylock, &url, budget);
+    // The floor right before and right after polylock's figures; the better of the two counts,
+    // so that a busy moment of the machine never lowers the floor.
+    let floor_before = sqlite_floor::measure(&dir.path().join("floor.db"), budget.in_process)?;
+    let ours = measure_side(&runtime, polylock.clone(), SideKind::Polylock, &url, budget, dir.path());
     runtime.block_on(polylock.close());
     let ours = ours?;
-    let peer = measure_side(&runtime, Arc::new(Flock::new(&flock_dir)), SideKind::Flock, &flock_target, budget)?;
+    let floor_after = sqlite_floor::measure(&dir.path().join("floor.db"), budget.in_process)?;
+    let floor = if floor_after.per_sec() > floor_before.per_sec() { floor_after } else { floor_before };
+    let flock = Arc::new(Flock::new(&flock_dir));
+    let peer = measure_side(&runtime, flock, SideKind::Flock, &flock_target, budget, dir.path())?;
 
     let compare = |label: &str, ours: &Throughput, peer: &Throughput| {
         let cells = [
@@ -317,7 +361,16 @@ pub fn run(budget: LockBudget) -> Result<()> {
         &peer.in_process.round_robin,
     );
     compare(&format!("{TASKS} tasks, a name each"), &ours.in_process.tasks, &peer.in_process.tasks);
-    compare(&format!("{PROCESSES} processes, one name"), &ours.processes, &peer.processes);
+    line(
+        SECTION,
+        "floor, 1 thread, same name",
+        &[
+            rate("bare rusqlite", floor.per_sec(), "pairs/s (2 write transactions each)"),
+            rate("polylock 1 task, same name", ours.in_process.same_name.per_sec(), "pairs/s"),
+            versus("polylock", "floor", ours.in_process.same_name.per_sec(), floor.per_sec()),
+        ],
+    );
+    compare(&format!("{PROCESSES} processes, one name"), &ours.processes.pairs, &peer.processes.pairs);
 
     let share = |who: &str, figures: &Throughput| {
         let (min, max) = figures.share_range();
@@ -327,14 +380,29 @@ pub fn run(budget: LockBudget) -> Result<()> {
     line(
         SECTION,
         &format!("{PROCESSES} processes, pairs/worker"),
-        &[share("polylock", &ours.processes), share("flock", &peer.processes), format!("fair {fair} each")],
+        &[share("polylock", &ours.processes.pairs), share("flock", &peer.processes.pairs), format!("fair {fair} each")],
     );
     let utilisation =
         |who: &str, figures: &Throughput| format!("{who} {} of wall time held", percent(figures.utilisation()));
     line(
         SECTION,
         &format!("{PROCESSES} processes, utilisation"),
-        &[utilisation("polylock", &ours.processes), utilisation("flock", &peer.processes)],
+        &[utilisation("polylock", &ours.processes.pairs), utilisation("flock", &peer.processes.pairs)],
+    );
+    let handoffs = |who: &str, contended: &Contended| {
+        let p50 = |d: Option<Duration>| d.map_or_else(|| "n/a".to_string(), millis);
+        let handoffs = &contended.handoffs;
+        format!(
+            "{who} p50 {}, to another process p50 {} ({} such)",
+            p50(handoffs.all_p50),
+            p50(handoffs.cross_p50),
+            count(handoffs.cross_count as f64)
+        )
+    };
+    line(
+        SECTION,
+        &format!("{PROCESSES} processes, handoff"),
+        &[handoffs("polylock", &ours.processes), handoffs("flock", &peer.processes)],
     );
     Ok(())
 }

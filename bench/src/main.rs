@@ -13,10 +13,12 @@ mod lock_side;
 mod locks;
 mod measure;
 mod polylock_side;
+mod process_handoffs;
 mod redis;
 mod report;
 mod snowflake;
 mod sql;
+mod sqlite_floor;
 mod zookeeper;
 
 use std::process::ExitCode;

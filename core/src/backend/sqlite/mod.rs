@@ -3,9 +3,17 @@
 //! database's clock, read inside each statement; fencing tokens come from a counter table
 //! that is never cleared.
 //!
-//! SQLite cannot notify other processes, so waiters poll with a short, jittered, bounded
-//! backoff (woken at once by releases within their own process), and read before they
-//! write so a waiter never takes the write lock while the lock is visibly held.
+//! SQLite cannot notify other processes. A mutex's holder also locks a file of the name
+//! beside the database (`name_files.rs`), so a waiter in another process blocks on it in
+//! the kernel and wakes as the holder lets go; the row stays the truth (`wait.rs`). Waiters
+//! on read-write locks and semaphores, and on holders that do not use the files, poll with
+//! a short, jittered, bounded backoff (woken at once by releases within their own process),
+//! and read before they write so a waiter never takes the write lock while the lock is
+//! visibly held.
+//!
+//! Statements run on the caller's thread when the connection is free and no other process
+//! holds the database's write lock (a few tens of microseconds of local file I/O), and in
+//! tokio's blocking pool, where they may wait out the busy timeout, otherwise.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,11 +23,17 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 use tokio::sync::watch;
 
+mod name_files;
+#[cfg(test)]
+mod process_tests;
 mod rw_lock;
 mod semaphore;
 mod values;
+mod wait;
 
-use super::poll::{acquire_by_attempts, Attempt, Backoff};
+use self::name_files::{FileTry, LockedFile, NameFiles};
+use self::wait::LockAttempt;
+use super::poll::Backoff;
 use crate::error::{Error, Result};
 use crate::owner::Owner;
 use crate::spi::{
@@ -90,6 +104,29 @@ pub(crate) struct SqliteBackend {
     path: Arc<str>,
     /// Bumped on every release by this process, waking its own waiters at once.
     released: watch::Sender<u64>,
+    /// The mutexes' lock files, unless no folder for them can be made beside the database.
+    files: Option<Arc<NameFiles>>,
+    /// The first and the slowest poll of a waiter blocked on a held file whose row is held.
+    file_wait_poll: (Duration, Duration),
+}
+
+/// A mutex hold's locked file; it moves with the hold on a transfer.
+struct HeldFile(Mutex<Option<LockedFile>>);
+
+impl HeldFile {
+    fn of(held: &HeldLock) -> Option<&HeldFile> {
+        held.state.as_ref()?.downcast_ref::<HeldFile>()
+    }
+
+    fn take(&self) -> Option<LockedFile> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+}
+
+/// What the row said to one mutex attempt.
+enum RowOutcome {
+    Granted(i64),
+    Busy { holder_lease_left: Option<Duration> },
 }
 
 impl SqliteBackend {
@@ -105,7 +142,38 @@ impl SqliteBackend {
             move || open_connection(&path)
         })
         .await?;
-        Ok(SqliteBackend { conn: Arc::new(Mutex::new(conn)), path, released: watch::channel(0).0 })
+        let files = NameFiles::beside(&path).map(Arc::new);
+        Ok(SqliteBackend {
+            conn: Arc::new(Mutex::new(conn)),
+            path,
+            released: watch::channel(0).0,
+            files,
+            file_wait_poll: (BACKOFF.max, wait::FILE_WAIT_POLL),
+        })
+    }
+
+    /// Run `op` on the connection: on this thread if the connection is free and the
+    /// database's write lock is not held by another process, else in the blocking pool
+    /// (waiting out the busy timeout there). `op` may run twice: a run that met a busy
+    /// database changed nothing (its transaction rolled back) and runs again in the pool.
+    pub(super) async fn with_conn_fast<T, F>(&self, op: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: Fn(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        if let Ok(mut conn) = self.conn.try_lock() {
+            if conn.busy_timeout(Duration::ZERO).is_ok() {
+                let outcome = op(&mut conn);
+                let busy = matches!(
+                    outcome.as_ref().err().and_then(|e| e.sqlite_error_code()),
+                    Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+                );
+                if !busy {
+                    return outcome.map_err(|e| map_error(&self.path, e));
+                }
+            }
+        }
+        self.with_conn(op).await
     }
 
     /// Run `op` on the connection in the blocking pool, mapping SQLite errors to ours.
@@ -118,6 +186,8 @@ impl SqliteBackend {
         let path = self.path.clone();
         run_blocking(move || {
             let mut conn = conn.lock().unwrap_or_else(|e| e.into_inner());
+            // The fast path (`with_conn_fast`) turns the busy timeout off while it runs.
+            conn.busy_timeout(BUSY_TIMEOUT).map_err(|e| map_error(&path, e))?;
             op(&mut conn).map_err(|e| map_error(&path, e))
         })
         .await
@@ -145,7 +215,14 @@ impl SqliteBackend {
         Ok(left.filter(|ms| *ms > 0).map(|ms| Duration::from_millis(ms as u64)))
     }
 
-    async fn attempt(&self, request: &AcquireRequest) -> Result<Attempt> {
+    /// One attempt on a mutex: its file if free, then its row. `take_without_file` takes a
+    /// free row even though someone holds the file (see `wait.rs`).
+    async fn lock_attempt(&self, request: &AcquireRequest, take_without_file: bool) -> Result<LockAttempt> {
+        let file = match &self.files {
+            Some(files) => files.try_lock(&request.key),
+            None => FileTry::Unavailable,
+        };
+        let (file_locked, file_busy) = (matches!(file, FileTry::Locked(_)), matches!(file, FileTry::Busy));
         let key = request.key.clone();
         let owner = request.owner.to_string();
         let lease_ms = duration_ms(request.lease);
@@ -154,32 +231,85 @@ impl SqliteBackend {
         // under the connection lock, which the handoff's transfer takes too.
         let wanted = Arc::new(AtomicBool::new(true));
         let _abandon_on_drop = AbandonOnDrop(wanted.clone());
-        self.with_conn(move |conn| {
-            if !wanted.load(Ordering::Acquire) {
-                return Ok(Attempt::Busy { holder_lease_left: None });
+        let attempt_started = tokio::time::Instant::now();
+        let outcome = self
+            .with_conn_fast(move |conn| {
+                if !wanted.load(Ordering::Acquire) {
+                    return Ok(RowOutcome::Busy { holder_lease_left: None });
+                }
+                row_attempt(conn, &key, &owner, lease_ms, !file_locked, !file_busy || take_without_file)
+            })
+            .await;
+        let locked = match file {
+            FileTry::Locked(locked) => Some(locked),
+            FileTry::Busy | FileTry::Unavailable => None,
+        };
+        match outcome {
+            Ok(RowOutcome::Granted(token)) => {
+                let state = locked.map(|locked| Arc::new(HeldFile(Mutex::new(Some(locked)))) as _);
+                Ok(LockAttempt::Acquired(Acquired { token: token as u64, attempt_started, state }))
             }
-            // Read first, outside any write transaction: most attempts of a waiter end here.
-            if let Some(left) = holder_lease_left(conn, &key, &owner)? {
-                return Ok(Attempt::Busy { holder_lease_left: Some(left) });
+            Ok(RowOutcome::Busy { holder_lease_left }) => {
+                self.unlock_file(locked);
+                Ok(LockAttempt::Busy { holder_lease_left, file_busy })
             }
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            if let Some(left) = holder_lease_left(&tx, &key, &owner)? {
-                return Ok(Attempt::Busy { holder_lease_left: Some(left) });
+            Err(err) => {
+                self.unlock_file(locked);
+                Err(err)
             }
-            let token: i64 = tx.prepare_cached(NEXT_TOKEN)?.query_row(params![key], |row| row.get(0))?;
-            tx.prepare_cached(&format!(
-                "INSERT INTO polylock_locks (name, owner, token, lease_until_ms)
-                 VALUES (?1, ?2, ?3, {NOW_MS} + ?4)
-                 ON CONFLICT (name) DO UPDATE SET
-                     owner = excluded.owner, token = excluded.token,
-                     lease_until_ms = excluded.lease_until_ms"
-            ))?
-            .execute(params![key, owner, token, lease_ms])?;
-            tx.commit()?;
-            Ok(Attempt::Acquired { token: token as u64, state: None })
-        })
-        .await
+        }
     }
+
+    fn unlock_file(&self, locked: Option<LockedFile>) {
+        if let (Some(files), Some(locked)) = (&self.files, locked) {
+            files.unlock(locked);
+        }
+    }
+}
+
+/// The row's part of a mutex attempt. With `read_first` (the name's file is not ours), a
+/// read outside any write transaction comes first: most attempts of a waiter end there.
+/// Without `may_take_free` (someone holds the name's file), a free row is left to the
+/// file's holder; an expired one is not (the lease governs).
+fn row_attempt(
+    conn: &mut Connection,
+    key: &str,
+    owner: &str,
+    lease_ms: i64,
+    read_first: bool,
+    may_take_free: bool,
+) -> rusqlite::Result<RowOutcome> {
+    if read_first {
+        let row: Option<(i64, bool)> = conn
+            .prepare_cached(&format!(
+                "SELECT lease_until_ms - {NOW_MS}, owner = ?2 FROM polylock_locks WHERE name = ?1"
+            ))?
+            .query_row(params![key, owner], |row| Ok((row.get(0)?, row.get(1)?)))
+            .optional()?;
+        match row {
+            Some((left, false)) if left > 0 => {
+                return Ok(RowOutcome::Busy { holder_lease_left: Some(Duration::from_millis(left as u64)) });
+            }
+            // The file's holder is between its row and its file: the row is for it to take.
+            None if !may_take_free => return Ok(RowOutcome::Busy { holder_lease_left: None }),
+            _ => {}
+        }
+    }
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    if let Some(left) = holder_lease_left(&tx, key, owner)? {
+        return Ok(RowOutcome::Busy { holder_lease_left: Some(left) });
+    }
+    let token: i64 = tx.prepare_cached(NEXT_TOKEN)?.query_row(params![key], |row| row.get(0))?;
+    tx.prepare_cached(&format!(
+        "INSERT INTO polylock_locks (name, owner, token, lease_until_ms)
+         VALUES (?1, ?2, ?3, {NOW_MS} + ?4)
+         ON CONFLICT (name) DO UPDATE SET
+             owner = excluded.owner, token = excluded.token,
+             lease_until_ms = excluded.lease_until_ms"
+    ))?
+    .execute(params![key, owner, token, lease_ms])?;
+    tx.commit()?;
+    Ok(RowOutcome::Granted(token))
 }
 
 /// How long another owner's unexpired hold on `key` has left, or `None` if it is free to take.
@@ -270,14 +400,14 @@ pub(super) fn duration_ms(d: Duration) -> i64 {
 #[async_trait]
 impl HoldStore for SqliteBackend {
     async fn acquire(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
-        acquire_by_attempts(request, BACKOFF, &mut self.released.subscribe(), || self.attempt(request)).await
+        wait::acquire_lock(self, request).await
     }
 
     async fn renew(&self, held: &HeldLock, lease: Duration) -> Result<Renewal> {
         let (key, owner, token) = (held.key.clone(), held.owner.to_string(), held.token as i64);
         let lease_ms = duration_ms(lease);
         let updated = self
-            .with_conn(move |conn| {
+            .with_conn_fast(move |conn| {
                 conn.prepare_cached(&format!(
                     "UPDATE polylock_locks SET lease_until_ms = {NOW_MS} + ?4
                      WHERE name = ?1 AND owner = ?2 AND token = ?3 AND lease_until_ms > {NOW_MS}"
@@ -285,14 +415,19 @@ impl HoldStore for SqliteBackend {
                 .execute(params![key, owner, token, lease_ms])
             })
             .await?;
-        Ok(if updated == 1 { Renewal::Renewed } else { Renewal::Gone })
+        if updated != 1 {
+            // Lost: its file must not keep this process's waiters or anyone else's waiting.
+            self.unlock_file(HeldFile::of(held).and_then(HeldFile::take));
+            return Ok(Renewal::Gone);
+        }
+        Ok(Renewal::Renewed)
     }
 
     async fn release(&self, held: &HeldLock, holds_left: u32) -> Result<Release> {
         let (key, owner, token) = (held.key.clone(), held.owner.to_string(), held.token as i64);
         let partial = holds_left > 0;
-        let was_current: Option<bool> = self
-            .with_conn(move |conn| {
+        let was_current: Result<Option<bool>> = self
+            .with_conn_fast(move |conn| {
                 if partial {
                     // Reentrancy is counted by the client; the row only needs to still be ours.
                     return conn
@@ -311,11 +446,14 @@ impl HoldStore for SqliteBackend {
                 .query_row(params![key, owner, token], |row| row.get(0))
                 .optional()
             })
-            .await?;
+            .await;
         if !partial {
+            // After the row is gone, so that a waiter woken by the file finds the row free;
+            // whatever the outcome, so that a failed release does not keep the file.
+            self.unlock_file(HeldFile::of(held).and_then(HeldFile::take));
             self.wake_waiters();
         }
-        Ok(if was_current == Some(true) { Release::Released } else { Release::Gone })
+        Ok(if was_current? == Some(true) { Release::Released } else { Release::Gone })
     }
 
     async fn transfer(
@@ -329,7 +467,7 @@ impl HoldStore for SqliteBackend {
         let (to, lease_ms) = (to.to_string(), duration_ms(lease));
         let attempt_started = tokio::time::Instant::now();
         let token = self
-            .with_conn(move |conn| {
+            .with_conn_fast(move |conn| {
                 let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
                 let takes_over = tx
                     .prepare_cached(&format!(
@@ -353,7 +491,10 @@ impl HoldStore for SqliteBackend {
                 Ok(Some(token as u64))
             })
             .await?;
-        Ok(token.map(|token| Acquired { token, attempt_started, state: None }))
+        // The file moves with the hold, out of the old hold's state into the new one's.
+        let file = token.and_then(|_| HeldFile::of(from).and_then(HeldFile::take));
+        let state = file.map(|file| Arc::new(HeldFile(Mutex::new(Some(file)))) as _);
+        Ok(token.map(|token| Acquired { token, attempt_started, state }))
     }
 
     fn transfers(&self, kind: LockKind) -> bool {

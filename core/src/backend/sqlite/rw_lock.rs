@@ -56,7 +56,7 @@ impl SqliteRwLocks {
         let (key, owner, mode) = (request.key.clone(), request.owner.to_string(), request.kind);
         let lease_ms = duration_ms(request.lease);
         self.db
-            .with_conn(move |conn| {
+            .with_conn_fast(move |conn| {
                 let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
                 tx.prepare_cached(&format!(
                     "DELETE FROM polylock_rw_holds WHERE name = ?1 AND lease_until_ms <= {NOW_MS}"
@@ -146,7 +146,7 @@ impl HoldStore<RwMode> for SqliteRwLocks {
         let (mode, lease_ms) = (mode_name(held.kind), duration_ms(lease));
         let updated = self
             .db
-            .with_conn(move |conn| {
+            .with_conn_fast(move |conn| {
                 conn.prepare_cached(&format!(
                     "UPDATE polylock_rw_holds SET lease_until_ms = {NOW_MS} + ?5
                      WHERE name = ?1 AND mode = ?2 AND owner = ?3 AND token = ?4 AND lease_until_ms > {NOW_MS}"
@@ -163,7 +163,7 @@ impl HoldStore<RwMode> for SqliteRwLocks {
         let partial = holds_left > 0;
         let was_current: Option<bool> = self
             .db
-            .with_conn(move |conn| {
+            .with_conn_fast(move |conn| {
                 let statement = if partial {
                     // Reentrancy is counted by the client; the row only needs to still be ours.
                     format!(
@@ -190,7 +190,7 @@ impl HoldStore<RwMode> for SqliteRwLocks {
     async fn is_locked(&self, key: &str, mode: RwMode) -> Result<bool> {
         let key = key.to_string();
         self.db
-            .with_conn(move |conn| {
+            .with_conn_fast(move |conn| {
                 conn.prepare_cached(&format!(
                     "SELECT 1 FROM polylock_rw_holds WHERE name = ?1 AND mode = ?2 AND lease_until_ms > {NOW_MS}"
                 ))?

@@ -29,7 +29,7 @@ impl SqliteSemaphores {
         let lease_ms = duration_ms(request.lease);
         let outcome = self
             .db
-            .with_conn(move |conn| {
+            .with_conn_fast(move |conn| {
                 let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
                 tx.prepare_cached("INSERT INTO polylock_semaphores (name, permits) VALUES (?1, ?2) ON CONFLICT DO NOTHING")?
                     .execute(params![key, permits])?;
@@ -78,7 +78,7 @@ impl HoldStore<Permits> for SqliteSemaphores {
         let lease_ms = duration_ms(lease);
         let updated = self
             .db
-            .with_conn(move |conn| {
+            .with_conn_fast(move |conn| {
                 conn.prepare_cached(&format!(
                     "UPDATE polylock_permits SET lease_until_ms = {NOW_MS} + ?4
                      WHERE name = ?1 AND owner = ?2 AND token = ?3 AND lease_until_ms > {NOW_MS}"
@@ -93,7 +93,7 @@ impl HoldStore<Permits> for SqliteSemaphores {
         let (key, owner, token) = (held.key.clone(), held.owner.to_string(), held.token as i64);
         let was_current: Option<bool> = self
             .db
-            .with_conn(move |conn| {
+            .with_conn_fast(move |conn| {
                 conn.prepare_cached(&format!(
                     "DELETE FROM polylock_permits WHERE name = ?1 AND owner = ?2 AND token = ?3
                      RETURNING lease_until_ms > {NOW_MS}"
@@ -109,7 +109,7 @@ impl HoldStore<Permits> for SqliteSemaphores {
     async fn is_locked(&self, key: &str, _permits: Permits) -> Result<bool> {
         let key = key.to_string();
         self.db
-            .with_conn(move |conn| {
+            .with_conn_fast(move |conn| {
                 conn.prepare_cached(&format!(
                     "SELECT 1 FROM polylock_permits WHERE name = ?1 AND lease_until_ms > {NOW_MS} LIMIT 1"
                 ))?
