@@ -9,6 +9,7 @@ mod errors;
 mod idempotency;
 mod lock;
 mod pending;
+mod segment;
 mod semaphore;
 mod shared;
 mod snowflake;
@@ -25,6 +26,8 @@ mod _polylock {
     use crate::pending::PendingCall;
     #[pymodule_export]
     use crate::pending::LoopWaker;
+    #[pymodule_export]
+    use crate::segment::{NativeLeasedSnowflake, NativeSegment};
     #[pymodule_export]
     use crate::semaphore::NativeSemaphore;
     #[pymodule_export]

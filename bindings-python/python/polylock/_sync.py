@@ -7,7 +7,7 @@ import threading
 from types import TracebackType
 from typing import Optional, Type
 
-from . import _polylock
+from . import _polylock, _segments
 
 # The calling thread's owner id, from the core's binding kit: unique for the life of the
 # process. Not threading.get_ident(): CPython reuses those once a thread exits, and a new
@@ -241,6 +241,17 @@ class Client:
         """A handle on the semaphore ``name`` of ``permits`` permits. UnsupportedError if the
         backend has none; InvalidArgumentError if ``permits`` is below 1."""
         return Semaphore(self._native.semaphore(name, permits))
+
+    def segment(self, tag: str, step: int = 1000, max_step: Optional[int] = None, load_at: float = 0.1, wait: float = 5.0) -> "_segments.Segment":
+        """Leaf-style segment IDs of ``tag`` (never 0, never repeated by any process).
+        UnsupportedError if the backend has no counters."""
+        return _segments.Segment(_segments.open_segment(self._native, tag, step, max_step, load_at, wait))
+
+    def snowflake(self, worker_id: Optional[int] = None, epoch_ms: Optional[int] = None, max_wait: float = 2.0) -> "_segments.LeasedSnowflake":
+        """A Snowflake generator on a worker id leased from the backend: ``worker_id`` if
+        given (LockTimeoutError if another generator holds it), else the lowest free one."""
+        native = _polylock.NativeLeasedSnowflake.open(self._native, worker_id, epoch_ms, max_wait)
+        return _segments.LeasedSnowflake(native)
 
     def close(self) -> None:
         """Stop the watchdogs and give every hold back. Later calls raise

@@ -18,7 +18,7 @@ import weakref
 from types import TracebackType
 from typing import Any, Awaitable, Callable, Optional, Type
 
-from . import _polylock
+from . import _polylock, _segments
 
 # Owner ids of tasks, from the core's binding kit (never reused in this process) rather than
 # id(task): a task's address can be reused by a later task, which must not inherit a hold.
@@ -313,6 +313,14 @@ class Client:
     def semaphore(self, name: str, permits: int) -> Semaphore:
         """A handle on the semaphore ``name`` of ``permits`` permits."""
         return Semaphore(self._native.semaphore(name, permits))
+
+    def segment(self, tag: str, step: int = 1000, max_step: Optional[int] = None, load_at: float = 0.1, wait: float = 5.0) -> "_segments.AsyncSegment":
+        """Leaf-style segment IDs of ``tag``; see :meth:`polylock.Client.segment`."""
+        return _segments.AsyncSegment(_segments.open_segment(self._native, tag, step, max_step, load_at, wait))
+
+    async def snowflake(self, worker_id: Optional[int] = None, epoch_ms: Optional[int] = None, max_wait: float = 2.0) -> "_segments.AsyncLeasedSnowflake":
+        """A Snowflake generator on a leased worker id; see :meth:`polylock.Client.snowflake`."""
+        return await _segments.open_leased_snowflake_async(self._native, worker_id, epoch_ms, max_wait)
 
     async def close(self) -> None:
         """Stop the watchdogs and give every hold back."""
