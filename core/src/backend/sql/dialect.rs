@@ -22,6 +22,10 @@ pub(crate) type Conn<D> = sqlx::pool::PoolConnection<<D as Dialect>::DB>;
 /// The options sqlx connects with.
 pub(crate) type Options<D> = <<<D as Dialect>::DB as Database>::Connection as sqlx::Connection>::Options;
 
+/// The longest versioned value name, in bytes: MySQL's `polylock_values.name` is a VARBINARY
+/// of this size (an InnoDB key holds 3072 bytes), and PostgreSQL keeps the same limit.
+pub(crate) const VALUE_NAME_BYTES: usize = 1024;
+
 /// How a blocking session-lock statement ended.
 pub(crate) enum LockWait {
     Granted,

@@ -12,9 +12,8 @@ use sqlx::{MySql, Row};
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
 
-use super::dialect::{Conn, Dialect, LockWait};
+use super::dialect::{Conn, Dialect, LockWait, VALUE_NAME_BYTES};
 use super::errors::mysql_number;
-use super::values::VALUE_NAME_BYTES;
 use crate::backend::poll::{Attempt, Backoff};
 use crate::spi::RwMode;
 use polylock_id::sql_names::mysql_lock_name;

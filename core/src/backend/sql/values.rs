@@ -13,14 +13,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::dialect::Dialect;
+use super::dialect::{Dialect, VALUE_NAME_BYTES};
 use super::store::SqlStore;
 use crate::error::{Error, Result};
 use crate::spi::{VersionStore, Versioned, Write};
-
-/// The longest value name, in bytes: MySQL's `polylock_values.name` is a VARBINARY of this
-/// size (an InnoDB key holds 3072 bytes), and PostgreSQL keeps the same limit.
-pub(super) const VALUE_NAME_BYTES: usize = 1024;
 
 /// How often a create that met a value which was then deleted before it could be read tries
 /// again, before reporting a conflict with nothing there.
