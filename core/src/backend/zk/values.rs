@@ -10,6 +10,8 @@
 //! the first write of a key creates the node. Because the node is never re-created, its
 //! `dataVersion` never repeats, so a write can never land on a node other than the one read.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use zookeeper_client as zk;
 
@@ -18,7 +20,6 @@ use super::session::{acls, map_error};
 use super::ZkBackend;
 use crate::error::Result;
 use crate::spi::{VersionStore, Versioned, Write};
-use std::sync::Arc;
 
 /// The first byte of a live value's data; a tombstone has none.
 const LIVE: u8 = 1;
