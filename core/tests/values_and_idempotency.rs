@@ -378,7 +378,11 @@ async fn paused_holder_is_fenced(client: &Client, url: &str) -> Result<(), Strin
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let first_token: u64 = loop {
-        let line = lines.next().ok_or("the child ended before it held the lock")?.unwrap();
+        let Some(line) = lines.next() else {
+            let _ = child.wait();
+            return Err("the child ended before it held the lock".to_string());
+        };
+        let line = line.unwrap();
         // The test harness may have printed "test kleppmann_first_holder ... " before it.
         if let Some((_, token)) = line.split_once("TOKEN ") {
             break token.trim().parse().unwrap();
