@@ -4,7 +4,7 @@
 //! --permits N`).
 //!
 //! The lock is renewed while the command runs and released when it exits. The command sees
-//! the fencing token in `POLYLOCK_FENCING_TOKEN`. SIGINT and SIGTERM are passed on to it.
+//! the fencing token in `POLYLOCK_FENCING_TOKEN` (absent on RedLock, which has none). SIGINT and SIGTERM are passed on to it.
 //! If the lock is lost while it runs, the command is sent SIGTERM: its critical section is
 //! no longer protected.
 
@@ -112,11 +112,14 @@ async fn run_locked(client: &Client, args: RunArgs) -> u8 {
 /// Run the command while `guard` holds; `what` names the hold in messages.
 async fn run_holding<K: HoldKind>(guard: Guard<K>, what: String, command: Vec<String>) -> u8 {
     let (program, program_args) = command.split_first().expect("clap requires a command");
-    let mut child = match Command::new(program)
-        .args(program_args)
-        .env("POLYLOCK_FENCING_TOKEN", guard.fencing_token().to_string())
-        .spawn()
-    {
+    let mut to_run = Command::new(program);
+    to_run.args(program_args);
+    // RedLock has no fencing token: the variable is then absent, never a number that looks like one.
+    match guard.fencing_token_opt() {
+        Some(token) => to_run.env("POLYLOCK_FENCING_TOKEN", token.to_string()),
+        None => to_run.env_remove("POLYLOCK_FENCING_TOKEN"),
+    };
+    let mut child = match to_run.spawn() {
         Ok(child) => child,
         Err(err) => {
             eprintln!("polylock: cannot run '{program}': {err}");
