@@ -92,7 +92,7 @@ build_python() {
     # and retags it.
     "$tools/bin/auditwheel" repair --plat "$tag" --wheel-dir "$out" "$wheel"
   fi
-  "$venv/bin/maturin" sdist --quiet --manifest-path "$root/bindings-python/Cargo.toml" --out "$out"
+  "$venv/bin/maturin" sdist --manifest-path "$root/bindings-python/Cargo.toml" --out "$out"
 }
 
 build_node() {
@@ -155,7 +155,7 @@ build_java() {
     cp "target/$jar" "$out/"
   done
   cp pom.xml "$out/polylock-$version.pom"
-  unzip -l "$out/polylock-$version.jar" | grep -q 'native/.*/libpolylock_jvm.so' ||
+  unzip -l "$out/polylock-$version.jar" | grep -c 'native/.*/libpolylock_jvm.so' >/dev/null ||
     { echo "build.sh: the jar has no native library" >&2; exit 1; }
   cd "$root"
 }

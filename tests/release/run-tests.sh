@@ -94,7 +94,7 @@ test_python() {
   echo "python wheel: pip install $(elapsed_since "$started") s ($(basename "$wheel"), $(as_user "$work/venv/bin/python" -V))" >>"$timings"
   (cd "$work" && as_user "$work/venv/bin/python" "$here/python/lock_smoke.py" "$version" "$name" "$sqlite_url" "$redis_url")
   # The sdist names the version too (maturin takes it from the workspace).
-  tar -tzf "$dist/python/polylock-$version.tar.gz" | grep -q "^polylock-$version/pyproject.toml$"
+  tar -tzf "$dist/python/polylock-$version.tar.gz" | grep -c "^polylock-$version/pyproject.toml$" >/dev/null
 }
 
 test_node() {
@@ -106,7 +106,7 @@ test_node() {
   as_user npm install --no-audit --no-fund --loglevel=error "$dist/node/polylock-$version.tgz"
   echo "node tarball: npm install $(elapsed_since "$started") s (polylock-$version.tgz)" >>"$timings"
   # The platform package of napi-rs's layout carries the same addon.
-  tar -tzf "$dist"/node/polylock-linux-*-"$version".tgz | grep -q '^package/polylock\..*\.node$'
+  tar -tzf "$dist"/node/polylock-linux-*-"$version".tgz | grep -c '^package/polylock\..*\.node$' >/dev/null
   cp "$here/node/lock_smoke.mjs" .
   as_user node lock_smoke.mjs "$version" "$name" "$sqlite_url" "$redis_url"
   cd "$root"
