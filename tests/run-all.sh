@@ -112,6 +112,13 @@ POLYLOCK_TEST_PYTHON="${POLYLOCK_PY_VENV:-$HOME/.cache/polylock/py-venv}/bin/pyt
 step "Go binding (go vet, go test -race on every backend, etcdctl and redsync interop)"
 POLYLOCK_GO_BENCH=0 bindings-go/run-tests.sh
 
+step "release artifacts (release/build.sh into dist/, reusing the builds above; then each installed on a PATH without cargo)"
+# Every suite above built its binding into the one target dir: cargo finds it all up to date,
+# so this stage only packs, and installs each artifact as a user would (tests/release).
+# Ruby and Java join this list once their release steps have passed a run (see tests/release).
+release/build.sh python node c wasm go
+tests/release/run-tests.sh python node c wasm go
+
 step "benchmarks, quick smoke run (figures, not assertions)"
 cargo run --release --locked -q -p polylock-bench -- all --quick
 node bindings-node/bench/bench.mjs --quick
