@@ -115,9 +115,9 @@ POLYLOCK_GO_BENCH=0 bindings-go/run-tests.sh
 step "release artifacts (release/build.sh into dist/, reusing the builds above; then each installed on a PATH without cargo)"
 # Every suite above built its binding into the one target dir: cargo finds it all up to date,
 # so this stage only packs, and installs each artifact as a user would (tests/release).
-# Ruby and Java join this list once their release steps have passed a run (see tests/release).
-release/build.sh python node c wasm go
-tests/release/run-tests.sh python node c wasm go
+# Java joins this list once its release step has passed a run (see tests/release).
+release/build.sh python node c wasm ruby go
+tests/release/run-tests.sh python node c ruby wasm go
 
 step "benchmarks, quick smoke run (figures, not assertions)"
 cargo run --release --locked -q -p polylock-bench -- all --quick
