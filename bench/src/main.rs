@@ -16,6 +16,7 @@ mod polylock_side;
 mod process_handoffs;
 mod redis;
 mod report;
+mod segments;
 mod snowflake;
 mod sql;
 mod sqlite_floor;
@@ -36,7 +37,8 @@ const USAGE: &str =
     "usage: polylock-bench [snowflake|sqlite|redis|etcd|zookeeper|postgres|mysql|all] [--quick] [--url redis://...]
                       [--etcd-url etcd://...]
 
-  snowflake  IDs/s of polylock's Snowflake beside rs-snowflake, against the 4096/ms ceiling
+  snowflake  IDs/s of polylock's Snowflake beside rs-snowflake, against the 4096/ms ceiling;
+             segment IDs/s from one process on sqlite:// beside mem://
   sqlite     lock+unlock pairs/s of polylock on sqlite:// beside flock(2), in one process
              and across 4 processes
   redis      polylock on Redis beside redis-py's Lock and node-redlock, with redis-benchmark's
@@ -197,6 +199,7 @@ fn run(sections: Sections, budget: Budget, redis: Option<&RedisTarget>, etcd: Op
     let started = Instant::now();
     if matches!(sections, Sections::Snowflake | Sections::All) {
         snowflake::run(budget.per_id_figure)?;
+        segments::run(budget.per_id_figure)?;
     }
     if matches!(sections, Sections::Sqlite | Sections::All) {
         locks::run(budget.locks)?;
