@@ -86,6 +86,9 @@ if cargo tree -p polylock --no-default-features --features sqlite -e normal --lo
   exit 1
 fi
 
+step "node-redlock for the RedLock interop test (core/tests/redlock.rs)"
+npm ci --prefix tests/interop/redlock --no-audit --no-fund
+
 step "Rust suites (core, id, cli, bench), against every server"
 cargo test --workspace --locked --release
 
