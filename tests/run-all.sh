@@ -123,6 +123,9 @@ tests/release/run-tests.sh
 
 step "benchmarks, quick smoke run (figures, not assertions)"
 cargo run --release --locked -q -p polylock-bench -- all --quick
+# Python read locks beside Rust's (issue 17: within 2x), the Rust figure from the bench above.
+"${POLYLOCK_PY_VENV:-$HOME/.cache/polylock/py-venv}/bin/python" bench/python/bench_rw_redis.py --seconds 1 \
+  --rust-binary "${CARGO_TARGET_DIR:-target}/release/polylock-bench"
 node bindings-node/bench/bench.mjs --quick
 node bindings-wasm/bench/bench.mjs --quick
 bindings-jvm/bench/bench.sh --quick

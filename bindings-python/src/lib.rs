@@ -21,11 +21,13 @@ use pyo3::prelude::*;
 #[pymodule]
 mod _polylock {
     #[pymodule_export]
+    use crate::idempotency::{NativeIdempotency, NativeTicket};
+    #[pymodule_export]
     use crate::lock::NativeLock;
     #[pymodule_export]
-    use crate::pending::PendingCall;
-    #[pymodule_export]
     use crate::pending::LoopWaker;
+    #[pymodule_export]
+    use crate::pending::PendingCall;
     #[pymodule_export]
     use crate::segment::{NativeLeasedSnowflake, NativeSegment};
     #[pymodule_export]
@@ -33,15 +35,13 @@ mod _polylock {
     #[pymodule_export]
     use crate::shared::NativeClient;
     #[pymodule_export]
-    use crate::idempotency::{NativeIdempotency, NativeTicket};
-    #[pymodule_export]
-    use crate::values::NativeValue;
-    #[pymodule_export]
     use crate::snowflake::{parse_snowflake, NativeSnowflake};
     #[pymodule_export]
     use crate::uuid_ulid::{
         format_ulid_py, parse_ulid_py, uuid7_timestamp_ms_py, NativeUlidGenerator, NativeUuid7Generator,
     };
+    #[pymodule_export]
+    use crate::values::NativeValue;
 
     use pyo3::prelude::*;
 

@@ -34,7 +34,10 @@ impl NativeSegment {
         wait: f64,
     ) -> PyResult<NativeSegment> {
         if !(wait.is_finite() && wait >= 0.0) {
-            return Err(binding_error(polylock::ErrorKind::InvalidArgument, format!("wait must be >= 0 seconds, got {wait}")));
+            return Err(binding_error(
+                polylock::ErrorKind::InvalidArgument,
+                format!("wait must be >= 0 seconds, got {wait}"),
+            ));
         }
         let defaults = SegmentOptions::default();
         let options = SegmentOptions {
@@ -113,7 +116,8 @@ impl NativeLeasedSnowflake {
         };
         let options = SnowflakeOptions { layout, max_wait: Duration::from_secs_f64(max_wait), ..Default::default() };
         let core = client.shared.client()?.clone();
-        let generator = client.shared.wait(py, async move { core.snowflake(worker_id, options).await })?.with_details()?;
+        let generator =
+            client.shared.wait(py, async move { core.snowflake(worker_id, options).await })?.with_details()?;
         Ok(NativeLeasedSnowflake { shared: client.shared.clone(), generator })
     }
 

@@ -33,14 +33,14 @@ pub mod url;
 
 pub use client::{Client, DEFAULT_WATCHDOG_LEASE};
 pub use engine::AcquireOptions;
-pub use error::{Error, ErrorKind, Result};
 pub use error::ErrorDetails;
+pub use error::{Error, ErrorKind, Result};
 pub use owner::{ClientId, Owner};
 /// How lock names map to PostgreSQL advisory keys, MySQL lock names and ShedLock rows.
 pub use polylock_id::sql_names;
-pub use primitives::{MultiGuard, MultiLock, MultiLockPart};
 pub use primitives::PlainSemaphore;
-pub use primitives::{LeasedSnowflake, SegmentGenerator, SegmentOptions, SharedClock, SnowflakeOptions};
-pub use primitives::{Guard, Lock, Permit, Reentry, RwLock, RwLockSide, Semaphore, MAX_NAME_LEN};
 pub use primitives::{Begin, Idempotency, Ticket, Value, VersionedValue};
+pub use primitives::{Guard, Lock, Permit, Reentry, RwLock, RwLockSide, Semaphore, MAX_NAME_LEN};
+pub use primitives::{LeasedSnowflake, SegmentGenerator, SegmentOptions, SharedClock, SnowflakeOptions};
+pub use primitives::{MultiGuard, MultiLock, MultiLockPart};
 pub use spi::{Capabilities, LockKind, LostReason, LostWatch, Permits, Primitive, RwMode};

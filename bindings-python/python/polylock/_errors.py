@@ -76,6 +76,9 @@ class ConflictError(PolylockError):
     first), or a value to create already exists."""
 
     kind = "CONFLICT"
+    #: The value as it is now (``None``: there is none), and its version.
+    current_value: "bytes | None" = None
+    current_version: "int | None" = None
 
 
 class FencedError(PolylockError):
@@ -83,6 +86,8 @@ class FencedError(PolylockError):
     writer's lock was taken over while it was paused."""
 
     kind = "FENCED"
+    #: The highest token the value has accepted.
+    winning_token: "int | None" = None
 
 
 class ExhaustedError(PolylockError):
@@ -90,12 +95,16 @@ class ExhaustedError(PolylockError):
     retrying later can succeed."""
 
     kind = "EXHAUSTED"
+    #: Seconds after which a retry can succeed, when known.
+    retry_after: "float | None" = None
 
 
 class InProgressError(PolylockError):
     """Another attempt is working on this idempotency key now; retry later (HTTP 409)."""
 
     kind = "IN_PROGRESS"
+    #: Seconds after which the other attempt's claim runs out, when known.
+    retry_after: "float | None" = None
 
 
 class MismatchError(PolylockError, ValueError):

@@ -479,7 +479,12 @@ impl Dialect for Pg {
         .await
     }
 
-    async fn value_replace(shared: &PgPool, name: &str, expected: i64, value: &[u8]) -> Result<Option<i64>, sqlx::Error> {
+    async fn value_replace(
+        shared: &PgPool,
+        name: &str,
+        expected: i64,
+        value: &[u8],
+    ) -> Result<Option<i64>, sqlx::Error> {
         sqlx::query_scalar(
             "UPDATE polylock_values SET value = $2, version = version + 1
              WHERE name = $1 AND version = $3 AND value IS NOT NULL RETURNING version",
