@@ -232,17 +232,23 @@ for (const name of ['uuid7', 'uuid7Batch', 'ulid', 'ulidBatch', 'uuid7TimestampM
 const { MAX_NAME_LEN, DEFAULT_URL, VERSION } = native
 
 // Shorthand names only, so that Node's ESM loader sees them as named exports.
+// Shorthand names only: Node's ESM loader finds a CommonJS module's named exports by scanning
+// this literal (cjs-module-lexer), and stops at the first value that is not a plain name.
+const { uuid7, uuid7Batch, ulid, ulidBatch, uuid7TimestampMs, ulidTimestampMs, ulidToUuid, uuidToUlid } = idFunctions
+const errorCodes = native.errorCodes
+const version = VERSION
+
 module.exports = {
   connect,
   parseSnowflake,
-  uuid7: idFunctions.uuid7,
-  uuid7Batch: idFunctions.uuid7Batch,
-  ulid: idFunctions.ulid,
-  ulidBatch: idFunctions.ulidBatch,
-  uuid7TimestampMs: idFunctions.uuid7TimestampMs,
-  ulidTimestampMs: idFunctions.ulidTimestampMs,
-  ulidToUuid: idFunctions.ulidToUuid,
-  uuidToUlid: idFunctions.uuidToUlid,
+  uuid7,
+  uuid7Batch,
+  ulid,
+  ulidBatch,
+  uuid7TimestampMs,
+  ulidTimestampMs,
+  ulidToUuid,
+  uuidToUlid,
   PolylockError,
   Client,
   Lock,
@@ -251,9 +257,9 @@ module.exports = {
   Guard,
   Snowflake,
   AcquireCancel,
-  errorCodes: native.errorCodes,
+  errorCodes,
   MAX_NAME_LEN,
   DEFAULT_URL,
   VERSION,
-  version: VERSION,
+  version,
 }
