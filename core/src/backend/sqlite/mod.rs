@@ -393,8 +393,14 @@ async fn run_blocking<T: Send + 'static>(op: impl FnOnce() -> Result<T> + Send +
         .map_err(|e| Error::backend("a sqlite operation was interrupted").with_source(e))?
 }
 
+/// A lease as the milliseconds the database adds to its clock: rounded up, plus one. The
+/// database's clock (`NOW_MS`) is cut to whole milliseconds, so without the extra one a row
+/// could expire up to a millisecond before the holder's own view of its lease ends, and a
+/// waiter be granted the lock while the holder does not yet see it lost. Erring the other way
+/// (the row outlives the holder's view by under 2 ms) is the safe side.
 pub(super) fn duration_ms(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+    let millis = d.as_nanos().div_ceil(1_000_000).saturating_add(1);
+    i64::try_from(millis).unwrap_or(i64::MAX)
 }
 
 #[async_trait]
@@ -506,7 +512,8 @@ impl HoldStore for SqliteBackend {
     }
 
     async fn remaining_lease(&self, key: &str, _kind: LockKind) -> Result<Option<Duration>> {
-        self.lease_left(key).await
+        // Without the millisecond `duration_ms` pads every row with: callers see the lease asked.
+        Ok(self.lease_left(key).await?.map(|left| left.saturating_sub(Duration::from_millis(1))))
     }
 
     async fn force_unlock(&self, key: &str, _kind: LockKind) -> Result<bool> {
