@@ -9,6 +9,7 @@
 //! - [`LockTarget`] and [`AnyGuard`]: a handle and a guard over every primitive family, so no
 //!   binding keeps its own dispatch between them;
 //! - [`ids`]: the process's one UUIDv7 and one ULID generator;
+//! - [`redlock_url`]: the `redlock://` URL of a list of Redis servers;
 //! - [`runtime`]: the one runtime and close policy: worker threads, and how closing gives
 //!   holds back and stops the runtime;
 //! - the error table is [`crate::ErrorKind::ALL`] with its stable names and numbers.
@@ -16,6 +17,7 @@
 pub mod cancel;
 pub mod ids;
 pub mod owner_ids;
+pub mod redlock_url;
 pub mod runtime;
 mod target;
 

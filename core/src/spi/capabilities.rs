@@ -12,6 +12,7 @@ pub enum Primitive {
     Semaphore,
     Counters,
     VersionedValues,
+    Election,
 }
 
 impl std::fmt::Display for Primitive {
@@ -22,6 +23,7 @@ impl std::fmt::Display for Primitive {
             Primitive::Semaphore => f.write_str("semaphores"),
             Primitive::Counters => f.write_str("counters"),
             Primitive::VersionedValues => f.write_str("versioned values"),
+            Primitive::Election => f.write_str("leader elections"),
         }
     }
 }
@@ -38,6 +40,9 @@ pub struct Capabilities {
     pub counters: bool,
     /// Values written by compare-and-set ([`super::VersionStore`]).
     pub versioned_values: bool,
+    /// Leader elections: from a lock hold and a versioned value, or in a layout of the
+    /// backend's own ([`super::ElectionStore`]).
+    pub elections: bool,
 }
 
 impl Capabilities {
@@ -50,6 +55,7 @@ impl Capabilities {
             semaphores: false,
             counters: false,
             versioned_values: false,
+            elections: false,
         }
     }
 
@@ -60,6 +66,7 @@ impl Capabilities {
             Primitive::Semaphore => self.semaphores,
             Primitive::Counters => self.counters,
             Primitive::VersionedValues => self.versioned_values,
+            Primitive::Election => self.elections,
         }
     }
 
@@ -93,6 +100,7 @@ mod tests {
             semaphores: true,
             counters: false,
             versioned_values: false,
+            elections: false,
         };
         assert!(caps.check(Primitive::Lock(LockKind::Reentrant)).is_ok());
         assert!(caps.check(Primitive::Semaphore).is_ok());

@@ -7,6 +7,7 @@
 //! [`LostNotifier`] each request carries.
 
 mod capabilities;
+mod election;
 mod holds;
 mod kind;
 mod lost;
@@ -18,6 +19,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use capabilities::{Capabilities, Primitive};
+pub use election::{
+    poll_leader, CampaignRequest, Elected, ElectionStore, HeldLeadership, LeaderRecord, LeaderSink, OBSERVE_POLL,
+};
 pub use holds::{
     AcquireRequest, Acquired, ExclusiveStore, HeldLock, HoldState, HoldStore, PermitStore, Release, Renewal,
     SharedStore,
@@ -69,6 +73,13 @@ pub trait Store: Send + Sync + 'static {
     /// Semaphores as a plain counter nobody owns (Redisson's `RSemaphore`), an explicit
     /// opt-in; `None` (the default) where the backend has no such layout.
     fn plain_semaphores(self: Arc<Self>) -> Option<Arc<dyn PlainPermitStore>> {
+        None
+    }
+
+    /// Leader elections in a layout of the backend's own (etcd, ZooKeeper), if
+    /// [`Capabilities::elections`]; `None` (the default) builds them from a lock hold and a
+    /// versioned value (see `primitives/election.rs`).
+    fn elections(self: Arc<Self>) -> Option<Arc<dyn ElectionStore>> {
         None
     }
 

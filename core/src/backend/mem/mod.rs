@@ -263,6 +263,7 @@ impl Store for MemBackend {
             semaphores: true,
             counters: true,
             versioned_values: true,
+            elections: true,
         }
     }
 

@@ -357,6 +357,7 @@ impl Store for RedisBackend {
             semaphores: true,
             counters: true,
             versioned_values: true,
+            elections: true,
             ..Capabilities::locks_only("redis", &[LockKind::Reentrant, LockKind::Fair, LockKind::Token])
         }
     }

@@ -103,6 +103,7 @@ impl<D: Dialect> Store for SqlStore<D> {
             semaphores: true,
             counters: true,
             versioned_values: true,
+            elections: true,
             ..Capabilities::locks_only(D::BACKEND, KINDS)
         }
     }

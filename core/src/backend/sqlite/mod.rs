@@ -542,6 +542,7 @@ impl Store for SqliteBackend {
             semaphores: true,
             counters: true,
             versioned_values: true,
+            elections: true,
         }
     }
 
