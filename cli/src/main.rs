@@ -1,5 +1,6 @@
 //! `polylock`: a distributed `flock(1)`, snowflake IDs, and a demo of the embedded default.
 
+mod admin;
 mod demo;
 mod exit;
 mod ids;
@@ -29,6 +30,12 @@ enum Command {
     Id(ids::IdCommand),
     /// Worker processes contend for one lock and count under it; checks the result
     Demo(demo::DemoArgs),
+    /// Who holds a lock, its fencing token, remaining lease and waiters
+    Status(admin::StatusArgs),
+    /// Break a lock whoever holds it (Redisson's forceUnlock): dangerous, asks first
+    Unlock(admin::UnlockArgs),
+    /// The locks that exist, where the backend can enumerate them
+    List(admin::ListArgs),
     /// One worker process of `polylock demo` (started by it)
     #[command(hide = true)]
     DemoWorker(demo::WorkerArgs),
@@ -56,6 +63,9 @@ fn main() -> ExitCode {
             Command::Id(command) => ids::id(&url, command).await,
             Command::Demo(args) => demo::demo(&url, args).await,
             Command::DemoWorker(args) => demo::worker(&url, args).await,
+            Command::Status(args) => admin::status(&url, args).await,
+            Command::Unlock(args) => admin::unlock(&url, args).await,
+            Command::List(args) => admin::list(&url, args).await,
         }
     });
     ExitCode::from(code)

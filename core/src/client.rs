@@ -26,6 +26,8 @@ pub struct Client {
     engine: Arc<Engine>,
     namespace: Option<Arc<str>>,
     capabilities: Capabilities,
+    /// The backend's layout reader for [`Client::inspect`], if it has one.
+    inspect_store: Option<Arc<dyn crate::spi::InspectStore>>,
 }
 
 impl fmt::Debug for Client {
@@ -60,8 +62,9 @@ impl Client {
             return Err(err);
         }
         let capabilities = store.capabilities();
+        let inspect_store = store.clone().inspect();
         let engine = Engine::start(ClientId::random(), store, url.redacted().to_string(), watchdog_lease, runtime);
-        Ok(Client { engine, namespace: namespace.map(Into::into), capabilities })
+        Ok(Client { engine, namespace: namespace.map(Into::into), capabilities, inspect_store })
     }
 
     /// Connect to `$POLYLOCK_URL`, else to `sqlite://polylock.db`.
@@ -182,6 +185,12 @@ impl Client {
     /// has no versioned values.
     pub async fn snowflake(&self, worker_id: Option<u64>, options: SnowflakeOptions) -> Result<LeasedSnowflake> {
         LeasedSnowflake::start(self.engine.clone(), self.namespace.clone(), worker_id, options).await
+    }
+
+    /// The operator's view of this backend's mutexes, whoever holds them: status, list and
+    /// force unlock (`polylock status`, `list`, `unlock --force`).
+    pub fn inspect(&self) -> crate::primitives::Inspector {
+        crate::primitives::Inspector::new(self.engine.clone(), self.namespace.clone(), self.inspect_store.clone())
     }
 
     /// Stop every watchdog, mark every hold lost, give the holds back to the store (best

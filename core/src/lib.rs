@@ -39,8 +39,9 @@ pub use owner::{ClientId, Owner};
 /// How lock names map to PostgreSQL advisory keys, MySQL lock names and ShedLock rows.
 pub use polylock_id::sql_names;
 pub use primitives::PlainSemaphore;
+pub use primitives::{lease_millis, Inspector, LockEntry};
 pub use primitives::{Begin, Idempotency, Ticket, Value, VersionedValue};
 pub use primitives::{Guard, Lock, Permit, Reentry, RwLock, RwLockSide, Semaphore, MAX_NAME_LEN};
 pub use primitives::{LeasedSnowflake, SegmentGenerator, SegmentOptions, SharedClock, SnowflakeOptions};
 pub use primitives::{MultiGuard, MultiLock, MultiLockPart};
-pub use spi::{Capabilities, LockKind, LostReason, LostWatch, Permits, Primitive, RwMode};
+pub use spi::{Capabilities, LockKind, LockStatus, LostReason, LostWatch, Permits, Primitive, RwMode};

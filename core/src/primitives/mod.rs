@@ -5,6 +5,7 @@
 mod guard;
 mod idempotency;
 mod idempotency_record;
+mod inspect;
 mod lock;
 mod multi_lock;
 mod name;
@@ -18,6 +19,7 @@ mod value_record;
 
 pub use guard::{Guard, Reentry};
 pub use idempotency::{Begin, Idempotency, Ticket};
+pub use inspect::{lease_millis, Inspector, LockEntry};
 pub use lock::Lock;
 pub use multi_lock::{MultiGuard, MultiLock, MultiLockPart};
 pub use name::MAX_NAME_LEN;

@@ -9,6 +9,7 @@
 mod capabilities;
 mod election;
 mod holds;
+mod inspect;
 mod kind;
 mod lost;
 mod plain_permits;
@@ -26,6 +27,7 @@ pub use holds::{
     AcquireRequest, Acquired, ExclusiveStore, HeldLock, HoldState, HoldStore, PermitStore, Release, Renewal,
     SharedStore,
 };
+pub use inspect::{InspectStore, ListedLock, LockStatus};
 pub use kind::{HoldKind, LockKind, Permits, RwMode};
 pub(crate) use lost::lost_latch;
 pub use lost::{LostNotifier, LostReason, LostWatch};
@@ -80,6 +82,12 @@ pub trait Store: Send + Sync + 'static {
     /// [`Capabilities::elections`]; `None` (the default) builds them from a lock hold and a
     /// versioned value (see `primitives/election.rs`).
     fn elections(self: Arc<Self>) -> Option<Arc<dyn ElectionStore>> {
+        None
+    }
+
+    /// Reading mutex layouts whoever holds them (status, list), where the backend can;
+    /// `None` leaves the engine's generic answers (`is_locked`, `remaining_lease`).
+    fn inspect(self: Arc<Self>) -> Option<Arc<dyn InspectStore>> {
         None
     }
 

@@ -23,6 +23,7 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, TransactionBehavior};
 use tokio::sync::watch;
 
+mod inspect;
 mod name_files;
 #[cfg(test)]
 mod process_tests;
@@ -560,6 +561,10 @@ impl Store for SqliteBackend {
 
     fn versions(self: Arc<Self>) -> Option<Arc<dyn VersionStore>> {
         Some(Arc::new(values::SqliteValues { db: self }))
+    }
+
+    fn inspect(self: Arc<Self>) -> Option<Arc<dyn crate::spi::InspectStore>> {
+        Some(self)
     }
 
     fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {

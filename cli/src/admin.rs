@@ -1,0 +1,256 @@
+//! Admin commands for the operator: `polylock status NAME`, `polylock unlock --force NAME`,
+//! `polylock list`. They read the backend's own layout (so holders that are Redisson, etcdctl,
+//! Curator or ShedLock are seen too) and never take a lock themselves. Exit statuses are
+//! those of `run` (exit.rs); `unlock` declined at its prompt exits 1.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::time::Duration;
+
+use clap::Args;
+use polylock::{lease_millis, Client, LockEntry, LockKind, LockStatus};
+
+use crate::exit;
+
+/// The operator answered no at `unlock`'s confirmation prompt.
+const DECLINED: u8 = 1;
+
+#[derive(Args)]
+pub struct StatusArgs {
+    /// Name of the lock
+    name: String,
+    /// Kind of lock: reentrant (default), fair, token or lease, as the backend offers
+    #[arg(long, value_parser = kind_arg)]
+    kind: Option<LockKind>,
+    /// Print one JSON object (name, held, holder, fencing_token, remaining_lease_ms, waiters, ...)
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct UnlockArgs {
+    /// Required: break the hold whoever has it (Redisson's forceUnlock). DANGEROUS: the holder
+    /// keeps running until its next renewal tells it that it lost the lock, so two may work at once
+    #[arg(long, required = true)]
+    force: bool,
+    /// Name of the lock
+    name: String,
+    /// Kind of lock: reentrant (default), fair, token or lease, as the backend offers
+    #[arg(long, value_parser = kind_arg)]
+    kind: Option<LockKind>,
+    /// Do not ask for confirmation (required when stdin is not a terminal)
+    #[arg(long)]
+    yes: bool,
+}
+
+#[derive(Args)]
+pub struct ListArgs {
+    /// Only locks whose name starts with this
+    #[arg(long, value_name = "P", default_value = "")]
+    prefix: String,
+    /// Print a JSON array of objects (name, kind, held)
+    #[arg(long)]
+    json: bool,
+}
+
+fn kind_arg(text: &str) -> Result<LockKind, String> {
+    text.parse().map_err(|e: polylock::Error| e.to_string())
+}
+
+async fn connected(url: &str) -> Result<Client, u8> {
+    Client::connect(url).await.map_err(|err| exit::fail(&err))
+}
+
+pub async fn status(url: &str, args: StatusArgs) -> u8 {
+    let client = match connected(url).await {
+        Ok(client) => client,
+        Err(code) => return code,
+    };
+    let answer = client.inspect().status(&args.name, args.kind).await;
+    let kind = args.kind.unwrap_or_else(|| default_kind(&client));
+    let code = match answer {
+        Ok(status) if args.json => {
+            println!("{}", status_json(&args.name, kind, client.capabilities().backend, &status));
+            0
+        }
+        Ok(status) => {
+            print!("{}", status_text(&args.name, kind, client.url(), &status));
+            0
+        }
+        Err(err) => exit::fail(&err),
+    };
+    client.close().await;
+    code
+}
+
+pub async fn unlock(url: &str, args: UnlockArgs) -> u8 {
+    debug_assert!(args.force, "clap requires --force");
+    if !args.yes {
+        if !std::io::stdin().is_terminal() {
+            eprintln!(
+                "polylock: refusing to force-unlock '{}' without --yes: stdin is not a terminal to confirm on",
+                args.name
+            );
+            return exit::USAGE;
+        }
+        eprint!(
+            "Force-unlock '{}'? Its holder is NOT stopped: it runs on until its next renewal tells it \
+             the lock is lost, so two holders may work at once. Type 'yes' to go on: ",
+            args.name
+        );
+        let _ = std::io::stderr().flush();
+        let mut answer = String::new();
+        if std::io::stdin().lock().read_line(&mut answer).is_err() || answer.trim() != "yes" {
+            eprintln!("polylock: not unlocked");
+            return DECLINED;
+        }
+    }
+    let client = match connected(url).await {
+        Ok(client) => client,
+        Err(code) => return code,
+    };
+    let code = match client.inspect().force_unlock(&args.name, args.kind).await {
+        Ok(true) => {
+            println!("unlocked '{}': its hold was removed and its waiters woken", args.name);
+            0
+        }
+        Ok(false) => {
+            println!("'{}' was not held: nothing to unlock", args.name);
+            0
+        }
+        Err(err) => exit::fail(&err),
+    };
+    client.close().await;
+    code
+}
+
+pub async fn list(url: &str, args: ListArgs) -> u8 {
+    let client = match connected(url).await {
+        Ok(client) => client,
+        Err(code) => return code,
+    };
+    let code = match client.inspect().list(&args.prefix).await {
+        Ok(entries) if args.json => {
+            println!("{}", list_json(&entries));
+            0
+        }
+        Ok(entries) => {
+            print!("{}", list_text(&entries));
+            0
+        }
+        Err(err) => exit::fail(&err),
+    };
+    client.close().await;
+    code
+}
+
+fn default_kind(client: &Client) -> LockKind {
+    match client.capabilities().lock_kinds {
+        [only] => *only,
+        _ => LockKind::default(),
+    }
+}
+
+fn status_text(name: &str, kind: LockKind, url: &str, status: &LockStatus) -> String {
+    let mut lines = vec![format!("lock '{name}' ({kind}) on {url}")];
+    let mut row = |label: &str, value: String| lines.push(format!("  {label:<20}{value}"));
+    row("held:", if status.held { "yes".into() } else { "no".into() });
+    row("holder:", status.holder.clone().unwrap_or_else(|| "-".into()));
+    row("fencing token:", status.fencing_token.map_or_else(|| "-".into(), |t| t.to_string()));
+    if let Some(last) = status.last_token_issued {
+        row("last token issued:", last.to_string());
+    }
+    row("remaining lease:", lease_text(status.held, status.remaining_lease));
+    row("waiters:", status.waiters.map_or_else(|| "unknown".into(), |w| w.to_string()));
+    row("layout:", status.layout.to_string());
+    for (label, value) in &status.details {
+        row(&format!("{label}:"), value.clone());
+    }
+    lines.join("\n") + "\n"
+}
+
+fn lease_text(held: bool, remaining: Option<Duration>) -> String {
+    match remaining {
+        Some(Duration::MAX) => "none: kept while the holder's session lives".into(),
+        Some(left) => format!("{:.3}s", left.as_secs_f64()),
+        None if held => "unknown".into(),
+        None => "-".into(),
+    }
+}
+
+fn status_json(name: &str, kind: LockKind, backend: &str, status: &LockStatus) -> String {
+    let mut fields = vec![
+        ("name", json_string(name)),
+        ("kind", json_string(kind.as_str())),
+        ("backend", json_string(backend)),
+        ("held", status.held.to_string()),
+        ("holder", status.holder.as_deref().map_or_else(|| "null".into(), json_string)),
+        ("fencing_token", json_number(status.fencing_token)),
+        ("last_token_issued", json_number(status.last_token_issued)),
+        ("remaining_lease_ms", json_number(lease_millis(status.remaining_lease))),
+        ("lease_expires", (status.remaining_lease.is_some_and(|left| left != Duration::MAX)).to_string()),
+        ("waiters", json_number(status.waiters)),
+        ("layout", json_string(status.layout)),
+    ];
+    let details: Vec<String> =
+        status.details.iter().map(|(label, value)| format!("{}:{}", json_string(label), json_string(value))).collect();
+    let details = format!("{{{}}}", details.join(","));
+    fields.push(("details", details));
+    let body: Vec<String> = fields.into_iter().map(|(key, value)| format!("{}:{value}", json_string(key))).collect();
+    format!("{{{}}}", body.join(","))
+}
+
+fn list_text(entries: &[LockEntry]) -> String {
+    let mut out = String::new();
+    for entry in entries {
+        out.push_str(&format!("{}\t{}\t{}\n", entry.name, entry.kind, if entry.held { "held" } else { "free" }));
+    }
+    out
+}
+
+fn list_json(entries: &[LockEntry]) -> String {
+    let items: Vec<String> = entries
+        .iter()
+        .map(|e| {
+            format!(
+                "{{\"name\":{},\"kind\":{},\"held\":{}}}",
+                json_string(&e.name),
+                json_string(e.kind.as_str()),
+                e.held
+            )
+        })
+        .collect();
+    format!("[{}]", items.join(","))
+}
+
+fn json_number(value: Option<u64>) -> String {
+    value.map_or_else(|| "null".into(), |n| n.to_string())
+}
+
+/// A JSON string literal (RFC 8259 escapes).
+pub fn json_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_strings_escape_quotes_and_control_characters() {
+        assert_eq!(json_string("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
+    }
+}
