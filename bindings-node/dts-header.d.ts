@@ -29,6 +29,14 @@ export declare class PolylockError extends Error {
   constructor(code: PolylockErrorCode, message: string, options?: { cause?: unknown })
   readonly name: 'PolylockError'
   readonly code: PolylockErrorCode
+  /** `POLYLOCK_CONFLICT`: the value as it is now (`null` if there is none). */
+  readonly current?: Buffer | null
+  /** `POLYLOCK_CONFLICT`: the current version (`null` if there is no value). */
+  readonly currentVersion?: bigint | null
+  /** `POLYLOCK_FENCED`: the highest fencing token the value has accepted. */
+  readonly winningToken?: bigint
+  /** `POLYLOCK_IN_PROGRESS` and `POLYLOCK_EXHAUSTED`: how long to wait before trying again, in ms. */
+  readonly retryAfterMs?: number
 }
 
 export interface AcquireOptions {
@@ -40,6 +48,63 @@ export interface Lock {
   /** Acquire, run `fn(guard)`, and release even if `fn` throws. Resolves to what `fn` returns. */
   withLock<T>(fn: (guard: Guard) => T | PromiseLike<T>, options?: AcquireOptions): Promise<T>
 }
+
+export interface MultiLock {
+  /** Acquire every part, run `fn(guard)`, and release even if `fn` throws. Resolves to what `fn` returns. */
+  withLock<T>(fn: (guard: MultiGuard) => T | PromiseLike<T>, options?: AcquireOptions): Promise<T>
+}
+
+export interface MultiGuard {
+  /** Resolves, with a `POLYLOCK_LOST` error, when any part is lost; stays pending if released first. */
+  readonly lost: Promise<PolylockError>
+  /** `await using guard = await multi.acquire()` releases every part at the end of the scope. */
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/** What `Idempotency.begin` found. */
+export type BeginOutcome =
+  | { outcome: 'acquired'; ticket: Ticket }
+  | { outcome: 'replay'; response: Buffer }
+  | { outcome: 'inProgress'; retryAfterMs: number }
+  | { outcome: 'mismatch' }
+
+/** A payload's fingerprint: bytes as given (a string as UTF-8), or any other value as its JSON. */
+export type Fingerprint = Buffer | Uint8Array | string | null | undefined | object | number | boolean
+
+export interface RunOptions {
+  /** Wait up to this long for an attempt under way, then replay its result (default: do not wait). */
+  waitMs?: number
+}
+
+export interface Idempotency {
+  /** Claim `key` for the payload `fingerprint`. */
+  begin(key: string, fingerprint?: Fingerprint): Promise<BeginOutcome>
+  /**
+   * `fn(ticket)` once for `key`, or the result the finished attempt stored: a Buffer as bytes,
+   * anything else as JSON (a replay hands back the JSON-decoded value). A failing `fn`
+   * abandons the key (a retry runs) and its error propagates. Rejects with
+   * `POLYLOCK_IN_PROGRESS` (`retryAfterMs`) and `POLYLOCK_MISMATCH`.
+   */
+  run<T>(key: string, fingerprint: Fingerprint, fn: (ticket: Ticket) => T | PromiseLike<T>, options?: RunOptions): Promise<T>
+}
+
+/** A RedLock lock on a client of its own (see `redlock()`). */
+export interface RedLock extends Lock {
+  /** The client it uses. */
+  readonly client: Client
+  /** Close its client (giving back any hold). */
+  close(): Promise<void>
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/**
+ * A RedLock lock `name` over independent Redis servers (`host:port` or `redis://host:port`),
+ * held while a majority of them grant it. Its guards have no fencing token (`null`).
+ */
+export declare function redlock(urls: string[], name: string): Promise<RedLock>
+
+/** The `redlock://` URL of independent Redis servers, for `connect()`. */
+export declare function redlockUrl(urls: string[]): string
 
 export interface Guard {
   /** Resolves, with a `POLYLOCK_LOST` error, when the hold is lost; stays pending if it is released first. Keeps the process alive only while the guard is held. */

@@ -29,6 +29,14 @@ export declare class PolylockError extends Error {
   constructor(code: PolylockErrorCode, message: string, options?: { cause?: unknown })
   readonly name: 'PolylockError'
   readonly code: PolylockErrorCode
+  /** `POLYLOCK_CONFLICT`: the value as it is now (`null` if there is none). */
+  readonly current?: Buffer | null
+  /** `POLYLOCK_CONFLICT`: the current version (`null` if there is no value). */
+  readonly currentVersion?: bigint | null
+  /** `POLYLOCK_FENCED`: the highest fencing token the value has accepted. */
+  readonly winningToken?: bigint
+  /** `POLYLOCK_IN_PROGRESS` and `POLYLOCK_EXHAUSTED`: how long to wait before trying again, in ms. */
+  readonly retryAfterMs?: number
 }
 
 export interface AcquireOptions {
@@ -40,6 +48,63 @@ export interface Lock {
   /** Acquire, run `fn(guard)`, and release even if `fn` throws. Resolves to what `fn` returns. */
   withLock<T>(fn: (guard: Guard) => T | PromiseLike<T>, options?: AcquireOptions): Promise<T>
 }
+
+export interface MultiLock {
+  /** Acquire every part, run `fn(guard)`, and release even if `fn` throws. Resolves to what `fn` returns. */
+  withLock<T>(fn: (guard: MultiGuard) => T | PromiseLike<T>, options?: AcquireOptions): Promise<T>
+}
+
+export interface MultiGuard {
+  /** Resolves, with a `POLYLOCK_LOST` error, when any part is lost; stays pending if released first. */
+  readonly lost: Promise<PolylockError>
+  /** `await using guard = await multi.acquire()` releases every part at the end of the scope. */
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/** What `Idempotency.begin` found. */
+export type BeginOutcome =
+  | { outcome: 'acquired'; ticket: Ticket }
+  | { outcome: 'replay'; response: Buffer }
+  | { outcome: 'inProgress'; retryAfterMs: number }
+  | { outcome: 'mismatch' }
+
+/** A payload's fingerprint: bytes as given (a string as UTF-8), or any other value as its JSON. */
+export type Fingerprint = Buffer | Uint8Array | string | null | undefined | object | number | boolean
+
+export interface RunOptions {
+  /** Wait up to this long for an attempt under way, then replay its result (default: do not wait). */
+  waitMs?: number
+}
+
+export interface Idempotency {
+  /** Claim `key` for the payload `fingerprint`. */
+  begin(key: string, fingerprint?: Fingerprint): Promise<BeginOutcome>
+  /**
+   * `fn(ticket)` once for `key`, or the result the finished attempt stored: a Buffer as bytes,
+   * anything else as JSON (a replay hands back the JSON-decoded value). A failing `fn`
+   * abandons the key (a retry runs) and its error propagates. Rejects with
+   * `POLYLOCK_IN_PROGRESS` (`retryAfterMs`) and `POLYLOCK_MISMATCH`.
+   */
+  run<T>(key: string, fingerprint: Fingerprint, fn: (ticket: Ticket) => T | PromiseLike<T>, options?: RunOptions): Promise<T>
+}
+
+/** A RedLock lock on a client of its own (see `redlock()`). */
+export interface RedLock extends Lock {
+  /** The client it uses. */
+  readonly client: Client
+  /** Close its client (giving back any hold). */
+  close(): Promise<void>
+  [Symbol.asyncDispose](): Promise<void>
+}
+
+/**
+ * A RedLock lock `name` over independent Redis servers (`host:port` or `redis://host:port`),
+ * held while a majority of them grant it. Its guards have no fencing token (`null`).
+ */
+export declare function redlock(urls: string[], name: string): Promise<RedLock>
+
+/** The `redlock://` URL of independent Redis servers, for `connect()`. */
+export declare function redlockUrl(urls: string[]): string
 
 export interface Guard {
   /** Resolves, with a `POLYLOCK_LOST` error, when the hold is lost; stays pending if it is released first. Keeps the process alive only while the guard is held. */
@@ -79,8 +144,35 @@ export declare class Client {
    * `POLYLOCK_UNSUPPORTED` if the backend has none.
    */
   semaphore(name: string, options: SemaphoreOptions): Semaphore
-  /** A snowflake ID generator (Twitter layout: 41 bits of ms, 10 of worker, 12 of sequence). */
-  snowflake(options: SnowflakeOptions): Snowflake
+  /**
+   * A Snowflake generator on a worker id leased from the backend: `workerId` if given
+   * (rejects with `POLYLOCK_TIMEOUT` if another generator holds it), else the lowest free
+   * one. No two generators of one store issue the same ID, whatever their clocks say.
+   * (A generator on a fixed worker id, without a backend: `new Snowflake({ workerId })`.)
+   */
+  snowflake(options?: LeasedSnowflakeOptions): Promise<LeasedSnowflake>
+  /**
+   * Leaf-style segment IDs of `tag` (Leaf's `biz_tag`): never 0, never repeated by any
+   * process using this store. Throws `POLYLOCK_UNSUPPORTED` if the backend has no counters.
+   */
+  segment(tag: string, options?: SegmentOptions | undefined | null): Segment
+  /**
+   * A handle on the versioned value `name` (compare-and-set, fenced writes). Throws
+   * `POLYLOCK_UNSUPPORTED` if the backend has no versioned values.
+   */
+  value(name: string): any
+  /**
+   * Idempotency keys of `namespace`: a completed key replays its response for
+   * `retentionMs` (default 24 h); an attempt that neither completes nor extends is taken
+   * over after `inProgressTtlMs` (default 60 s).
+   */
+  idempotency(namespace: string, options?: IdempotencyOptions | undefined | null): Idempotency
+  /**
+   * The locks `parts` (names of mutexes, or `{ name, side: 'read' | 'write' }` for sides
+   * of read-write locks) acquired and released as one, always in the byte order of their
+   * keys, so two multi-locks over the same names never deadlock. Holds nothing yet.
+   */
+  multiLock(parts: Array<string | MultiLockPartOptions>): MultiLock
   /**
    * Stop the watchdogs, give every hold back and close the backend. Calls on the client
    * afterwards fail with `POLYLOCK_CONNECTION`. Closing twice is harmless.
@@ -96,9 +188,11 @@ export declare class Client {
 export declare class Guard {
   /**
    * Strictly greater than the token of every earlier hold of this lock name: hand it to
-   * the storage you protect, and have it reject writes with an older token.
+   * the storage you protect, and have it reject writes with an older token. `null` on
+   * RedLock, which has none: a majority of independent counters is no counter that only
+   * grows (use a single Redis, etcd, ZooKeeper or SQL when writes must be fenced).
    */
-  get fencingToken(): bigint
+  get fencingToken(): bigint | null
   /** The lock's name. */
   get name(): string
   /** True once the backend no longer holds the lock for this guard's owner. */
@@ -121,6 +215,37 @@ export declare class Guard {
   reenter(): Promise<Guard>
 }
 
+/** Idempotency keys of one namespace. */
+export declare class Idempotency {
+  get namespace(): string
+}
+
+/**
+ * A Snowflake generator holding a leased worker id. `close()` it when done: the id is then
+ * free for the next generator at once (otherwise at its lease end).
+ */
+export declare class LeasedSnowflake {
+  /**
+   * The next ID. Rejects with `POLYLOCK_LOST` when the lease ended (the next call leases
+   * another id, unless a `workerId` was asked for), `POLYLOCK_EXHAUSTED` (with
+   * `retryAfterMs`) when the clock cannot yet pass the previous holder's mark.
+   */
+  nextId(): Promise<bigint>
+  /** The next ID as a decimal string (for JSON, which has no BigInt). */
+  nextIdString(): Promise<string>
+  /** `count` IDs in increasing order, all under one lease. */
+  nextIds(count: number): Promise<BigUint64Array>
+  /** The worker id held now; `null` between a lost lease and the next call. */
+  workerId(): Promise<number | null>
+  /** The epoch of the lease held now: greater than that of every earlier take of the id. */
+  epoch(): Promise<bigint | null>
+  /** The parts of an ID of this generator's layout. */
+  parse(id: bigint | string): SnowflakeParts
+  get epochMs(): number
+  /** Stop renewing, write the mark down to the last ID issued and give the id back. */
+  close(): Promise<void>
+}
+
 export declare class Lock {
   /**
    * Wait for the lock and hold it. Rejects with `POLYLOCK_TIMEOUT` if `waitMs` runs out,
@@ -137,6 +262,38 @@ export declare class Lock {
   get kind(): 'reentrant' | 'fair' | 'token' | 'lease' | 'read' | 'write'
 }
 
+/** The proof that every part is held. `release()` gives every part back. */
+export declare class MultiGuard {
+  /** One fencing token per part, in the order the parts were taken. */
+  get fencingTokens(): Array<PartToken>
+  /** The parts' names, in the order they were taken. */
+  get names(): Array<string>
+  /** True once any part is no longer held. */
+  get isLost(): boolean
+  /** True once `release()` was called. */
+  get released(): boolean
+  /**
+   * Give every part back (each even if another fails). Rejects with `POLYLOCK_LOST` if a
+   * part was lost meanwhile, `POLYLOCK_NOT_OWNER` if already released.
+   */
+  release(): Promise<void>
+}
+
+export declare class MultiLock {
+  /**
+   * Wait for every part (one `waitMs` for them all) and hold them. Rejects with
+   * `POLYLOCK_TIMEOUT` naming the part that was not free; nothing stays held then.
+   */
+  acquire(options?: AcquireOptions): Promise<MultiGuard>
+  /**
+   * Try to take every part, waiting at most `waitMs` (default 0: try once). Resolves to
+   * `null` when a part stayed taken (and nothing is held).
+   */
+  tryAcquire(options?: AcquireOptions): Promise<MultiGuard | null>
+  /** The parts' names, in the order they are taken (byte order of their storage keys). */
+  get names(): Array<string>
+}
+
 /**
  * A read-write lock: `read` is shared (any number of holders while nobody writes), `write`
  * is exclusive. Each side is used like a `Lock`. The writer may also read (a downgrade); a
@@ -150,6 +307,28 @@ export declare class RwLock {
   get name(): string
 }
 export type ReadWriteLock = RwLock
+
+/**
+ * IDs of one tag: never 0, never handed out twice by any process using the same store.
+ * A crash or a dropped generator leaves gaps.
+ */
+export declare class Segment {
+  /**
+   * The next ID, as a BigInt. Rejects with `POLYLOCK_EXHAUSTED` (with `retryAfterMs`) when
+   * no range could be loaded within the wait.
+   */
+  nextId(): Promise<bigint>
+  /** The next ID as a decimal string (for JSON, which has no BigInt). */
+  nextIdString(): Promise<string>
+  /** `count` IDs in one call (increasing within each reserved range). */
+  nextIds(count: number): Promise<BigUint64Array>
+  /** `count` IDs as decimal strings. */
+  nextIdStrings(count: number): Promise<string[]>
+  /** The tag (Leaf's `biz_tag`). */
+  get tag(): string
+  /** The size of the range asked for last (adapted to how fast ranges are used). */
+  get step(): number
+}
 
 /** A semaphore of `permits` permits; the count is fixed by the first use of the name. */
 export declare class Semaphore {
@@ -169,10 +348,15 @@ export declare class Semaphore {
 }
 
 /**
- * A snowflake generator for one worker id. IDs never repeat and never go backwards within
+ * A snowflake generator for one worker id you assign. IDs never repeat and never go backwards within
  * it, even if the wall clock does.
  */
 export declare class Snowflake {
+  /**
+   * A generator on a worker id you assign (no backend). Two live generators must never
+   * share one; `client.snowflake()` leases one from the backend instead.
+   */
+  constructor(options: SnowflakeOptions)
   nextId(): bigint
   /** The next ID as a decimal string (for JSON, which has no BigInt). */
   nextIdString(): string
@@ -184,6 +368,58 @@ export declare class Snowflake {
   get epochMs(): number
 }
 
+/**
+ * One attempt's claim on a key: `complete` it with the response to replay, or `abandon` it
+ * so that a retry runs again; `extend` it while the work runs longer than the in-progress TTL.
+ */
+export declare class Ticket {
+  get key(): string
+  /**
+   * Grows with every attempt that takes the key: usable as a fencing token
+   * (`value.writeFenced(ticket.token, ...)`).
+   */
+  get token(): bigint
+  /**
+   * Store `response` (bytes, as they are) for later `begin`s to replay. Rejects with
+   * `POLYLOCK_LOST` if another attempt took the key over (its result stands).
+   */
+  complete(response: Buffer | Uint8Array | string): Promise<void>
+  /**
+   * Give the key up (the work failed): the next `begin` runs again. Rejects with
+   * `POLYLOCK_LOST` if another attempt took the key over.
+   */
+  abandon(): Promise<void>
+  /**
+   * Keep the key for another in-progress TTL from now. Rejects with `POLYLOCK_LOST` if
+   * another attempt took it over.
+   */
+  extend(): Promise<void>
+}
+
+export declare class Value {
+  get name(): string
+  /** The value, its version and its fencing token; `null` if there is none. */
+  get(): Promise<VersionedValue | null>
+  /**
+   * Create the value; its first version. Rejects with `POLYLOCK_CONFLICT` (with `current`
+   * and `currentVersion`) if it exists.
+   */
+  create(value: Buffer | Uint8Array | string): Promise<bigint>
+  /**
+   * Replace the value if it is still at `version`; the new version. Rejects with
+   * `POLYLOCK_CONFLICT`, carrying `current` and `currentVersion`, if someone wrote first.
+   */
+  compareAndSet(version: bigint | number, value: Buffer | Uint8Array | string): Promise<bigint>
+  /** Remove the value if it is still at `version`, else `POLYLOCK_CONFLICT`. */
+  delete(version: bigint | number): Promise<void>
+  /**
+   * Write if `token` (a guard's `fencingToken`) is at least the highest token this value
+   * has accepted; the new version. Rejects with `POLYLOCK_FENCED` (with `winningToken`)
+   * if a later lock holder has written.
+   */
+  writeFenced(token: bigint | number, value: Buffer | Uint8Array | string): Promise<bigint>
+}
+
 export interface AcquireOptions {
   /** How long to wait for the lock, in ms. Absent: as long as it takes; 0: try once. */
   waitMs?: number
@@ -192,6 +428,17 @@ export interface AcquireOptions {
    * renews the lock while the guard is held (30 s lease by default).
    */
   leaseMs?: number
+}
+
+/** What `begin` found. `outcome` says which; the other fields are set for that outcome only. */
+export interface BeginResult {
+  outcome: 'acquired' | 'replay' | 'inProgress' | 'mismatch'
+  /** `acquired`: this caller does the work, then `ticket.complete(response)`. */
+  ticket?: Ticket
+  /** `replay`: the stored response of the attempt that finished. */
+  response?: Buffer
+  /** `inProgress`: another attempt may be taken over after this many ms (HTTP 409). */
+  retryAfterMs?: number
 }
 
 /**
@@ -206,6 +453,31 @@ export declare const DEFAULT_URL: string
 /** Every code, in the order of the core's table: `index.js` and the tests read it. */
 export declare function errorCodes(): Array<string>
 
+export interface IdempotencyOptions {
+  /** How long a completed key replays its response, in ms (default 24 h). */
+  retentionMs?: number
+  /**
+   * How long an attempt may run without `extend()` before another takes the key over,
+   * in ms (default 60 s).
+   */
+  inProgressTtlMs?: number
+}
+
+export interface LeasedSnowflakeOptions {
+  /**
+   * Lease this worker id (rejects with `POLYLOCK_TIMEOUT` if another generator holds it);
+   * absent: the lowest free one.
+   */
+  workerId?: number | bigint
+  /** The ID layout (default: Twitter's). */
+  layout?: SnowflakeLayoutOptions
+  /**
+   * How long a new holder may wait for its clock to pass the previous holder's mark, in
+   * ms (default 2000).
+   */
+  maxWaitMs?: number
+}
+
 export interface LockOptions {
   /**
    * `"reentrant"` (the default), `"fair"`, `"token"` or `"lease"`; a kind the backend
@@ -217,12 +489,59 @@ export interface LockOptions {
 /** The longest lock name the core accepts, in bytes. */
 export declare const MAX_NAME_LEN: number
 
+/** One part: a mutex (of the backend's default kind, or `kind`), or a side of a read-write lock. */
+export interface MultiLockPartOptions {
+  name: string
+  /** `'lock'` (the default), `'read'` or `'write'` (a side of the read-write lock `name`). */
+  side?: 'lock' | 'read' | 'write'
+  /** For a `'lock'` part: its kind (default: the backend's, reentrant where offered). */
+  kind?: 'reentrant' | 'fair' | 'token' | 'lease'
+}
+
 /** The parts of a Twitter-layout ID (or of the layout with epoch `epochMs`). */
 export declare function parseSnowflake(id: bigint | string, epochMs?: number | undefined | null): SnowflakeParts
+
+/** One part's fencing token; `null` on a backend without fencing tokens (RedLock). */
+export interface PartToken {
+  name: string
+  token: bigint | null
+}
+
+/**
+ * `redlock://h1:p1,h2:p2,...` from entries that are each `host:port` or
+ * `redis://[user:password@]host:port`; the servers must share one set of credentials.
+ */
+export declare function redlockUrl(urls: Array<string>): string
+
+export interface SegmentOptions {
+  /** The first and smallest range reserved at a time (Leaf's `step`; default 1000). */
+  step?: number
+  /**
+   * The largest range the adaptive step may grow to (default: Leaf's 1,000,000, or
+   * `step` if larger).
+   */
+  maxStep?: number
+  /** Load the next range once this share of the current one is used (default 0.1). */
+  loadAt?: number
+  /**
+   * How long a call waits for a range being loaded before `POLYLOCK_EXHAUSTED`, in ms
+   * (default 5000).
+   */
+  waitMs?: number
+}
 
 export interface SemaphoreOptions {
   /** How many permits the semaphore has (fixed by the first use of its name). */
   permits: number
+}
+
+export interface SnowflakeLayoutOptions {
+  /** The epoch in ms since 1970 (default: Twitter's, 1288834974657). */
+  epochMs?: number
+  /** Bits of milliseconds, of worker id and of sequence (default 41, 10, 12). */
+  timestampBits?: number
+  workerBits?: number
+  sequenceBits?: number
 }
 
 export interface SnowflakeOptions {
@@ -237,6 +556,16 @@ export interface SnowflakeParts {
   timestampMs: number
   worker: number
   sequence: number
+}
+
+/**
+ * @internal A response `run` stored, read back by the core's codec: `{ bytes }` or
+ * `{ json }` (text `index.js` parses). `POLYLOCK_INVALID_ARGUMENT` for a response stored
+ * through a ticket's plain `complete`.
+ */
+export interface StoredRunResponse {
+  bytes?: Buffer
+  json?: string
 }
 
 /** A ULID (26 characters of Crockford base32), greater than every earlier one of this process. */
@@ -268,3 +597,11 @@ export declare function uuidToUlid(uuid: string): string
 
 /** polylock's version, the same in every language (the workspace's, in the root Cargo.toml). */
 export declare const VERSION: string
+
+export interface VersionedValue {
+  value: Buffer
+  /** Grows on every write of the name (compare it for equality only). */
+  version: bigint
+  /** The highest fencing token the value has accepted, once written fenced; else `null`. */
+  fencingToken: bigint | null
+}

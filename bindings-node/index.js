@@ -8,7 +8,22 @@
 
 const native = require('./polylock.node')
 
-const { Client, Lock, Guard, Snowflake, AcquireCancel, RwLock, Semaphore } = native
+const {
+  Client,
+  Lock,
+  Guard,
+  Snowflake,
+  AcquireCancel,
+  RwLock,
+  Semaphore,
+  Segment,
+  LeasedSnowflake,
+  Value,
+  Idempotency,
+  Ticket,
+  MultiLock,
+  MultiGuard,
+} = native
 
 /** The error of every polylock call; `code` says what went wrong. */
 class PolylockError extends Error {
@@ -17,6 +32,18 @@ class PolylockError extends Error {
     this.name = 'PolylockError'
     this.code = code
   }
+}
+
+// Facts some errors carry for callers that act on them (src/errors.rs sets them on the
+// native error): a conflict's current value and version, the winning fencing token, how long
+// to wait before retrying.
+const DETAILS = ['current', 'currentVersion', 'winningToken', 'retryAfterMs']
+
+function withDetails(polylockError, nativeError) {
+  for (const name of DETAILS) {
+    if (Object.hasOwn(nativeError, name)) polylockError[name] = nativeError[name]
+  }
+  return polylockError
 }
 
 // The codes, from the core's one table of error kinds (src/errors.rs).
@@ -47,7 +74,7 @@ function translate(err, signal) {
     return signal.reason
   }
   if (coded && CODES.has(coded[1])) {
-    return new PolylockError(coded[1], coded[2])
+    return withDetails(new PolylockError(coded[1], coded[2]), err)
   }
   if (NAPI_ARGUMENT_STATUSES.has(err.code) || err instanceof TypeError) {
     return new PolylockError('POLYLOCK_INVALID_ARGUMENT', err.message, { cause: err })
@@ -106,10 +133,16 @@ function wrapAsync(prototype, names) {
   }
 }
 
-wrapSync(Client.prototype, ['lock', 'rwLock', 'semaphore', 'snowflake'])
-wrapAsync(Client.prototype, ['close'])
+wrapSync(Client.prototype, ['lock', 'rwLock', 'semaphore', 'segment', 'value', 'idempotency', 'multiLock'])
+wrapAsync(Client.prototype, ['close', 'snowflake'])
 wrapAsync(Guard.prototype, ['release', 'reenter'])
+wrapAsync(MultiGuard.prototype, ['release'])
 wrapSync(Snowflake.prototype, ['nextId', 'nextIdString', 'nextIds', 'parse'])
+wrapAsync(Segment.prototype, ['nextId', 'nextIdString', 'nextIds', 'nextIdStrings'])
+wrapAsync(LeasedSnowflake.prototype, ['nextId', 'nextIdString', 'nextIds', 'workerId', 'epoch', 'close'])
+wrapSync(LeasedSnowflake.prototype, ['parse'])
+wrapAsync(Value.prototype, ['get', 'create', 'compareAndSet', 'delete', 'writeFenced'])
+wrapAsync(Ticket.prototype, ['complete', 'abandon', 'extend'])
 
 // acquire and tryAcquire take an AbortSignal: it becomes a native cancellation, and an abort
 // rejects with the signal's reason, as Node's own APIs do.
@@ -118,6 +151,8 @@ for (const [prototype, name] of [
   [Lock.prototype, 'tryAcquire'],
   [Semaphore.prototype, 'acquire'],
   [Semaphore.prototype, 'tryAcquire'],
+  [MultiLock.prototype, 'acquire'],
+  [MultiLock.prototype, 'tryAcquire'],
 ]) {
   const call = prototype[name]
   Object.defineProperty(prototype, name, {
@@ -145,33 +180,32 @@ for (const [prototype, name] of [
 }
 
 /** Acquire, run `fn(guard)`, and release even when `fn` throws; resolves to what `fn` returns. */
-Object.defineProperty(Lock.prototype, 'withLock', {
-  value: async function withLock(fn, options) {
-    if (typeof fn !== 'function') {
-      throw new PolylockError('POLYLOCK_INVALID_ARGUMENT', 'withLock needs a function to run under the lock')
-    }
-    const guard = await this.acquire(options)
-    let result
-    try {
-      result = await fn(guard)
-    } catch (err) {
-      // The callback's error is the one to report; the release still happens.
-      await guard.release().catch(() => {})
-      throw err
-    }
-    await guard.release()
-    return result
-  },
-  writable: true,
-  configurable: true,
-})
+async function withLock(fn, options) {
+  if (typeof fn !== 'function') {
+    throw new PolylockError('POLYLOCK_INVALID_ARGUMENT', 'withLock needs a function to run under the lock')
+  }
+  const guard = await this.acquire(options)
+  let result
+  try {
+    result = await fn(guard)
+  } catch (err) {
+    // The callback's error is the one to report; the release still happens.
+    await guard.release().catch(() => {})
+    throw err
+  }
+  await guard.release()
+  return result
+}
+for (const prototype of [Lock.prototype, MultiLock.prototype]) {
+  defineMethod(prototype, 'withLock', withLock)
+}
 
 // The guard's loss as a Promise, made on first use. It resolves (never rejects, so nobody
 // has to handle it) with a PolylockError of code POLYLOCK_LOST. It stays pending if the
 // guard is released first; the native side then lets go of it, so it keeps the process
 // alive only while the guard is held.
 const lostPromises = new WeakMap()
-Object.defineProperty(Guard.prototype, 'lost', {
+const lostGetter = {
   get() {
     let promise = lostPromises.get(this)
     if (promise === undefined) {
@@ -188,6 +222,64 @@ Object.defineProperty(Guard.prototype, 'lost', {
     return promise
   },
   configurable: true,
+}
+Object.defineProperty(Guard.prototype, 'lost', lostGetter)
+Object.defineProperty(MultiGuard.prototype, 'lost', lostGetter)
+
+// Idempotency keys. A fingerprint is bytes (a Buffer, Uint8Array or string, as given) or,
+// for any other payload, its JSON; the core's codec turns either into what is stored
+// (src/idempotency.rs), the same rule as every other language's.
+function fingerprintArgs(fingerprint) {
+  if (fingerprint == null || typeof fingerprint === 'string' || fingerprint instanceof Uint8Array) {
+    return [fingerprint ?? undefined, undefined]
+  }
+  return [undefined, JSON.stringify(fingerprint)]
+}
+
+defineMethod(Idempotency.prototype, 'begin', function begin(key, fingerprint) {
+  return translatedAsync(() => this.beginNative(key, ...fingerprintArgs(fingerprint)))
+})
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
+
+// run(): the core's Idempotency::run step by step (it cannot call a JavaScript function):
+// claim the key, do the work, store its result, or replay the stored one; with `waitMs`,
+// poll an attempt under way (20 ms doubling to 1 s, at most its retry-after) and replay it.
+// Results are stored in the core's codec: a Buffer as bytes, anything else as JSON.
+defineMethod(Idempotency.prototype, 'run', async function run(key, fingerprint, fn, options) {
+  if (typeof fn !== 'function') {
+    throw new PolylockError('POLYLOCK_INVALID_ARGUMENT', 'run needs a function to run once per key')
+  }
+  const waitMs = options == null ? undefined : options.waitMs
+  const deadline = waitMs == null ? undefined : performance.now() + waitMs
+  let poll = 20
+  for (;;) {
+    const begun = await this.begin(key, fingerprint)
+    if (begun.outcome === 'acquired') {
+      const ticket = begun.ticket
+      let result
+      try {
+        result = await fn(ticket)
+      } catch (err) {
+        // The work's error is the one to report; the key is given up so a retry runs.
+        await ticket.abandon().catch(() => {})
+        throw err
+      }
+      const stored = result instanceof Uint8Array ? result : JSON.stringify(result === undefined ? null : result)
+      await translatedAsync(() => ticket.completeRun(stored))
+      return result
+    }
+    if (begun.outcome === 'replay') {
+      const stored = translated(() => native.decodeRunResponse(begun.response))
+      return stored.bytes !== undefined && stored.bytes !== null ? stored.bytes : JSON.parse(stored.json)
+    }
+    const remaining = deadline === undefined ? 0 : deadline - performance.now()
+    if (begun.outcome === 'mismatch' || remaining <= 0) {
+      translated(() => native.throwRunError(key, begun.outcome === 'mismatch' ? undefined : begun.retryAfterMs))
+    }
+    await sleep(Math.max(1, Math.min(poll, begun.retryAfterMs, remaining)))
+    poll = Math.min(poll * 2, 1000)
+  }
 })
 
 // Node 20 defines Symbol.asyncDispose; older runtimes use the well-known name TypeScript's
@@ -196,15 +288,17 @@ const asyncDispose = Symbol.asyncDispose ?? Symbol.for('Symbol.asyncDispose')
 
 // `await using guard = await lock.acquire()` releases at the end of the scope; a guard
 // released by hand already is left alone.
-Object.defineProperty(Guard.prototype, asyncDispose, {
-  value: async function () {
-    if (!this.released) {
-      await this.release()
-    }
-  },
-  writable: true,
-  configurable: true,
-})
+for (const prototype of [Guard.prototype, MultiGuard.prototype]) {
+  Object.defineProperty(prototype, asyncDispose, {
+    value: async function () {
+      if (!this.released) {
+        await this.release()
+      }
+    },
+    writable: true,
+    configurable: true,
+  })
+}
 
 Object.defineProperty(Client.prototype, asyncDispose, {
   value: function () {
@@ -217,6 +311,32 @@ Object.defineProperty(Client.prototype, asyncDispose, {
 /** Connect to `url`, else `$POLYLOCK_URL`, else `sqlite://polylock.db`. */
 function connect(url) {
   return translatedAsync(() => native.connect(url))
+}
+
+/** The `redlock://` URL of independent Redis servers (`host:port` or `redis://host:port`). */
+function redlockUrl(urls) {
+  return translated(() => native.redlockUrl(urls))
+}
+
+/**
+ * A RedLock lock `name` over the independent Redis servers `urls` (a majority must grant it),
+ * on a client of its own: `close()` it (or `await using`) when done. Its guards have no
+ * fencing token (`null`).
+ */
+async function redlock(urls, name) {
+  const client = await connect(redlockUrl(urls))
+  let lock
+  try {
+    lock = client.lock(name)
+  } catch (err) {
+    await client.close()
+    throw err
+  }
+  const close = () => client.close()
+  Object.defineProperty(lock, 'client', { value: client, enumerable: false })
+  Object.defineProperty(lock, 'close', { value: close, writable: true, configurable: true })
+  Object.defineProperty(lock, asyncDispose, { value: close, writable: true, configurable: true })
+  return lock
 }
 
 function parseSnowflake(id, epochMs) {
@@ -240,6 +360,8 @@ const version = VERSION
 
 module.exports = {
   connect,
+  redlock,
+  redlockUrl,
   parseSnowflake,
   uuid7,
   uuid7Batch,
@@ -256,6 +378,13 @@ module.exports = {
   Semaphore,
   Guard,
   Snowflake,
+  LeasedSnowflake,
+  Segment,
+  Value,
+  Idempotency,
+  Ticket,
+  MultiLock,
+  MultiGuard,
   AcquireCancel,
   errorCodes,
   MAX_NAME_LEN,

@@ -69,9 +69,9 @@ const polylock = require('polylock')
 })()
 JS
 cat >smoke.mjs <<'JS'
-import { connect, parseSnowflake } from 'polylock'
+import { connect, parseSnowflake, Snowflake } from 'polylock'
 const client = await connect(`sqlite://${import.meta.dirname ?? '.'}/smoke-esm.db`)
-const id = client.snowflake({ workerId: 5 }).nextId()
+const id = new Snowflake({ workerId: 5 }).nextId()
 if (parseSnowflake(id).worker !== 5) throw new Error('snowflake round trip failed')
 await client.close()
 console.log('installed package (ES module): ok')

@@ -20,6 +20,8 @@
 //                binding's floor under every lock call (a lock+unlock pair makes two).
 //   ids          snowflake IDs/s in one loop: polylock nextId() (a bigint each), nextIds()
 //                batches, against @sapphire/snowflake generate() (a bigint each).
+//   redlock      RedLock over three local redis-servers started for it (bench/redlock.mjs):
+//                polylock's redlock() against node-redlock, lock+unlock pairs/s and ratio.
 // Keys live under polylock-node-bench:<pid>: and are deleted at the end; nothing is flushed.
 import { parseArgs } from 'node:util'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -33,6 +35,7 @@ import { v7 as uuidV7 } from 'uuid'
 import { monotonicFactory } from 'ulid'
 
 import polylock from '../index.js'
+import { redlockSection } from './redlock.mjs'
 
 const require = createRequire(import.meta.url)
 const { values: args } = parseArgs({
@@ -339,7 +342,7 @@ async function main() {
     line('native', `  ${UNCONTENDED_WORKERS} callers      ${fmt(manyCallers).padStart(9)}`)
 
     // IDs.
-    const ids = client.snowflake({ workerId: 1 })
+    const ids = new polylock.Snowflake({ workerId: 1 })
     const sapphire = new SapphireSnowflake(ids.epochMs)
     const CEILING = 4_096_000
     let last = 0n
@@ -377,6 +380,8 @@ async function main() {
     line('ids', `  polylock ulid()               ${fmt(polylockUlid).padStart(11)}  ${ratio(polylockUlid, npmUlids)} ulid monotonicFactory()`)
     line('ids', `  polylock ulidBatch(1000)      ${fmt(polylockUlidBatches).padStart(11)}  ${ratio(polylockUlidBatches, npmUlids)} ulid monotonicFactory()`)
     line('ids', `  ulid monotonicFactory()()     ${fmt(npmUlids).padStart(11)}`)
+
+    await redlockSection({ quick: args.quick, interleaved, line, fmt, ratio })
   } finally {
     await client.close()
     // SCAN, not KEYS: the server is shared with other suites. The fencing counters are

@@ -5,12 +5,16 @@ use napi_derive::napi;
 use polylock::kit::LockTarget;
 use polylock::LockKind;
 
-use crate::errors::IntoNapiResult;
+use crate::errors::{detailed, Detailed, IntoNapiResult};
+use crate::idempotency::{self, Idempotency, IdempotencyOptions};
+use crate::leased_snowflake::{self, LeasedSnowflake, LeasedSnowflakeOptions};
 use crate::lock::Lock;
+use crate::multi_lock::{self, MultiLock, MultiLockPartOptions};
 use crate::rw_lock::ReadWriteLock;
+use crate::segment::{self, Segment, SegmentOptions};
 use crate::semaphore::Semaphore;
 use crate::settle;
-use crate::snowflake::{Snowflake, SnowflakeOptions};
+use crate::values::Value;
 
 /// Connect to the backend `url` names (`sqlite://path.db`, `redis://host:port`, `etcd://...`,
 /// ...); without one, to `$POLYLOCK_URL`, else `sqlite://polylock.db`.
@@ -49,11 +53,12 @@ impl Client {
     /// A handle on the lock `name`. Cheap, and holds nothing until acquired.
     #[napi]
     pub fn lock(&self, name: String, options: Option<LockOptions>) -> Result<Lock> {
-        let kind = match options.and_then(|options| options.kind) {
-            Some(kind) => kind.parse::<LockKind>().into_napi()?,
-            None => LockKind::default(),
+        let lock = self.client.lock(&name).into_napi()?;
+        // Without a kind, the backend's default (reentrant, or RedLock's one kind: token).
+        let lock = match options.and_then(|options| options.kind) {
+            Some(kind) => lock.with_kind(kind.parse::<LockKind>().into_napi()?).into_napi()?,
+            None => lock,
         };
-        let lock = self.client.lock(&name).and_then(|lock| lock.with_kind(kind)).into_napi()?;
         Ok(Lock::new(LockTarget::Lock(lock)))
     }
 
@@ -71,10 +76,50 @@ impl Client {
         Ok(Semaphore::new(self.client.semaphore(&name, options.permits).into_napi()?))
     }
 
-    /// A snowflake ID generator (Twitter layout: 41 bits of ms, 10 of worker, 12 of sequence).
+    /// A Snowflake generator on a worker id leased from the backend: `workerId` if given
+    /// (rejects with `POLYLOCK_TIMEOUT` if another generator holds it), else the lowest free
+    /// one. No two generators of one store issue the same ID, whatever their clocks say.
+    /// (A generator on a fixed worker id, without a backend: `new Snowflake({ workerId })`.)
+    #[napi(ts_args_type = "options?: LeasedSnowflakeOptions", ts_return_type = "Promise<LeasedSnowflake>")]
+    pub fn snowflake<'env>(
+        &self,
+        env: &'env Env,
+        options: Option<LeasedSnowflakeOptions>,
+    ) -> Result<PromiseRaw<'env, Detailed<LeasedSnowflake>>> {
+        let (worker, options) = leased_snowflake::core_options(options)?;
+        let client = self.client.clone();
+        settle::spawn(env, async move { detailed(client.snowflake(worker, options).await.map(LeasedSnowflake::new)) })
+    }
+
+    /// Leaf-style segment IDs of `tag` (Leaf's `biz_tag`): never 0, never repeated by any
+    /// process using this store. Throws `POLYLOCK_UNSUPPORTED` if the backend has no counters.
     #[napi]
-    pub fn snowflake(&self, options: SnowflakeOptions) -> Result<Snowflake> {
-        Snowflake::from_options(options)
+    pub fn segment(&self, tag: String, options: Option<SegmentOptions>) -> Result<Segment> {
+        segment::open(&self.client, &tag, options)
+    }
+
+    /// A handle on the versioned value `name` (compare-and-set, fenced writes). Throws
+    /// `POLYLOCK_UNSUPPORTED` if the backend has no versioned values.
+    #[napi]
+    pub fn value(&self, name: String) -> Result<Value> {
+        Ok(Value::new(self.client.value(&name).into_napi()?))
+    }
+
+    /// Idempotency keys of `namespace`: a completed key replays its response for
+    /// `retentionMs` (default 24 h); an attempt that neither completes nor extends is taken
+    /// over after `inProgressTtlMs` (default 60 s).
+    #[napi]
+    pub fn idempotency(&self, namespace: String, options: Option<IdempotencyOptions>) -> Result<Idempotency> {
+        idempotency::open(&self.client, &namespace, options)
+    }
+
+    /// The locks `parts` (names of mutexes, or `{ name, side: 'read' | 'write' }` for sides
+    /// of read-write locks) acquired and released as one, always in the byte order of their
+    /// keys, so two multi-locks over the same names never deadlock. Holds nothing yet.
+    #[napi(ts_args_type = "parts: Array<string | MultiLockPartOptions>")]
+    pub fn multi_lock(&self, parts: Vec<Either<String, MultiLockPartOptions>>) -> Result<MultiLock> {
+        let parts = parts.into_iter().map(multi_lock::core_part).collect::<Result<Vec<_>>>()?;
+        Ok(MultiLock::new(self.client.multi_lock_of(parts).into_napi()?))
     }
 
     /// Stop the watchdogs, give every hold back and close the backend. Calls on the client

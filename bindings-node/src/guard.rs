@@ -19,7 +19,8 @@ pub struct Guard {
     /// `None` once released.
     guard: Mutex<Option<AnyGuard>>,
     name: String,
-    token: u64,
+    /// `None` on a backend without fencing tokens (RedLock).
+    token: Option<u64>,
     lost: LostWatch,
     /// The task that reports loss to JavaScript, while anyone listens.
     watcher: Mutex<Option<AbortHandle>>,
@@ -34,7 +35,11 @@ impl Guard {
     pub fn new(guard: AnyGuard) -> Guard {
         Guard {
             name: guard.name().to_string(),
-            token: guard.fencing_token(),
+            token: match &guard {
+                AnyGuard::Lock(guard) => guard.fencing_token_opt(),
+                AnyGuard::Rw(guard) => guard.fencing_token_opt(),
+                AnyGuard::Permit(guard) => guard.fencing_token_opt(),
+            },
             lost: guard.lost_watch(),
             guard: Mutex::new(Some(guard)),
             watcher: Mutex::new(None),
@@ -69,10 +74,12 @@ impl Drop for Guard {
 #[napi]
 impl Guard {
     /// Strictly greater than the token of every earlier hold of this lock name: hand it to
-    /// the storage you protect, and have it reject writes with an older token.
+    /// the storage you protect, and have it reject writes with an older token. `null` on
+    /// RedLock, which has none: a majority of independent counters is no counter that only
+    /// grows (use a single Redis, etcd, ZooKeeper or SQL when writes must be fenced).
     #[napi(getter)]
-    pub fn fencing_token(&self) -> BigInt {
-        BigInt::from(self.token)
+    pub fn fencing_token(&self) -> Option<BigInt> {
+        self.token.map(BigInt::from)
     }
 
     /// The lock's name.

@@ -8,25 +8,37 @@ mod client;
 mod convert;
 mod errors;
 mod guard;
+mod idempotency;
+mod leased_snowflake;
 mod lock;
+mod multi_lock;
+mod redlock;
 mod runtime;
 mod rw_lock;
+mod segment;
 mod semaphore;
 mod settle;
 mod snowflake;
 mod uuid_ulid;
+mod values;
 
 pub use cancel::AcquireCancel;
 pub use client::{connect, Client, LockOptions, SemaphoreOptions};
 pub use errors::error_codes;
 pub use guard::Guard;
+pub use idempotency::{decode_run_response, BeginResult, Idempotency, IdempotencyOptions, Ticket};
+pub use leased_snowflake::{LeasedSnowflake, LeasedSnowflakeOptions, SnowflakeLayoutOptions};
 pub use lock::{AcquireOptions, Lock};
+pub use multi_lock::{MultiGuard, MultiLock, MultiLockPartOptions, PartToken};
+pub use redlock::redlock_url;
 pub use rw_lock::ReadWriteLock;
+pub use segment::{Segment, SegmentOptions};
 pub use semaphore::Semaphore;
 pub use snowflake::{parse_snowflake, Snowflake, SnowflakeOptions, SnowflakeParts};
 pub use uuid_ulid::{
     ulid, ulid_batch, ulid_timestamp_ms, ulid_to_uuid, uuid7, uuid7_batch, uuid7_timestamp_ms, uuid_to_ulid,
 };
+pub use values::{Value, VersionedValue};
 
 /// The longest lock name the core accepts, in bytes.
 #[napi_derive::napi]

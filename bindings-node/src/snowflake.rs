@@ -52,23 +52,24 @@ fn layout(epoch_ms: Option<f64>) -> Result<SnowflakeLayout> {
     }
 }
 
-/// A snowflake generator for one worker id. IDs never repeat and never go backwards within
+/// A snowflake generator for one worker id you assign. IDs never repeat and never go backwards within
 /// it, even if the wall clock does.
 #[napi]
 pub struct Snowflake {
     generator: polylock::id::Snowflake,
 }
 
+#[napi]
 impl Snowflake {
-    pub fn from_options(options: SnowflakeOptions) -> Result<Snowflake> {
+    /// A generator on a worker id you assign (no backend). Two live generators must never
+    /// share one; `client.snowflake()` leases one from the backend instead.
+    #[napi(constructor)]
+    pub fn new(options: SnowflakeOptions) -> Result<Snowflake> {
         let worker = u64_from_number_or_bigint("workerId", options.worker_id)?;
         let generator = polylock::id::Snowflake::with_layout(layout(options.epoch_ms)?, worker).into_napi()?;
         Ok(Snowflake { generator })
     }
-}
 
-#[napi]
-impl Snowflake {
     #[napi]
     pub fn next_id(&self) -> Result<BigInt> {
         self.generator.next_id().map(BigInt::from).into_napi()

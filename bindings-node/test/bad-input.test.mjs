@@ -103,10 +103,10 @@ test('a server that is not there is a connection error, and the password is not 
 
 test('snowflake ids: worker ids and ids that are not BigInts or decimal strings', () => {
   for (const workerId of [-1, 1024, 1.5, Number.NaN, '3', -1n, 2n ** 64n]) {
-    assertInvalid(thrown(() => client.snowflake({ workerId })), undefined)
+    assertInvalid(thrown(() => new polylock.Snowflake({ workerId })), undefined)
   }
-  assertInvalid(thrown(() => client.snowflake({})))
-  const ids = client.snowflake({ workerId: 1 })
+  assertInvalid(thrown(() => new polylock.Snowflake({})))
+  const ids = new polylock.Snowflake({ workerId: 1 })
   for (const id of [12345, 'abc', '-1', -1n, '18446744073709551616']) {
     assertInvalid(thrown(() => ids.parse(id)))
     assertInvalid(thrown(() => polylock.parseSnowflake(id)))

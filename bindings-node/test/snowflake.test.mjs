@@ -14,7 +14,7 @@ after(async () => {
 })
 
 test('nextId is a bigint, increasing, with the worker id inside', () => {
-  const ids = client.snowflake({ workerId: 7 })
+  const ids = new polylock.Snowflake({ workerId: 7 })
   assert.equal(ids.workerId, 7)
   let previous = 0n
   for (let i = 0; i < 10_000; i++) {
@@ -30,7 +30,7 @@ test('nextId is a bigint, increasing, with the worker id inside', () => {
 })
 
 test('nextIdString is the same number as a decimal string, beyond Number precision', () => {
-  const ids = client.snowflake({ workerId: 1023n })
+  const ids = new polylock.Snowflake({ workerId: 1023n })
   const text = ids.nextIdString()
   assert.match(text, /^\d+$/)
   const id = BigInt(text)
@@ -41,7 +41,7 @@ test('nextIdString is the same number as a decimal string, beyond Number precisi
 })
 
 test('nextIds returns a BigUint64Array in increasing order', () => {
-  const ids = client.snowflake({ workerId: 3 })
+  const ids = new polylock.Snowflake({ workerId: 3 })
   const batch = ids.nextIds(5000)
   assert.ok(batch instanceof BigUint64Array)
   assert.equal(batch.length, 5000)
@@ -51,7 +51,7 @@ test('nextIds returns a BigUint64Array in increasing order', () => {
 
 test('a custom epoch is used for generating and parsing', () => {
   const epochMs = Date.UTC(2024, 0, 1)
-  const ids = client.snowflake({ workerId: 2, epochMs })
+  const ids = new polylock.Snowflake({ workerId: 2, epochMs })
   assert.equal(ids.epochMs, epochMs)
   const id = ids.nextId()
   const parts = polylock.parseSnowflake(id, epochMs)

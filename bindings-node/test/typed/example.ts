@@ -1,6 +1,19 @@
 // A typed example: `tsc --noEmit --strict` must accept it against index.d.ts (types.test.mjs).
 // It is never run; it shows the API's shapes and catches a declaration that drifts from them.
-import { connect, parseSnowflake, PolylockError, type Guard, type PolylockErrorCode, type SnowflakeParts } from 'polylock'
+import {
+  connect,
+  parseSnowflake,
+  PolylockError,
+  Snowflake,
+  redlockUrl,
+  type BeginOutcome,
+  type Guard,
+  type MultiGuard,
+  type PolylockErrorCode,
+  type RedLock,
+  type SnowflakeParts,
+  type VersionedValue,
+} from 'polylock'
 
 async function main(): Promise<void> {
   const client = await connect(process.env.POLYLOCK_URL)
@@ -8,7 +21,7 @@ async function main(): Promise<void> {
   const controller = new AbortController()
 
   const guard: Guard = await lock.acquire({ waitMs: 5000, leaseMs: 30_000, signal: controller.signal })
-  const token: bigint = guard.fencingToken
+  const token: bigint | null = guard.fencingToken
   const lostFlag: boolean = guard.isLost
   const reason: string | null = guard.lostReason
   guard.lost.then((err: PolylockError) => console.error(err.code, err.message))
@@ -33,13 +46,62 @@ async function main(): Promise<void> {
     }
   }
 
-  const ids = client.snowflake({ workerId: 7 })
+  const ids = new Snowflake({ workerId: 7 })
   const id: bigint = ids.nextId()
   const text: string = ids.nextIdString()
   const batch: BigUint64Array = ids.nextIds(10)
   const parts: SnowflakeParts = parseSnowflake(id)
   const fromText: number = parseSnowflake(text).worker
   console.log(token, lostFlag, reason, total, batch.length, parts.timestampMs, fromText, client.url, client.closed)
+
+  // IDs from the backend: BigInts or strings, never Numbers.
+  const segment = client.segment('orders', { step: 100, waitMs: 1000 })
+  const segmentId: bigint = await segment.nextId()
+  const segmentIds: BigUint64Array = await segment.nextIds(10)
+  const segmentText: string[] = await segment.nextIdStrings(2)
+  const leased = await client.snowflake({ layout: { epochMs: 1700000000000 } })
+  const leasedWorker: number | null = await leased.workerId()
+  const leasedId: bigint = await leased.nextId()
+  await leased.close()
+
+  // Versioned values and fenced writes, with the details a failure carries.
+  const value = client.value('config')
+  const found: VersionedValue | null = await value.get()
+  try {
+    await value.compareAndSet(found?.version ?? 0n, Buffer.from('v2'))
+  } catch (err) {
+    if (err instanceof PolylockError && err.code === 'POLYLOCK_CONFLICT') {
+      const current: Buffer | null | undefined = err.current
+      const currentVersion: bigint | null | undefined = err.currentVersion
+      console.log(current, currentVersion)
+    }
+  }
+  const fencedVersion: bigint = await value.writeFenced(token ?? 0n, 'payload')
+
+  // Idempotency keys.
+  const idem = client.idempotency('payments', { retentionMs: 60_000, inProgressTtlMs: 5_000 })
+  const charged: { id: number } = await idem.run('request-1', { amount: 10 }, async () => ({ id: 1 }), { waitMs: 100 })
+  const outcome: BeginOutcome = await idem.begin('request-2', Buffer.from('payload'))
+  if (outcome.outcome === 'acquired') {
+    const ticketToken: bigint = outcome.ticket.token
+    await outcome.ticket.complete('done')
+    console.log(ticketToken)
+  }
+
+  // Several locks as one.
+  const multi = client.multiLock(['a', { name: 'b', side: 'read' }])
+  const multiGuard: MultiGuard = await multi.acquire({ waitMs: 1000, leaseMs: 5000 })
+  const partToken: bigint | null = multiGuard.fencingTokens[0].token
+  await multiGuard.release()
+  const url: string = redlockUrl(['127.0.0.1:30001', 'redis://127.0.0.1:30002'])
+  const useRedlock = async (lock: RedLock) => {
+    const guard = await lock.acquire({ leaseMs: 1000 })
+    const none: bigint | null = guard.fencingToken
+    await guard.release()
+    await lock.close()
+    return none
+  }
+  console.log(segmentId, segmentIds, segmentText, leasedWorker, leasedId, fencedVersion, charged, partToken, url, useRedlock)
 
   await client.close()
 }
