@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 const NOT_ACQUIRED: i32 = 75;
 
-mod common;
+use crate::common;
 use common::polylock;
 
 struct Db {

@@ -8,8 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread::{sleep, JoinHandle};
 use std::time::Duration;
 
-#[allow(dead_code)] // the shared helpers this suite does not use
-mod common;
+use crate::common;
 use common::polylock;
 
 /// A running `polylock id ...` whose stdout is collected by a thread.

@@ -5,7 +5,7 @@ use std::process::Stdio;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 use common::polylock;
 
 fn redis_url(options: &str) -> String {

@@ -5,81 +5,17 @@
 //! `POLYLOCK_FENCING_TOKEN`); a busy lock with `--wait 0` exits 75; and with no majority of
 //! servers left the command is not run.
 
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
-#[allow(dead_code)] // the shared helpers this suite does not use
-mod common;
+use crate::common;
 use common::polylock;
-
-struct Servers {
-    ports: Vec<u16>,
-    children: Vec<Child>,
-}
-
-impl Servers {
-    /// `slot` keeps the tests of this binary (which run at once) on ports of their own.
-    fn start(slot: u16) -> Servers {
-        for attempt in 0..20u16 {
-            let base = 30_000 + ((std::process::id() as u16 % 500) * 50 + 25_000 + slot * 100 + attempt * 3) % 30_000;
-            let ports: Vec<u16> = (base..base + 3).collect();
-            if !ports.iter().all(|port| std::net::TcpListener::bind(("127.0.0.1", *port)).is_ok()) {
-                continue;
-            }
-            let children = ports
-                .iter()
-                .map(|port| {
-                    Command::new("redis-server")
-                        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-                        .args(["--daemonize", "no"])
-                        .stdout(Stdio::null())
-                        .spawn()
-                        .expect("redis-server must be installed (tests/services installs it)")
-                })
-                .collect();
-            let mut servers = Servers { ports, children };
-            if servers.all_answer() {
-                return servers;
-            }
-        }
-        panic!("could not start three redis-servers on free ports above 30000");
-    }
-
-    /// Whether every server accepts connections within 10 s (false once one has exited).
-    fn all_answer(&mut self) -> bool {
-        (0..self.ports.len()).all(|index| {
-            for _ in 0..200 {
-                if std::net::TcpStream::connect(("127.0.0.1", self.ports[index])).is_ok() {
-                    return true;
-                }
-                if matches!(self.children[index].try_wait(), Ok(Some(_))) {
-                    return false;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            false
-        })
-    }
-
-    fn url(&self) -> String {
-        let hosts: Vec<String> = self.ports.iter().map(|port| format!("127.0.0.1:{port}")).collect();
-        format!("redlock://{}", hosts.join(","))
-    }
-}
-
-impl Drop for Servers {
-    fn drop(&mut self) {
-        for child in &mut self.children {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
+use common::redis_servers::RedisServers;
 
 #[test]
 fn processes_exclude_each_other_by_url_alone() {
-    let servers = Servers::start(0);
-    let url = servers.url();
+    let servers = RedisServers::start(3, 50);
+    let url = servers.url("");
     let dir = tempfile::tempdir().unwrap();
     let (counter, ledger) = (dir.path().join("counter"), dir.path().join("ledger"));
     std::fs::write(&counter, "0").unwrap();
@@ -127,8 +63,8 @@ fn processes_exclude_each_other_by_url_alone() {
 
 #[test]
 fn a_busy_lock_exits_75_and_no_majority_runs_nothing() {
-    let mut servers = Servers::start(1);
-    let url = servers.url();
+    let mut servers = RedisServers::start(3, 51);
+    let url = servers.url("");
     let mut holder = polylock()
         .args(["--url", &url, "run", "--lock", "busy", "--", "sleep", "30"])
         .stdin(Stdio::null())
@@ -147,10 +83,8 @@ fn a_busy_lock_exits_75_and_no_majority_runs_nothing() {
     holder.kill().unwrap();
     holder.wait().unwrap();
     // Two of three servers gone: no majority, so the command never runs.
-    for child in servers.children.iter_mut().take(2) {
-        child.kill().unwrap();
-        child.wait().unwrap();
-    }
+    servers.kill(0);
+    servers.kill(1);
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("ran");
     let out = polylock()

@@ -4,7 +4,7 @@
 use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 use common::polylock;
 
 const NOT_ACQUIRED: i32 = 75;

@@ -7,7 +7,7 @@
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 use common::polylock;
 
 /// Every server the suite runs against, as (label, URL with a private namespace and a short

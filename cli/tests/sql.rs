@@ -6,7 +6,7 @@ use std::process::Stdio;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 use common::polylock;
 
 fn urls(options: &str) -> Vec<String> {

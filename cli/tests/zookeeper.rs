@@ -6,7 +6,7 @@ use std::process::Stdio;
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
-mod common;
+use crate::common;
 use common::polylock;
 
 /// The standalone test server's tick is 1 s, so it accepts a 4 s session timeout as asked.

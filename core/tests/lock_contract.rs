@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common;
+use common::{mariadb_latin1_url, mariadb_url, postgres_url};
 use polylock::{AcquireOptions, Client, ErrorKind, Lock, LockKind, LostReason};
 use tokio::time::{sleep, timeout, Instant};
-mod common;
-use common::{mariadb_latin1_url, mariadb_url, postgres_url};
 
 /// A fresh store per test: a private mem:// store, an SQLite file in a temp dir, or a
 /// private namespace on the test redis-server (tests/services), once per lock kind.

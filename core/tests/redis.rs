@@ -5,11 +5,11 @@
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use crate::common;
 use futures_util::StreamExt;
 use polylock::{AcquireOptions, Client, ErrorKind, LockKind, LostReason};
 use redis::AsyncCommands;
 use tokio::time::{sleep, timeout, Instant};
-mod common;
 
 fn env_url(var: &str, default: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| default.to_string())

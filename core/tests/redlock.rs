@@ -8,6 +8,8 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
+
+use crate::common::redis_servers::RedisServers;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,81 +17,18 @@ use std::time::Duration;
 use polylock::{AcquireOptions, Client, ErrorKind, LockKind};
 
 /// Five redis-servers of this test, each independent of the others.
-struct Servers {
-    ports: Vec<u16>,
-    children: Vec<Child>,
+struct Servers(RedisServers);
+
+impl std::ops::Deref for Servers {
+    type Target = RedisServers;
+    fn deref(&self) -> &RedisServers {
+        &self.0
+    }
 }
 
 impl Servers {
-    /// Five fresh servers on free ports above 30000 (`slot` spreads the tests of this binary,
-    /// which run at once, over the range; a port someone else took is skipped).
     fn start(slot: u16) -> Servers {
-        for attempt in 0..20u16 {
-            let base = 30_000 + ((std::process::id() as u16 % 500) * 50 + slot * 500 + attempt * 5) % 30_000;
-            let ports: Vec<u16> = (base..base + 5).collect();
-            if !ports.iter().all(|port| std::net::TcpListener::bind(("127.0.0.1", *port)).is_ok()) {
-                continue;
-            }
-            let children = ports
-                .iter()
-                .map(|port| {
-                    Command::new("redis-server")
-                        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-                        .args(["--daemonize", "no"])
-                        .stdout(Stdio::null())
-                        .spawn()
-                        .expect("redis-server must be installed (tests/services installs it)")
-                })
-                .collect();
-            let mut servers = Servers { ports, children };
-            if servers.all_answer() {
-                return servers;
-            }
-            // A port taken between the look and the start: drop these (killed) and move on.
-        }
-        panic!("could not start five redis-servers on free ports above 30000");
-    }
-
-    /// Whether every server answers PING within 10 s (false as soon as one has exited).
-    fn all_answer(&mut self) -> bool {
-        for index in 0..self.ports.len() {
-            let client = redis::Client::open(format!("redis://127.0.0.1:{}", self.ports[index])).unwrap();
-            let mut up = false;
-            for _ in 0..200 {
-                if let Ok(mut connection) = client.get_connection() {
-                    if redis::cmd("PING").query::<String>(&mut connection).is_ok() {
-                        up = true;
-                        break;
-                    }
-                }
-                if matches!(self.children[index].try_wait(), Ok(Some(_))) {
-                    return false;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            if !up {
-                return false;
-            }
-        }
-        true
-    }
-
-    fn url(&self, options: &str) -> String {
-        let hosts: Vec<String> = self.ports.iter().map(|port| format!("127.0.0.1:{port}")).collect();
-        format!("redlock://{}{options}", hosts.join(","))
-    }
-
-    fn signal(&self, index: usize, signal: &str) {
-        let status = Command::new("kill").args([signal, &self.children[index].id().to_string()]).status().unwrap();
-        assert!(status.success());
-    }
-
-    fn stop(&self, index: usize) {
-        self.signal(index, "-STOP");
-    }
-
-    fn resume(&self, index: usize) {
-        self.signal(index, "-CONT");
+        Servers(RedisServers::start(5, slot))
     }
 
     /// The value of `key` on the server `index` (which must be running).
@@ -102,16 +41,6 @@ impl Servers {
     /// How many of the servers `indexes` have `key`.
     fn holding(&self, indexes: impl IntoIterator<Item = usize>, key: &str) -> usize {
         indexes.into_iter().filter(|&index| self.value(index, key).is_some()).count()
-    }
-}
-
-impl Drop for Servers {
-    fn drop(&mut self) {
-        for child in &mut self.children {
-            let _ = Command::new("kill").args(["-CONT", &child.id().to_string()]).status();
-            let _ = child.kill();
-            let _ = child.wait();
-        }
     }
 }
 

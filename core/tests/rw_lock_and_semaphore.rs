@@ -5,37 +5,15 @@
 //! Cross-process behaviour is tested through the CLI (cli/tests/rw_and_semaphore*.rs);
 //! each backend's layout (and its incumbent's interop) in its own suite.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common;
 use polylock::{AcquireOptions, Client, ErrorKind};
-mod common;
-use common::{mariadb_url, postgres_url};
 
-fn server_url(var: &str, default: &str) -> String {
-    std::env::var(var).unwrap_or_else(|_| default.to_string())
-}
-
-/// Every backend's URL, fresh for each test (a private mem:// store, a new SQLite file, a
-/// private namespace on each server).
 fn urls() -> (Vec<String>, tempfile::TempDir) {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let pid = std::process::id();
-    let dir = tempfile::tempdir().unwrap();
-    let mut urls = vec![format!("mem://rw-sem-{pid}-{n}"), format!("sqlite://{}/locks.db", dir.path().display())];
-    for server in [
-        server_url("POLYLOCK_TEST_REDIS_URL", "redis://127.0.0.1:16379"),
-        postgres_url(),
-        mariadb_url(),
-        server_url("POLYLOCK_TEST_ETCD_URL", "etcd://127.0.0.1:12379"),
-        server_url("POLYLOCK_TEST_ZOOKEEPER_URL", "zk://127.0.0.1:12181"),
-    ] {
-        let sep = if server.contains('?') { '&' } else { '?' };
-        urls.push(format!("{server}{sep}namespace=rw-sem-{pid}-{n}"));
-    }
-    (urls, dir)
+    common::every_backend_urls("rw-sem")
 }
 
 fn wait(ms: u64) -> AcquireOptions {

@@ -4,11 +4,11 @@
 
 use std::time::Duration;
 
+use crate::common;
+use common::{mariadb_url, postgres_url};
 use polylock::{sql_names, AcquireOptions, Client, ErrorKind, LostReason};
 use sqlx::Row;
 use tokio::time::timeout;
-mod common;
-use common::{mariadb_url, postgres_url};
 
 fn unique(name: &str) -> String {
     format!("sqltest-{}-{name}", std::process::id())

@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common;
+use common::{mariadb_url, postgres_url};
 use polylock::{sql_names, AcquireOptions, Client, ErrorKind, LockKind, LostReason};
 use tokio::time::{sleep, timeout, Instant};
-mod common;
-use common::{mariadb_url, postgres_url};
 
 fn unique(name: &str) -> String {
     format!("sqlhandoff-{}-{name}", std::process::id())

@@ -9,10 +9,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common;
+use common::{mariadb_url, postgres_url};
 use polylock::{sql_names, AcquireOptions, Client, ErrorKind, LostReason};
 use tokio::time::timeout;
-mod common;
-use common::{mariadb_url, postgres_url};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Db {

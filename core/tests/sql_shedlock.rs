@@ -9,9 +9,9 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use polylock::{AcquireOptions, Client, LockKind};
-mod common;
+use crate::common;
 use common::{mariadb_url, postgres_url};
+use polylock::{AcquireOptions, Client, LockKind};
 
 /// `scheme://user:password@host:port/db` as (JDBC URL, user, password).
 fn jdbc(url: &str, jdbc_scheme: &str) -> (String, String, String) {

@@ -13,34 +13,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common;
 use polylock::{AcquireOptions, Begin, Client, ErrorDetails, ErrorKind, LockKind};
-mod common;
-use common::{mariadb_url, postgres_url};
 
-fn server_url(var: &str, default: &str) -> String {
-    std::env::var(var).unwrap_or_else(|_| default.to_string())
-}
-
-/// Every backend's URL, fresh for each test (a private mem:// store, a new SQLite file, a
-/// private namespace on each server).
 fn urls() -> (Vec<String>, tempfile::TempDir) {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let n = NEXT.fetch_add(1, Ordering::Relaxed);
-    let pid = std::process::id();
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    let dir = tempfile::tempdir().unwrap();
-    let mut urls = vec![format!("mem://values-{pid}-{n}"), format!("sqlite://{}/values.db", dir.path().display())];
-    for server in [
-        server_url("POLYLOCK_TEST_REDIS_URL", "redis://127.0.0.1:16379"),
-        postgres_url(),
-        mariadb_url(),
-        server_url("POLYLOCK_TEST_ETCD_URL", "etcd://127.0.0.1:12379"),
-        server_url("POLYLOCK_TEST_ZOOKEEPER_URL", "zk://127.0.0.1:12181"),
-    ] {
-        let sep = if server.contains('?') { '&' } else { '?' };
-        urls.push(format!("{server}{sep}namespace=values-{pid}-{nanos}-{n}"));
-    }
-    (urls, dir)
+    common::every_backend_urls("values")
 }
 
 /// Connect (a server that is not there fails the test), and say whether the backend offers
@@ -343,6 +320,11 @@ fn paused_holder(url: &str) -> (String, LockKind) {
     }
 }
 
+/// This file's module path inside the test binary, as libtest names its tests.
+fn this_module() -> &'static str {
+    module_path!().split_once("::").map_or(module_path!(), |(_, rest)| rest)
+}
+
 /// Kleppmann's scenario ("How to do distributed locking"): holder 1 takes the lock with a
 /// short lease and is paused (SIGSTOP) past it; holder 2 takes the lock and writes fenced;
 /// holder 1 resumes and its fenced write, with its older token, is refused. Every backend is
@@ -369,7 +351,8 @@ async fn a_paused_holders_fenced_write_is_refused() {
 async fn paused_holder_is_fenced(client: &Client, url: &str) -> Result<(), String> {
     let (child_url, kind) = paused_holder(url);
     let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "kleppmann_first_holder", "--ignored", "--nocapture", "--test-threads=1"])
+        .args(["--exact", &format!("{}::kleppmann_first_holder", this_module()), "--ignored"])
+        .args(["--nocapture", "--test-threads=1"])
         .env(CHILD_URL, &child_url)
         .env(CHILD_KIND, kind.as_str())
         .stdin(Stdio::piped())

@@ -1,5 +1,9 @@
 //! What the CLI suites share: the `polylock` binary, and the cross-process exclusion check.
 
+// Private redis-servers for RedLock, the same as the core's suites use.
+#[path = "../../../core/tests/common/redis_servers.rs"]
+pub mod redis_servers;
+
 use std::path::Path;
 use std::process::Command;
 

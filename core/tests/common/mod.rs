@@ -1,7 +1,7 @@
 //! What several integration suites share: where the test servers of tests/services are, and
 //! checks that hold for more than one backend.
-// Each suite is its own crate and uses only some of these.
-#![allow(dead_code)]
+
+pub mod redis_servers;
 
 /// `$POLYLOCK_TEST_POSTGRES_URL`, else the `postgres` service's default.
 pub fn postgres_url() -> String {
@@ -13,6 +13,38 @@ pub fn postgres_url() -> String {
 pub fn mariadb_url() -> String {
     std::env::var("POLYLOCK_TEST_MARIADB_URL")
         .unwrap_or_else(|_| "mysql://polylock:polylock@127.0.0.1:13306/polylock".to_string())
+}
+
+/// `$var`, else `default`: where a test server of tests/services is.
+pub fn server_url(var: &str, default: &str) -> String {
+    std::env::var(var).unwrap_or_else(|_| default.to_string())
+}
+
+/// Every backend's URL for a contract loop, fresh for each call: a private `mem://` store, a
+/// new SQLite file in the returned directory (keep it alive while the URLs are used), and a
+/// private namespace `<tag>-<pid>-<time>-<n>` on redis-server, PostgreSQL, MariaDB, etcd and
+/// ZooKeeper. A server that is not there makes the test fail when it connects, never skip.
+pub fn every_backend_urls(tag: &str) -> (Vec<String>, tempfile::TempDir) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let pid = std::process::id();
+    // The time keeps a rerun's namespaces apart from an earlier run's leftovers.
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    let private = format!("{tag}-{pid}-{nanos}-{n}");
+    let dir = tempfile::tempdir().unwrap();
+    let mut urls = vec![format!("mem://{private}"), format!("sqlite://{}/{tag}.db", dir.path().display())];
+    for server in [
+        server_url("POLYLOCK_TEST_REDIS_URL", "redis://127.0.0.1:16379"),
+        postgres_url(),
+        mariadb_url(),
+        server_url("POLYLOCK_TEST_ETCD_URL", "etcd://127.0.0.1:12379"),
+        server_url("POLYLOCK_TEST_ZOOKEEPER_URL", "zk://127.0.0.1:12181"),
+    ] {
+        let sep = if server.contains('?') { '&' } else { '?' };
+        urls.push(format!("{server}{sep}namespace={private}"));
+    }
+    (urls, dir)
 }
 
 /// The MariaDB service's second database, whose default character set is latin1.
