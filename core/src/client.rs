@@ -147,6 +147,13 @@ impl Client {
         Ok(Value::new(self.engine.clone(), store, name, key))
     }
 
+    /// A handle on the countdown latch `name` (Redisson's `RCountDownLatch` on Redis).
+    /// `Unsupported` if the backend has no latches (RedLock).
+    pub fn latch(&self, name: &str) -> Result<crate::primitives::Latch> {
+        let key = self.key(name)?;
+        crate::primitives::Latch::new(self.engine.clone(), name, key)
+    }
+
     /// Idempotency keys of `namespace`: a completed key replays its response for
     /// `Idempotency::DEFAULT_RETENTION` (24 h); an attempt that neither completes nor
     /// extends is taken over after `Idempotency::DEFAULT_IN_PROGRESS_TTL` (60 s).

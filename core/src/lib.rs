@@ -38,6 +38,7 @@ pub use error::{Error, ErrorKind, Result};
 pub use owner::{ClientId, Owner};
 /// How lock names map to PostgreSQL advisory keys, MySQL lock names and ShedLock rows.
 pub use polylock_id::sql_names;
+pub use primitives::Latch;
 pub use primitives::PlainSemaphore;
 pub use primitives::{lease_millis, Inspector, LockEntry};
 pub use primitives::{Begin, Idempotency, Ticket, Value, VersionedValue};

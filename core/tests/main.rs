@@ -9,6 +9,7 @@ mod etcd;
 mod etcd_rw_semaphore;
 mod ids_segments;
 mod ids_snowflake_lease;
+mod latch;
 mod lock_contract;
 mod multi_lock;
 mod redis;

@@ -177,6 +177,16 @@ impl Engine {
         })
     }
 
+    /// The backend's countdown latches, or `Unsupported`, and the token cancelled when this
+    /// client closes (which ends a latch's waits). Fails once the client is closed.
+    pub fn latch_store(&self) -> Result<(Arc<dyn crate::spi::LatchStore>, CancellationToken)> {
+        self.ensure_open()?;
+        let store = self.store.clone().latches().ok_or_else(|| {
+            Error::unsupported(format!("the {} backend does not offer countdown latches", self.capabilities.backend))
+        })?;
+        Ok((store, self.closing.clone()))
+    }
+
     fn ensure_open(&self) -> Result<()> {
         if self.is_closed() {
             return Err(self.closed_error());

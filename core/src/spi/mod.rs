@@ -11,6 +11,7 @@ mod election;
 mod holds;
 mod inspect;
 mod kind;
+mod latch;
 mod lost;
 mod plain_permits;
 mod values;
@@ -29,6 +30,9 @@ pub use holds::{
 };
 pub use inspect::{InspectStore, ListedLock, LockStatus};
 pub use kind::{HoldKind, LockKind, Permits, RwMode};
+#[cfg(test)]
+pub(crate) use latch::contract as latch_contract;
+pub use latch::LatchStore;
 pub(crate) use lost::lost_latch;
 pub use lost::{LostNotifier, LostReason, LostWatch};
 pub use plain_permits::PlainPermitStore;
@@ -88,6 +92,12 @@ pub trait Store: Send + Sync + 'static {
     /// Reading mutex layouts whoever holds them (status, list), where the backend can;
     /// `None` leaves the engine's generic answers (`is_locked`, `remaining_lease`).
     fn inspect(self: Arc<Self>) -> Option<Arc<dyn InspectStore>> {
+        None
+    }
+
+    /// Countdown latches (Redisson's `RCountDownLatch`); `None` (the default) where the
+    /// backend has none.
+    fn latches(self: Arc<Self>) -> Option<Arc<dyn LatchStore>> {
         None
     }
 

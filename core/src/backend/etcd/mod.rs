@@ -20,6 +20,7 @@ mod counters;
 mod endpoint;
 mod fence;
 mod hold;
+mod latch;
 mod mutex;
 mod rw_lock;
 mod semaphore;
@@ -311,6 +312,10 @@ impl Store for EtcdBackend {
 
     fn semaphores(self: Arc<Self>) -> Option<Arc<PermitStore>> {
         Some(Arc::new(semaphore::EtcdSemaphores::new(self)))
+    }
+
+    fn latches(self: Arc<Self>) -> Option<Arc<dyn crate::spi::LatchStore>> {
+        Some(Arc::new(latch::EtcdLatches { client: self.client.clone() }))
     }
 
     fn counters(self: Arc<Self>) -> Option<Arc<dyn CounterStore>> {

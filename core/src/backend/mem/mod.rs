@@ -10,6 +10,7 @@ use async_trait::async_trait;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+mod latch;
 mod rw_lock;
 mod semaphore;
 mod values;
@@ -40,6 +41,8 @@ struct Tables {
     /// Counters: the end of the last range handed out.
     counters: HashMap<String, u64>,
     values: HashMap<String, crate::spi::Versioned>,
+    /// Countdown latches' counts; a latch at zero has no entry.
+    latches: HashMap<String, u64>,
 }
 
 impl Tables {
@@ -277,6 +280,10 @@ impl Store for MemBackend {
 
     fn counters(self: Arc<Self>) -> Option<Arc<dyn CounterStore>> {
         Some(Arc::new(values::MemValues { store: self.store.clone() }))
+    }
+
+    fn latches(self: Arc<Self>) -> Option<Arc<dyn crate::spi::LatchStore>> {
+        Some(Arc::new(latch::MemLatches { store: self.store.clone() }))
     }
 
     fn versions(self: Arc<Self>) -> Option<Arc<dyn VersionStore>> {

@@ -15,6 +15,7 @@
 
 mod counters;
 mod endpoint;
+mod latch;
 mod link;
 mod pubsub;
 mod rw_lock;
@@ -384,6 +385,10 @@ impl Store for RedisBackend {
             link: self.link.clone(),
             subscriptions: self.subscriptions.clone(),
         }))
+    }
+
+    fn latches(self: Arc<Self>) -> Option<Arc<dyn crate::spi::LatchStore>> {
+        Some(Arc::new(latch::RedisLatches { link: self.link.clone(), subscriptions: self.subscriptions.clone() }))
     }
 
     fn counters(self: Arc<Self>) -> Option<Arc<dyn CounterStore>> {

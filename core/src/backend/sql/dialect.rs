@@ -224,6 +224,18 @@ pub(crate) trait Dialect: Send + Sync + Sized + 'static {
     /// rely on `LEASE_BACKOFF`).
     fn watch_releases(sessions: Pool<Self::DB>, released: Arc<watch::Sender<u64>>) -> Option<AbortHandle>;
 
+    // Countdown latches (latch.rs): `polylock_latches(name, count)`, on the shared pool; a
+    // latch at zero keeps its row, and zero (or no row) means open.
+
+    /// Set the count of latch `name` to `count` if it is open; whether it was set.
+    async fn latch_try_set(shared: &Pool<Self::DB>, name: &str, count: i64) -> Result<bool, sqlx::Error>;
+
+    /// Take one off the count of latch `name` if it is above zero.
+    async fn latch_count_down(shared: &Pool<Self::DB>, name: &str) -> Result<(), sqlx::Error>;
+
+    /// The count of latch `name`, `None` without a row.
+    async fn latch_count(shared: &Pool<Self::DB>, name: &str) -> Result<Option<i64>, sqlx::Error>;
+
     // Counters (counters.rs): Leaf's `leaf_alloc`, on the shared pool.
 
     /// Add `count` to counter `tag`'s `max_id` and return the new `max_id`, in one statement

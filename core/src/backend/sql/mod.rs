@@ -70,6 +70,7 @@ mod config;
 mod counters;
 mod dialect;
 mod errors;
+mod latch;
 #[cfg(feature = "mysql")]
 mod mysql;
 #[cfg(feature = "postgres")]
@@ -118,6 +119,10 @@ impl<D: Dialect> Store for SqlStore<D> {
 
     fn semaphores(self: Arc<Self>) -> Option<Arc<PermitStore>> {
         Some(Arc::new(SqlSemaphores::new(self)))
+    }
+
+    fn latches(self: Arc<Self>) -> Option<Arc<dyn crate::spi::LatchStore>> {
+        Some(Arc::new(latch::SqlLatches::new(self)))
     }
 
     fn counters(self: Arc<Self>) -> Option<Arc<dyn CounterStore>> {

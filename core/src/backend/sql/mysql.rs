@@ -228,6 +228,11 @@ impl Dialect for MySqlDialect {
                 "CREATE TABLE IF NOT EXISTS polylock_values (name VARBINARY({VALUE_NAME_BYTES}) NOT NULL PRIMARY KEY, \
                  value LONGBLOB NULL, version BIGINT NOT NULL) ENGINE=InnoDB"
             ),
+            // Countdown latches; names are bytes, as values' are.
+            format!(
+                "CREATE TABLE IF NOT EXISTS polylock_latches (name VARBINARY({VALUE_NAME_BYTES}) NOT NULL PRIMARY KEY, \
+                 count BIGINT NOT NULL) ENGINE=InnoDB"
+            ),
         ];
         for statement in statements {
             sqlx::query(&statement).execute(pool).await?;
@@ -613,6 +618,48 @@ impl Dialect for MySqlDialect {
     /// MySQL cannot announce: only this process's own releases wake its waiters.
     fn watch_releases(_sessions: MySqlPool, _released: Arc<watch::Sender<u64>>) -> Option<AbortHandle> {
         None
+    }
+
+    /// Over an open latch's row, else a new row (`INSERT IGNORE`: 0 rows when one exists). A
+    /// row that exists but was not open is read once more, in case it reached zero between.
+    async fn latch_try_set(shared: &MySqlPool, name: &str, count: i64) -> Result<bool, sqlx::Error> {
+        for _ in 0..3 {
+            let reopened = sqlx::query("UPDATE polylock_latches SET count = ? WHERE name = ? AND count <= 0")
+                .bind(count)
+                .bind(name.as_bytes())
+                .execute(shared)
+                .await?;
+            if reopened.rows_affected() == 1 {
+                return Ok(true);
+            }
+            let created = sqlx::query("INSERT IGNORE INTO polylock_latches (name, count) VALUES (?, ?)")
+                .bind(name.as_bytes())
+                .bind(count)
+                .execute(shared)
+                .await?;
+            if created.rows_affected() == 1 {
+                return Ok(true);
+            }
+            if Self::latch_count(shared, name).await?.unwrap_or(0) > 0 {
+                return Ok(false);
+            }
+        }
+        Ok(false)
+    }
+
+    async fn latch_count_down(shared: &MySqlPool, name: &str) -> Result<(), sqlx::Error> {
+        sqlx::query("UPDATE polylock_latches SET count = count - 1 WHERE name = ? AND count > 0")
+            .bind(name.as_bytes())
+            .execute(shared)
+            .await
+            .map(drop)
+    }
+
+    async fn latch_count(shared: &MySqlPool, name: &str) -> Result<Option<i64>, sqlx::Error> {
+        sqlx::query_scalar("SELECT count FROM polylock_latches WHERE name = ?")
+            .bind(name.as_bytes())
+            .fetch_optional(shared)
+            .await
     }
 
     /// LAST_INSERT_ID(x) makes the new `max_id` the statement's insert id, read from the OK

@@ -81,6 +81,7 @@ impl Dialect for Pg {
                 .to_string(),
             "CREATE TABLE IF NOT EXISTS polylock_values (name TEXT PRIMARY KEY, value BYTEA, version BIGINT NOT NULL)"
                 .to_string(),
+            "CREATE TABLE IF NOT EXISTS polylock_latches (name TEXT PRIMARY KEY, count BIGINT NOT NULL)".to_string(),
         ];
         for statement in statements {
             sqlx::query(&statement).execute(&mut *tx).await?;
@@ -439,6 +440,32 @@ impl Dialect for Pg {
             }
         });
         Some(task.abort_handle())
+    }
+
+    /// One upsert that writes only over an open latch (count at zero).
+    async fn latch_try_set(shared: &PgPool, name: &str, count: i64) -> Result<bool, sqlx::Error> {
+        let set: Option<i64> = sqlx::query_scalar(
+            "INSERT INTO polylock_latches (name, count) VALUES ($1, $2)
+             ON CONFLICT (name) DO UPDATE SET count = EXCLUDED.count WHERE polylock_latches.count <= 0
+             RETURNING count",
+        )
+        .bind(name)
+        .bind(count)
+        .fetch_optional(shared)
+        .await?;
+        Ok(set.is_some())
+    }
+
+    async fn latch_count_down(shared: &PgPool, name: &str) -> Result<(), sqlx::Error> {
+        sqlx::query("UPDATE polylock_latches SET count = count - 1 WHERE name = $1 AND count > 0")
+            .bind(name)
+            .execute(shared)
+            .await
+            .map(drop)
+    }
+
+    async fn latch_count(shared: &PgPool, name: &str) -> Result<Option<i64>, sqlx::Error> {
+        sqlx::query_scalar("SELECT count FROM polylock_latches WHERE name = $1").bind(name).fetch_optional(shared).await
     }
 
     /// An upsert, so a new tag costs no second statement; concurrent ones queue on the row.

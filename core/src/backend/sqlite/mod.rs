@@ -24,6 +24,7 @@ use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension, Tran
 use tokio::sync::watch;
 
 mod inspect;
+mod latch;
 mod name_files;
 #[cfg(test)]
 mod process_tests;
@@ -79,6 +80,10 @@ CREATE TABLE IF NOT EXISTS polylock_values (
     version INTEGER NOT NULL          -- from polylock_fencing ('value:' || name): only grows
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS leaf_alloc (biz_tag TEXT PRIMARY KEY, max_id INTEGER NOT NULL DEFAULT 1, step INTEGER NOT NULL, description TEXT, update_time TEXT NOT NULL DEFAULT CURRENT_TIMESTAMP); -- Leaf's segment table: counters
+CREATE TABLE IF NOT EXISTS polylock_latches (
+    name  TEXT PRIMARY KEY,
+    count INTEGER NOT NULL            -- a countdown latch's count; 0 (or no row) is open
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS polylock_permits (
     name           TEXT NOT NULL,
     owner          TEXT NOT NULL,     -- one permit's identity
@@ -553,6 +558,10 @@ impl Store for SqliteBackend {
 
     fn semaphores(self: Arc<Self>) -> Option<Arc<PermitStore>> {
         Some(Arc::new(semaphore::SqliteSemaphores { db: self }))
+    }
+
+    fn latches(self: Arc<Self>) -> Option<Arc<dyn crate::spi::LatchStore>> {
+        Some(Arc::new(latch::SqliteLatches { db: self }))
     }
 
     fn counters(self: Arc<Self>) -> Option<Arc<dyn CounterStore>> {

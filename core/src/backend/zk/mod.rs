@@ -16,6 +16,7 @@
 
 mod config;
 mod counters;
+mod latch;
 mod path;
 mod query;
 mod recipe;
@@ -230,6 +231,10 @@ impl Store for ZkBackend {
 
     fn semaphores(self: Arc<Self>) -> Option<Arc<PermitStore>> {
         Some(Arc::new(semaphore::ZkSemaphores::new(self)))
+    }
+
+    fn latches(self: Arc<Self>) -> Option<Arc<dyn crate::spi::LatchStore>> {
+        Some(Arc::new(latch::ZkLatches { backend: self }))
     }
 
     fn counters(self: Arc<Self>) -> Option<Arc<dyn CounterStore>> {
