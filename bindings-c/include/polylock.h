@@ -96,6 +96,50 @@ typedef enum {
 } polylock_status;
 
 /**
+ * Which details the last failure carried.
+ */
+typedef enum {
+  /**
+   * None (the failure carried no details, or no call on this thread has failed yet).
+   */
+  POLYLOCK_DETAILS_NONE = 0,
+  /**
+   * `POLYLOCK_CONFLICT`: `has_current`, `current_value`, `current_version` are set.
+   */
+  POLYLOCK_DETAILS_CONFLICT = 1,
+  /**
+   * `POLYLOCK_FENCED`: `winning_token` is set.
+   */
+  POLYLOCK_DETAILS_FENCED = 2,
+  /**
+   * `POLYLOCK_EXHAUSTED` or `POLYLOCK_IN_PROGRESS`: `retry_after_ms` is set.
+   */
+  POLYLOCK_DETAILS_RETRY_AFTER = 3,
+} polylock_details_kind;
+
+/**
+ * What `polylock_idempotency_begin()` found.
+ */
+typedef enum {
+  /**
+   * This caller runs the work: `ticket` is set, and must be completed or abandoned.
+   */
+  POLYLOCK_BEGIN_ACQUIRED = 0,
+  /**
+   * An attempt finished before: `response` is its stored response.
+   */
+  POLYLOCK_BEGIN_REPLAY = 1,
+  /**
+   * Another attempt is under way; it may be taken over after `retry_after_ms` (HTTP 409).
+   */
+  POLYLOCK_BEGIN_IN_PROGRESS = 2,
+  /**
+   * The key was used before with another fingerprint (HTTP 422).
+   */
+  POLYLOCK_BEGIN_MISMATCH = 3,
+} polylock_begin_outcome;
+
+/**
  * A one-way cancel signal, safe to share between threads. Free it with
  * `polylock_cancel_free()` once no call that was given it is still running.
  */
@@ -115,16 +159,47 @@ typedef struct polylock_client polylock_client;
 typedef struct polylock_hold polylock_hold;
 
 /**
+ * Idempotency keys of one namespace. Safe to share between threads; free it with
+ * `polylock_idempotency_free()`.
+ */
+typedef struct polylock_idempotency polylock_idempotency;
+
+/**
+ * A Snowflake generator holding a leased worker id. Safe to share between threads. Close
+ * it with `polylock_leased_snowflake_close()` (gives the id back at once), then free it.
+ */
+typedef struct polylock_leased_snowflake polylock_leased_snowflake;
+
+/**
  * A handle on one named lock of one client. Holds nothing by itself; may be shared by
  * threads, each of which owns its own holds. Free it with `polylock_lock_free()`.
  */
 typedef struct polylock_lock polylock_lock;
 
 /**
+ * One acquisition of every part of a multi-lock, its own owner. Release it with
+ * `polylock_multi_hold_release()`, then free it with `polylock_multi_hold_free()` (freeing
+ * an unreleased one releases it in the background).
+ */
+typedef struct polylock_multi_hold polylock_multi_hold;
+
+/**
+ * Several named locks of one client, acquired as one. Holds nothing by itself; safe to
+ * share between threads. Free it with `polylock_multi_lock_free()`.
+ */
+typedef struct polylock_multi_lock polylock_multi_lock;
+
+/**
  * A handle on one named read-write lock of one client. Holds nothing by itself; may be
  * shared by threads, each of which owns its own holds. Free it with `polylock_rwlock_free()`.
  */
 typedef struct polylock_rwlock polylock_rwlock;
+
+/**
+ * A segment ID generator of one tag. Safe to share between threads. Free it with
+ * `polylock_segment_free()` (the rest of its ranges become a gap; IDs never repeat).
+ */
+typedef struct polylock_segment polylock_segment;
 
 /**
  * A handle on one named semaphore of one client. Free it with `polylock_semaphore_free()`.
@@ -136,9 +211,122 @@ typedef struct polylock_semaphore polylock_semaphore;
  */
 typedef struct polylock_snowflake polylock_snowflake;
 
+/**
+ * One attempt's claim on a key: complete it with the response to replay, or abandon it so
+ * a retry runs again; extend it while the work runs longer than the in-progress TTL. Free
+ * it with `polylock_ticket_free()` (freeing does not abandon: an unfinished attempt is
+ * taken over after its TTL).
+ */
+typedef struct polylock_ticket polylock_ticket;
+
+/**
+ * A handle on one named value of one client. Holds and reads nothing by itself; safe to
+ * share between threads. Free it with `polylock_value_free()`.
+ */
+typedef struct polylock_value polylock_value;
+
+/**
+ * Bytes allocated by this library and owned by the caller: free them with
+ * `polylock_bytes_free()` (which also resets the struct). An empty string is
+ * `{NULL, 0}`.
+ */
+typedef struct {
+  /**
+   * The bytes; NULL when `len` is 0.
+   */
+  uint8_t *data;
+  /**
+   * How many bytes `data` holds.
+   */
+  size_t len;
+} polylock_bytes;
+
+/**
+ * The details of the last failure on the calling thread.
+ */
+typedef struct {
+  polylock_details_kind kind;
+  /**
+   * Conflict: whether a value exists now (false: there is none, say it was deleted).
+   */
+  bool has_current;
+  /**
+   * Conflict: the value as it is now, owned by the caller: free it with
+   * `polylock_bytes_free()`. `{NULL, 0}` when there is none.
+   */
+  polylock_bytes current_value;
+  /**
+   * Conflict: the value's current version (0 when there is none).
+   */
+  uint64_t current_version;
+  /**
+   * Fenced: the highest fencing token the value has accepted (the one that won).
+   */
+  uint64_t winning_token;
+  /**
+   * Retry-after: milliseconds to wait before trying again.
+   */
+  uint64_t retry_after_ms;
+} polylock_error_details;
+
+/**
+ * The result of `polylock_idempotency_begin()`.
+ */
+typedef struct {
+  polylock_begin_outcome outcome;
+  /**
+   * Acquired: the ticket, owned by the caller (free it with `polylock_ticket_free()`);
+   * NULL otherwise.
+   */
+  polylock_ticket *ticket;
+  /**
+   * Replay: the stored response, owned by the caller (free it with
+   * `polylock_bytes_free()`); `{NULL, 0}` otherwise.
+   */
+  polylock_bytes response;
+  /**
+   * In progress: milliseconds until the attempt under way may be taken over; 0 otherwise.
+   */
+  uint64_t retry_after_ms;
+} polylock_begin;
+
+/**
+ * A value as `polylock_value_get()` found it.
+ */
+typedef struct {
+  /**
+   * False when there is no value (the other fields are then empty and 0).
+   */
+  bool found;
+  /**
+   * The value's bytes, owned by the caller: free them with `polylock_bytes_free()`.
+   */
+  polylock_bytes value;
+  /**
+   * Grows on every write of this name, also across a delete and a re-create.
+   */
+  uint64_t version;
+  /**
+   * Whether the value was written fenced (then `fencing_token` is the highest token
+   * it has accepted).
+   */
+  bool fenced;
+  uint64_t fencing_token;
+} polylock_versioned;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Free bytes this library handed out, and reset `*bytes` to `{NULL, 0}` (so freeing twice
+ * is harmless). NULL, and `{NULL, 0}`, are ignored.
+ *
+ * # Safety
+ * `bytes` is NULL or points to a `polylock_bytes` that this library filled and that was
+ * not freed since (or that is `{NULL, 0}`).
+ */
+void polylock_bytes_free(polylock_bytes *bytes);
 
 /**
  * A new, unfired cancel token.
@@ -203,6 +391,20 @@ polylock_status polylock_client_close(polylock_client *client);
  * `client` is NULL or a client from `polylock_connect()` not freed yet.
  */
 void polylock_client_free(polylock_client *client);
+
+/**
+ * Fill `out` with the details of the last failed call on this thread (kind
+ * `POLYLOCK_DETAILS_NONE` when it had none). Reading them does not clear them: they stay
+ * until the next failed call on this thread. `out->current_value` is a copy the caller
+ * owns: free it with `polylock_bytes_free()`.
+ *
+ * @return `POLYLOCK_OK`, or `POLYLOCK_INVALID_ARGUMENT` for a NULL `out` (which replaces
+ *         the details, as every failure does).
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+polylock_status polylock_last_error_details(polylock_error_details *out);
 
 /**
  * Acquire the lock as a new owner of its own (not the calling thread): the result is a hold
@@ -343,6 +545,160 @@ polylock_status polylock_hold_release(const polylock_hold *hold);
 void polylock_hold_free(polylock_hold *hold);
 
 /**
+ * Idempotency keys of `namespace`.
+ *
+ * @param retention_ms        how long a completed key replays its response; 0 for the
+ *                            default (24 h).
+ * @param in_progress_ttl_ms  how long an attempt may run without extending before another
+ *                            may take it over; 0 for the default (60 s).
+ * @param out                 receives the handle on success; untouched on failure.
+ * @return `POLYLOCK_INVALID_ARGUMENT` for a NULL argument or a bad namespace,
+ *         `POLYLOCK_UNSUPPORTED` if the backend keeps no versioned values.
+ *
+ * # Safety
+ * `client` is NULL or live; `namespace_` is NULL or NUL-terminated; `out` is NULL or
+ * writable.
+ */
+polylock_status polylock_client_idempotency(polylock_client *client,
+                                            const char *namespace_,
+                                            uint64_t retention_ms,
+                                            uint64_t in_progress_ttl_ms,
+                                            polylock_idempotency **out);
+
+/**
+ * Claim `key` for this attempt, or say why not (see `polylock_begin_outcome`).
+ *
+ * @param fingerprint, fingerprint_len  identify the payload (a hash of it, at most 1024
+ *                   bytes; borrowed for the call): the key used again with another
+ *                   fingerprint is a mismatch.
+ * @param out        receives the outcome; untouched on failure.
+ * @return `POLYLOCK_OK` for every outcome (read `out->outcome`); a failure status only when
+ *         the store could not answer or an argument was bad.
+ *
+ * # Safety
+ * `idempotency` is NULL or live; `key` is NULL or NUL-terminated; `fingerprint` is NULL
+ * (with length 0) or readable for `fingerprint_len` bytes; `out` is NULL or writable.
+ */
+polylock_status polylock_idempotency_begin(polylock_idempotency *idempotency,
+                                           const char *key,
+                                           const uint8_t *fingerprint,
+                                           size_t fingerprint_len,
+                                           polylock_begin *out);
+
+/**
+ * The attempt's token: it grows with every attempt that takes the key, so it can fence the
+ * work's own writes (`polylock_value_write_fenced()`).
+ *
+ * @param token  receives it.
+ *
+ * # Safety
+ * `ticket` is NULL or live; `token` is NULL or writable.
+ */
+polylock_status polylock_ticket_token(const polylock_ticket *ticket, uint64_t *token);
+
+/**
+ * Store `response` (borrowed for the call) for every later begin of this key to replay.
+ *
+ * @return `POLYLOCK_LOST` if another attempt took the key over (its result stands),
+ *         `POLYLOCK_INVALID_ARGUMENT` if this ticket was completed or abandoned already.
+ *
+ * # Safety
+ * `ticket` is NULL or live; `response` is NULL (with length 0) or readable for
+ * `response_len` bytes.
+ */
+polylock_status polylock_ticket_complete(const polylock_ticket *ticket,
+                                         const uint8_t *response,
+                                         size_t response_len);
+
+/**
+ * Give the key up (the work failed and may be retried): the next begin runs again.
+ *
+ * @return `POLYLOCK_LOST` if another attempt took the key over.
+ *
+ * # Safety
+ * `ticket` is NULL or live.
+ */
+polylock_status polylock_ticket_abandon(const polylock_ticket *ticket);
+
+/**
+ * Keep the key for another in-progress TTL from now.
+ *
+ * @return `POLYLOCK_LOST` if another attempt took the key over.
+ *
+ * # Safety
+ * `ticket` is NULL or live.
+ */
+polylock_status polylock_ticket_extend(const polylock_ticket *ticket);
+
+/**
+ * Free a ticket. An attempt neither completed nor abandoned stays in progress until its
+ * TTL ends (then another attempt takes it over). NULL is ignored.
+ *
+ * # Safety
+ * `ticket` is NULL or from `polylock_idempotency_begin()` and not freed yet.
+ */
+void polylock_ticket_free(polylock_ticket *ticket);
+
+/**
+ * Free an idempotency handle (its tickets stay usable). NULL is ignored.
+ *
+ * # Safety
+ * `idempotency` is NULL or from `polylock_client_idempotency()` and not freed yet.
+ */
+void polylock_idempotency_free(polylock_idempotency *idempotency);
+
+/**
+ * The fingerprint of a payload, as every binding computes it.
+ *
+ * @param is_json  false: `payload` is bytes (kept as they are up to 1024 bytes, else
+ *                 hashed); true: `payload` is JSON text (canonicalised, then hashed, so key
+ *                 order and spacing do not matter).
+ * @param out      receives the fingerprint, owned by the caller (free it with
+ *                 `polylock_bytes_free()`); untouched on failure.
+ * @return `POLYLOCK_INVALID_ARGUMENT` for JSON that does not parse, or a NULL `out`.
+ *
+ * # Safety
+ * `payload` is NULL (with `len` 0) or readable for `len` bytes; `out` is NULL or writable.
+ */
+polylock_status polylock_idempotency_fingerprint(const uint8_t *payload,
+                                                 size_t len,
+                                                 bool is_json,
+                                                 polylock_bytes *out);
+
+/**
+ * The stored form of a `run` helper's response: bytes, or JSON text the language encodes
+ * and decodes itself. Pass the result to `polylock_ticket_complete()`.
+ *
+ * @param out  receives the stored form, owned by the caller (free it with
+ *             `polylock_bytes_free()`).
+ *
+ * # Safety
+ * `body` is NULL (with `len` 0) or readable for `len` bytes; `out` is NULL or writable.
+ */
+polylock_status polylock_idempotency_encode_response(const uint8_t *body,
+                                                     size_t len,
+                                                     bool is_json,
+                                                     polylock_bytes *out);
+
+/**
+ * A response a `run` helper stored (a replay's `response`), read back.
+ *
+ * @param is_json  receives whether the body is JSON text (else bytes).
+ * @param body     receives the body, owned by the caller (free it with
+ *                 `polylock_bytes_free()`); untouched on failure.
+ * @return `POLYLOCK_INVALID_ARGUMENT` for a response not stored by a `run` helper (one
+ *         completed step by step with raw bytes).
+ *
+ * # Safety
+ * `stored` is NULL (with `len` 0) or readable for `len` bytes; `is_json` and `body` are
+ * NULL or writable.
+ */
+polylock_status polylock_idempotency_decode_response(const uint8_t *stored,
+                                                     size_t len,
+                                                     bool *is_json,
+                                                     polylock_bytes *body);
+
+/**
  * The message of the last failed call on the calling thread, or NULL if no call on this
  * thread has failed yet. The string stays valid until the next failed call on this thread
  * (or the thread's exit); copy it to keep it longer. Do not free it.
@@ -444,6 +800,103 @@ bool polylock_lock_is_lost(const polylock_lock *lock);
 void polylock_lock_free(polylock_lock *lock);
 
 /**
+ * A multi-lock over the mutexes `names[0..count]` (the backend's default lock kind).
+ *
+ * @param out  receives the handle on success; untouched on failure.
+ * @return `POLYLOCK_INVALID_ARGUMENT` for a NULL argument, no names, a bad name or a name
+ *         given twice.
+ *
+ * # Safety
+ * `client` is NULL or live; `names` is NULL (with `count` 0) or `count` NULL or
+ * NUL-terminated strings; `out` is NULL or writable.
+ */
+polylock_status polylock_client_multi_lock(polylock_client *client,
+                                           const char *const *names,
+                                           size_t count,
+                                           polylock_multi_lock **out);
+
+/**
+ * Take every part as a new owner of its own, within ONE wait for the whole multi-lock. On
+ * any failure, the parts taken so far are given back before this returns.
+ *
+ * @param wait_ms, lease_ms  as `polylock_lock_acquire()` (the lease is each part's).
+ * @param cancel  NULL, or a token another thread may fire to give up
+ *                (`POLYLOCK_CANCELLED`, nothing left held).
+ * @param out     receives the hold on success; untouched on failure.
+ *
+ * # Safety
+ * `multi_lock` and `cancel` are NULL or live; `out` is NULL or writable.
+ */
+polylock_status polylock_multi_lock_acquire(polylock_multi_lock *multi_lock,
+                                            int64_t wait_ms,
+                                            int64_t lease_ms,
+                                            const polylock_cancel *cancel,
+                                            polylock_multi_hold **out);
+
+/**
+ * How many parts the hold has (0 for NULL).
+ *
+ * # Safety
+ * `hold` is NULL or live.
+ */
+size_t polylock_multi_hold_count(const polylock_multi_hold *hold);
+
+/**
+ * Part `index` (0-based, in the canonical order the parts are taken in).
+ *
+ * @param name           receives the part's name, owned by the hold (valid until it is
+ *                       freed; do not free it); may be NULL.
+ * @param fencing_token  receives the part's fencing token (0 when it has none); may be NULL.
+ * @param has_token      receives false on a backend without fencing tokens (RedLock); may
+ *                       be NULL.
+ * @return `POLYLOCK_INVALID_ARGUMENT` for a NULL hold or an index out of range.
+ *
+ * # Safety
+ * `hold` is NULL or live; the out pointers are NULL or writable.
+ */
+polylock_status polylock_multi_hold_part(const polylock_multi_hold *hold,
+                                         size_t index,
+                                         const char **name,
+                                         uint64_t *fencing_token,
+                                         bool *has_token);
+
+/**
+ * Whether any part is no longer held by the store. False for NULL.
+ *
+ * # Safety
+ * `hold` is NULL or live.
+ */
+bool polylock_multi_hold_is_lost(const polylock_multi_hold *hold);
+
+/**
+ * Give every part back (from any thread), in reverse order, even if one fails.
+ *
+ * @return the first failure: `POLYLOCK_LOST` if a part was lost meanwhile,
+ *         `POLYLOCK_NOT_OWNER` if the hold was already released.
+ *
+ * # Safety
+ * `hold` is NULL or live.
+ */
+polylock_status polylock_multi_hold_release(const polylock_multi_hold *hold);
+
+/**
+ * Free a hold. One not released yet is released in the background. NULL is ignored.
+ *
+ * # Safety
+ * `hold` is NULL or from `polylock_multi_lock_acquire()`, not freed yet, and no call on it
+ * is still running.
+ */
+void polylock_multi_hold_free(polylock_multi_hold *hold);
+
+/**
+ * Free a multi-lock handle (its holds stay valid). NULL is ignored.
+ *
+ * # Safety
+ * `multi_lock` is NULL or from `polylock_client_multi_lock()` and not freed yet.
+ */
+void polylock_multi_lock_free(polylock_multi_lock *multi_lock);
+
+/**
  * A handle on the read-write lock `name`. Creating it holds nothing.
  *
  * @param out  receives the new handle on success; untouched on failure.
@@ -508,6 +961,50 @@ polylock_status polylock_rwlock_write_release(polylock_rwlock *rw);
  * `rw` is NULL or a handle from `polylock_client_rwlock()` not freed yet.
  */
 void polylock_rwlock_free(polylock_rwlock *rw);
+
+/**
+ * Open the segment generator of `tag` (Leaf's `biz_tag`, under the client's namespace).
+ *
+ * @param step  the first range's size; 0 for the default (1000, Leaf's).
+ * @param out   receives the generator on success; untouched on failure.
+ * @return `POLYLOCK_INVALID_ARGUMENT` for a NULL argument, a bad tag or step,
+ *         `POLYLOCK_UNSUPPORTED` if the backend keeps no counters.
+ *
+ * # Safety
+ * `client` is NULL or live; `tag` is NULL or NUL-terminated; `out` is NULL or writable.
+ */
+polylock_status polylock_segment_open(polylock_client *client,
+                                      const char *tag,
+                                      uint64_t step,
+                                      polylock_segment **out);
+
+/**
+ * The next ID: never 0, never one handed out before for this tag by any generator.
+ *
+ * @return `POLYLOCK_EXHAUSTED` when no range could be loaded in time (details: retry-after
+ *         when known); retry later.
+ *
+ * # Safety
+ * `segment` is NULL or live; `id` is NULL or writable.
+ */
+polylock_status polylock_segment_next_id(polylock_segment *segment, uint64_t *id);
+
+/**
+ * `count` IDs into the caller's array `ids` (increasing within each range). All or nothing:
+ * on failure `ids` is untouched and the IDs taken meanwhile are a gap.
+ *
+ * # Safety
+ * `segment` is NULL or live; `ids` is NULL (with `count` 0) or writable for `count` IDs.
+ */
+polylock_status polylock_segment_next_ids(polylock_segment *segment, size_t count, uint64_t *ids);
+
+/**
+ * Free a generator. NULL is ignored.
+ *
+ * # Safety
+ * `segment` is NULL or from `polylock_segment_open()` and not freed yet.
+ */
+void polylock_segment_free(polylock_segment *segment);
 
 /**
  * A handle on the semaphore `name` of `permits` permits (the count is fixed by the first
@@ -593,6 +1090,79 @@ polylock_status polylock_snowflake_next(polylock_snowflake *generator, uint64_t 
 void polylock_snowflake_free(polylock_snowflake *generator);
 
 /**
+ * Lease a worker id and make a generator on it.
+ *
+ * @param worker_id  the id to lease (0..=1023), or any negative number for the lowest free
+ *                   one.
+ * @param out        receives the generator on success; untouched on failure.
+ * @return `POLYLOCK_TIMEOUT` if the id asked for is leased by another generator,
+ *         `POLYLOCK_INVALID_ARGUMENT` if it does not fit the layout,
+ *         `POLYLOCK_UNSUPPORTED` if the backend keeps no versioned values.
+ *
+ * # Safety
+ * `client` is NULL or live; `out` is NULL or writable.
+ */
+polylock_status polylock_snowflake_lease(polylock_client *client,
+                                         int64_t worker_id,
+                                         polylock_leased_snowflake **out);
+
+/**
+ * The next ID.
+ *
+ * @return `POLYLOCK_LOST` when the lease ended under this call (the next call leases
+ *         another id, unless one id was asked for), `POLYLOCK_EXHAUSTED` when the clock
+ *         cannot yet pass the previous holder's mark (details: retry-after).
+ *
+ * # Safety
+ * `generator` is NULL or live; `id` is NULL or writable.
+ */
+polylock_status polylock_leased_snowflake_next(polylock_leased_snowflake *generator, uint64_t *id);
+
+/**
+ * `count` IDs in increasing order, all under one lease, into the caller's array `ids`;
+ * untouched on failure.
+ *
+ * # Safety
+ * `generator` is NULL or live; `ids` is NULL (with `count` 0) or writable for `count` IDs.
+ */
+polylock_status polylock_leased_snowflake_next_ids(polylock_leased_snowflake *generator,
+                                                   size_t count,
+                                                   uint64_t *ids);
+
+/**
+ * The worker id held now and its lease's epoch (which grows on every take of that id).
+ *
+ * @param worker_id, epoch  receive them; either may be NULL.
+ * @return `POLYLOCK_LOST` between a loss of the lease and the next call that leases again.
+ *
+ * # Safety
+ * `generator` is NULL or live; `worker_id` and `epoch` are NULL or writable.
+ */
+polylock_status polylock_leased_snowflake_worker(polylock_leased_snowflake *generator,
+                                                 uint64_t *worker_id,
+                                                 uint64_t *epoch);
+
+/**
+ * Stop renewing and give the worker id back now (its mark lowered to the last ID issued, so
+ * the next holder need not wait). Later `_next` calls lease an id again. Closing twice is
+ * harmless. The generator must still be freed.
+ *
+ * # Safety
+ * `generator` is NULL or live.
+ */
+polylock_status polylock_leased_snowflake_close(polylock_leased_snowflake *generator);
+
+/**
+ * Free a generator. One not closed gives its id back (as `_close`, waiting for it while the
+ * client lives; otherwise the id's lease runs out). NULL is ignored.
+ *
+ * # Safety
+ * `generator` is NULL or from `polylock_snowflake_lease()`, not freed yet, and no call on it
+ * is still running.
+ */
+void polylock_leased_snowflake_free(polylock_leased_snowflake *generator);
+
+/**
  * The stable name of a status ("OK", "TIMEOUT", "NOT_OWNER", ...), the same names the core
  * and the other bindings use. Never NULL; a value outside the enum gives "UNKNOWN".
  * The string is static: do not free it.
@@ -623,6 +1193,95 @@ polylock_status polylock_uuid7(char *out, size_t out_size);
  * `out` is NULL or writable for `out_size` bytes.
  */
 polylock_status polylock_ulid(char *out, size_t out_size);
+
+/**
+ * A handle on the value `name`.
+ *
+ * @param out  receives the handle on success; untouched on failure.
+ * @return `POLYLOCK_INVALID_ARGUMENT` for a NULL argument or a bad name,
+ *         `POLYLOCK_UNSUPPORTED` if the backend keeps no versioned values.
+ *
+ * # Safety
+ * `client` is NULL or live; `name` is NULL or NUL-terminated; `out` is NULL or writable.
+ */
+polylock_status polylock_client_value(polylock_client *client,
+                                      const char *name,
+                                      polylock_value **out);
+
+/**
+ * Read the value: `out->found` is false when there is none. `out->value` is the caller's
+ * to free with `polylock_bytes_free()`.
+ *
+ * # Safety
+ * `value` is NULL or live; `out` is NULL or writable.
+ */
+polylock_status polylock_value_get(polylock_value *value, polylock_versioned *out);
+
+/**
+ * Create the value with `len` bytes at `data` (borrowed for the call).
+ *
+ * @param version  receives the first version; may be NULL.
+ * @return `POLYLOCK_CONFLICT` if it exists (details: its current value and version).
+ *
+ * # Safety
+ * `value` is NULL or live; `data` is NULL (with `len` 0) or `len` readable bytes;
+ * `version` is NULL or writable.
+ */
+polylock_status polylock_value_create(polylock_value *value,
+                                      const uint8_t *data,
+                                      size_t len,
+                                      uint64_t *version);
+
+/**
+ * Replace the value if it is still at `expected_version`.
+ *
+ * @param new_version  receives the version written; may be NULL.
+ * @return `POLYLOCK_CONFLICT` if someone wrote first or it is gone (details: the current
+ *         value and version).
+ *
+ * # Safety
+ * As `polylock_value_create()`.
+ */
+polylock_status polylock_value_compare_and_set(polylock_value *value,
+                                               uint64_t expected_version,
+                                               const uint8_t *data,
+                                               size_t len,
+                                               uint64_t *new_version);
+
+/**
+ * Remove the value if it is still at `expected_version`.
+ *
+ * @return `POLYLOCK_CONFLICT` if it is not (or is gone already; details as above).
+ *
+ * # Safety
+ * `value` is NULL or live.
+ */
+polylock_status polylock_value_delete(polylock_value *value, uint64_t expected_version);
+
+/**
+ * Write the value if `token` is at least the highest fencing token it has accepted (pass
+ * the token of the lock hold that protects it); the token is recorded with the value.
+ *
+ * @param new_version  receives the version written; may be NULL.
+ * @return `POLYLOCK_FENCED` if a higher token has written (details: the winning token):
+ *         the caller's lock was taken over, and nothing was written.
+ *
+ * # Safety
+ * As `polylock_value_create()`.
+ */
+polylock_status polylock_value_write_fenced(polylock_value *value,
+                                            uint64_t token,
+                                            const uint8_t *data,
+                                            size_t len,
+                                            uint64_t *new_version);
+
+/**
+ * Free a value handle. NULL is ignored.
+ *
+ * # Safety
+ * `value` is NULL or from `polylock_client_value()` and not freed yet.
+ */
+void polylock_value_free(polylock_value *value);
 
 /**
  * polylock's version, such as `"0.1.0"`: a static NUL-terminated string, never freed, the

@@ -19,30 +19,70 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "polylock.h"
 
 namespace polylock {
 
-/** A failed call: the status and the message polylock_last_error() gave. */
+/** A failed call: the status and the message polylock_last_error() gave, and the details
+ *  the failure carried (a conflict's current value and version, the winning fencing token,
+ *  a retry-after), read when it was thrown. */
 class Error : public std::runtime_error {
   public:
     Error(polylock_status status, const std::string &message)
         : std::runtime_error(std::string(polylock_status_name(status)) + ": " + message), status_(status) {}
     polylock_status status() const noexcept { return status_; }
+    /** Which details are set (POLYLOCK_DETAILS_NONE: none). */
+    polylock_details_kind details_kind() const noexcept { return details_kind_; }
+    /** CONFLICT: whether a value exists now, its bytes and its version. */
+    bool has_current() const noexcept { return has_current_; }
+    const std::string &current_value() const noexcept { return current_value_; }
+    std::uint64_t current_version() const noexcept { return current_version_; }
+    /** FENCED: the highest fencing token the value has accepted. */
+    std::uint64_t winning_token() const noexcept { return winning_token_; }
+    /** EXHAUSTED, IN_PROGRESS: milliseconds to wait before trying again. */
+    std::uint64_t retry_after_ms() const noexcept { return retry_after_ms_; }
+
+    /** Copy this thread's last failure's details into the error (done by every throw). */
+    void take_details() noexcept {
+        polylock_error_details details;
+        if (polylock_last_error_details(&details) != POLYLOCK_OK) return;
+        details_kind_ = details.kind;
+        has_current_ = details.has_current;
+        current_version_ = details.current_version;
+        winning_token_ = details.winning_token;
+        retry_after_ms_ = details.retry_after_ms;
+        try {
+            if (details.current_value.data)
+                current_value_.assign(reinterpret_cast<const char *>(details.current_value.data),
+                                      details.current_value.len);
+        } catch (...) {
+        }
+        polylock_bytes_free(&details.current_value);
+    }
 
   private:
     polylock_status status_;
+    polylock_details_kind details_kind_ = POLYLOCK_DETAILS_NONE;
+    bool has_current_ = false;
+    std::string current_value_;
+    std::uint64_t current_version_ = 0;
+    std::uint64_t winning_token_ = 0;
+    std::uint64_t retry_after_ms_ = 0;
 };
 
 namespace detail {
 inline void check(polylock_status status) {
     if (status != POLYLOCK_OK) {
         const char *message = polylock_last_error();
-        throw Error(status, message ? message : "");
+        Error error(status, message ? message : "");
+        error.take_details();
+        throw error;
     }
 }
 struct ClientFree {
@@ -56,6 +96,38 @@ struct RwLockFree {
 };
 struct SemaphoreFree {
     void operator()(polylock_semaphore *semaphore) const noexcept { polylock_semaphore_free(semaphore); }
+};
+/** Bytes the C library handed over, as a std::string (freed either way). */
+inline std::string take_bytes(polylock_bytes &bytes) {
+    struct Free {
+        polylock_bytes *bytes;
+        ~Free() { polylock_bytes_free(bytes); }
+    } free_after{&bytes};
+    return bytes.data ? std::string(reinterpret_cast<const char *>(bytes.data), bytes.len) : std::string();
+}
+inline const std::uint8_t *data_of(const std::string &bytes) noexcept {
+    return reinterpret_cast<const std::uint8_t *>(bytes.data());
+}
+struct SegmentFree {
+    void operator()(polylock_segment *segment) const noexcept { polylock_segment_free(segment); }
+};
+struct LeasedSnowflakeFree {
+    void operator()(polylock_leased_snowflake *generator) const noexcept { polylock_leased_snowflake_free(generator); }
+};
+struct ValueFree {
+    void operator()(polylock_value *value) const noexcept { polylock_value_free(value); }
+};
+struct IdempotencyFree {
+    void operator()(polylock_idempotency *keys) const noexcept { polylock_idempotency_free(keys); }
+};
+struct TicketFree {
+    void operator()(polylock_ticket *ticket) const noexcept { polylock_ticket_free(ticket); }
+};
+struct MultiLockFree {
+    void operator()(polylock_multi_lock *locks) const noexcept { polylock_multi_lock_free(locks); }
+};
+struct MultiHoldFree {
+    void operator()(polylock_multi_hold *hold) const noexcept { polylock_multi_hold_free(hold); }
 };
 struct SnowflakeFree {
     void operator()(polylock_snowflake *generator) const noexcept { polylock_snowflake_free(generator); }
@@ -199,6 +271,189 @@ class Permit {
     std::uint64_t token_ = 0;
 };
 
+/** Leaf-style segment IDs of one tag. */
+class Segment {
+  public:
+    explicit Segment(polylock_segment *raw) : raw_(raw) {}
+    std::uint64_t next_id() {
+        std::uint64_t id = 0;
+        detail::check(polylock_segment_next_id(raw_.get(), &id));
+        return id;
+    }
+    std::vector<std::uint64_t> next_ids(std::size_t count) {
+        std::vector<std::uint64_t> ids(count);
+        detail::check(polylock_segment_next_ids(raw_.get(), count, ids.data()));
+        return ids;
+    }
+
+  private:
+    std::unique_ptr<polylock_segment, detail::SegmentFree> raw_;
+};
+
+/** A Snowflake generator on a worker id leased from the backend; gives it back when destroyed. */
+class LeasedSnowflake {
+  public:
+    explicit LeasedSnowflake(polylock_leased_snowflake *raw) : raw_(raw) {}
+    std::uint64_t next() {
+        std::uint64_t id = 0;
+        detail::check(polylock_leased_snowflake_next(raw_.get(), &id));
+        return id;
+    }
+    std::vector<std::uint64_t> next_ids(std::size_t count) {
+        std::vector<std::uint64_t> ids(count);
+        detail::check(polylock_leased_snowflake_next_ids(raw_.get(), count, ids.data()));
+        return ids;
+    }
+    /** The worker id held now (throws LOST between a loss and the next lease). */
+    std::uint64_t worker_id() {
+        std::uint64_t worker = 0;
+        detail::check(polylock_leased_snowflake_worker(raw_.get(), &worker, nullptr));
+        return worker;
+    }
+    void close() { detail::check(polylock_leased_snowflake_close(raw_.get())); }
+
+  private:
+    std::unique_ptr<polylock_leased_snowflake, detail::LeasedSnowflakeFree> raw_;
+};
+
+/** A value as Value::get() found it. */
+struct Versioned {
+    std::string value;
+    std::uint64_t version = 0;
+    std::optional<std::uint64_t> fencing_token;
+};
+
+/** A named versioned value. Refused writes throw Error with status CONFLICT (current value
+ *  and version in the error) or FENCED (the winning token in the error). */
+class Value {
+  public:
+    explicit Value(polylock_value *raw) : raw_(raw) {}
+    std::optional<Versioned> get() {
+        polylock_versioned found;
+        detail::check(polylock_value_get(raw_.get(), &found));
+        if (!found.found) return std::nullopt;
+        Versioned result;
+        result.value = detail::take_bytes(found.value);
+        result.version = found.version;
+        if (found.fenced) result.fencing_token = found.fencing_token;
+        return result;
+    }
+    std::uint64_t create(const std::string &bytes) {
+        std::uint64_t version = 0;
+        detail::check(polylock_value_create(raw_.get(), detail::data_of(bytes), bytes.size(), &version));
+        return version;
+    }
+    std::uint64_t compare_and_set(std::uint64_t version, const std::string &bytes) {
+        std::uint64_t written = 0;
+        detail::check(
+            polylock_value_compare_and_set(raw_.get(), version, detail::data_of(bytes), bytes.size(), &written));
+        return written;
+    }
+    void remove(std::uint64_t version) { detail::check(polylock_value_delete(raw_.get(), version)); }
+    std::uint64_t write_fenced(std::uint64_t token, const std::string &bytes) {
+        std::uint64_t written = 0;
+        detail::check(polylock_value_write_fenced(raw_.get(), token, detail::data_of(bytes), bytes.size(), &written));
+        return written;
+    }
+
+  private:
+    std::unique_ptr<polylock_value, detail::ValueFree> raw_;
+};
+
+/** One attempt's claim on an idempotency key: complete() or abandon() it. Destroying it
+ *  does neither (the attempt is taken over after its in-progress TTL). */
+class Ticket {
+  public:
+    explicit Ticket(polylock_ticket *raw) : raw_(raw) {}
+    std::uint64_t token() const {
+        std::uint64_t token = 0;
+        detail::check(polylock_ticket_token(raw_.get(), &token));
+        return token;
+    }
+    void complete(const std::string &response) {
+        detail::check(polylock_ticket_complete(raw_.get(), detail::data_of(response), response.size()));
+    }
+    void abandon() { detail::check(polylock_ticket_abandon(raw_.get())); }
+    void extend() { detail::check(polylock_ticket_extend(raw_.get())); }
+
+  private:
+    std::unique_ptr<polylock_ticket, detail::TicketFree> raw_;
+};
+
+/** What Idempotency::begin() found: a ticket, a stored response, or why not. */
+struct Begin {
+    polylock_begin_outcome outcome = POLYLOCK_BEGIN_MISMATCH;
+    std::optional<Ticket> ticket;  // ACQUIRED
+    std::string response;          // REPLAY
+    std::uint64_t retry_after_ms = 0;  // IN_PROGRESS
+};
+
+/** Idempotency keys of one namespace, step by step. */
+class Idempotency {
+  public:
+    explicit Idempotency(polylock_idempotency *raw) : raw_(raw) {}
+    Begin begin(const std::string &key, const std::string &fingerprint) {
+        polylock_begin found;
+        detail::check(polylock_idempotency_begin(raw_.get(), key.c_str(), detail::data_of(fingerprint),
+                                                 fingerprint.size(), &found));
+        Begin result;
+        result.outcome = found.outcome;
+        if (found.ticket) result.ticket.emplace(found.ticket);
+        result.response = detail::take_bytes(found.response);
+        result.retry_after_ms = found.retry_after_ms;
+        return result;
+    }
+
+  private:
+    std::unique_ptr<polylock_idempotency, detail::IdempotencyFree> raw_;
+};
+
+/** Several locks of one client; a MultiGuard holds them all. */
+class MultiLock {
+  public:
+    explicit MultiLock(polylock_multi_lock *raw) : raw_(raw) {}
+    polylock_multi_lock *get() const noexcept { return raw_.get(); }
+
+  private:
+    std::unique_ptr<polylock_multi_lock, detail::MultiLockFree> raw_;
+};
+
+/** Every part of a multi-lock, taken under one wait, given back when it goes out of scope
+ *  (from any thread it was moved to). */
+class MultiGuard {
+  public:
+    explicit MultiGuard(MultiLock &locks, std::int64_t wait_ms = -1, std::int64_t lease_ms = 0) {
+        polylock_multi_hold *raw = nullptr;
+        detail::check(polylock_multi_lock_acquire(locks.get(), wait_ms, lease_ms, nullptr, &raw));
+        raw_.reset(raw);
+    }
+    ~MultiGuard() {
+        if (raw_) polylock_multi_hold_release(raw_.get());
+    }
+    MultiGuard(MultiGuard &&) noexcept = default;
+    MultiGuard(const MultiGuard &) = delete;
+    MultiGuard &operator=(const MultiGuard &) = delete;
+    MultiGuard &operator=(MultiGuard &&) = delete;
+    std::size_t size() const noexcept { return polylock_multi_hold_count(raw_.get()); }
+    /** Part i's name (in the canonical order) and fencing token (none on RedLock). */
+    std::pair<std::string, std::optional<std::uint64_t>> part(std::size_t i) const {
+        const char *name = nullptr;
+        std::uint64_t token = 0;
+        bool has_token = false;
+        detail::check(polylock_multi_hold_part(raw_.get(), i, &name, &token, &has_token));
+        return {std::string(name), has_token ? std::optional<std::uint64_t>(token) : std::nullopt};
+    }
+    bool is_lost() const noexcept { return polylock_multi_hold_is_lost(raw_.get()); }
+    /** Release now and throw if that failed (POLYLOCK_LOST: a part was lost). */
+    void release() {
+        auto raw = std::move(raw_);
+        detail::check(polylock_multi_hold_release(raw.get()));
+    }
+
+  private:
+    std::unique_ptr<polylock_multi_hold, detail::MultiHoldFree> raw_;
+};
+
 /** A connection to one backend, shareable between threads. */
 class Client {
   public:
@@ -222,6 +477,37 @@ class Client {
         polylock_semaphore *raw = nullptr;
         detail::check(polylock_client_semaphore(raw_.get(), name.c_str(), permits, &raw));
         return Semaphore(raw);
+    }
+    Segment segment(const std::string &tag, std::uint64_t step = 0) {
+        polylock_segment *raw = nullptr;
+        detail::check(polylock_segment_open(raw_.get(), tag.c_str(), step, &raw));
+        return Segment(raw);
+    }
+    /** A Snowflake generator on a leased worker id (`worker_id` negative: any free one). */
+    LeasedSnowflake snowflake(std::int64_t worker_id = -1) {
+        polylock_leased_snowflake *raw = nullptr;
+        detail::check(polylock_snowflake_lease(raw_.get(), worker_id, &raw));
+        return LeasedSnowflake(raw);
+    }
+    Value value(const std::string &name) {
+        polylock_value *raw = nullptr;
+        detail::check(polylock_client_value(raw_.get(), name.c_str(), &raw));
+        return Value(raw);
+    }
+    /** Idempotency keys of `name_space` (0 ms: the defaults, 24 h and 60 s). */
+    Idempotency idempotency(const std::string &name_space, std::uint64_t retention_ms = 0,
+                            std::uint64_t in_progress_ttl_ms = 0) {
+        polylock_idempotency *raw = nullptr;
+        detail::check(
+            polylock_client_idempotency(raw_.get(), name_space.c_str(), retention_ms, in_progress_ttl_ms, &raw));
+        return Idempotency(raw);
+    }
+    MultiLock multi_lock(const std::vector<std::string> &names) {
+        std::vector<const char *> pointers;
+        for (const auto &name : names) pointers.push_back(name.c_str());
+        polylock_multi_lock *raw = nullptr;
+        detail::check(polylock_client_multi_lock(raw_.get(), pointers.data(), pointers.size(), &raw));
+        return MultiLock(raw);
     }
     void close() { detail::check(polylock_client_close(raw_.get())); }
     polylock_client *get() const noexcept { return raw_.get(); }

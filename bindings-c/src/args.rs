@@ -58,3 +58,18 @@ pub unsafe fn set_if_wanted<T>(ptr: *mut T, value: T) {
         *slot = value;
     }
 }
+
+/// The caller's array of `count` IDs to fill (NULL is fine for 0).
+///
+/// # Safety
+/// `ptr` is NULL or writable for `count` `u64`s.
+pub unsafe fn id_array<'a>(ptr: *mut u64, count: usize) -> Result<&'a mut [u64]> {
+    if count == 0 {
+        return Ok(&mut []);
+    }
+    if ptr.is_null() {
+        return Err(Error::invalid_argument(format!("ids is NULL but count is {count}")));
+    }
+    // SAFETY: the caller's contract.
+    Ok(unsafe { std::slice::from_raw_parts_mut(ptr, count) })
+}

@@ -14,6 +14,7 @@ pub fn call(body: impl FnOnce() -> polylock::Result<()>) -> polylock_status {
         Ok(Ok(())) => polylock_status::POLYLOCK_OK,
         Ok(Err(err)) => {
             last_error::set(&err.to_string());
+            last_error::set_details(err.details().cloned());
             err.kind().into()
         }
         Err(panic) => {

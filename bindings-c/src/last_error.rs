@@ -1,10 +1,15 @@
-//! The thread-local message behind `polylock_last_error()`, as with `errno`/`dlerror`.
+//! The thread-local message behind `polylock_last_error()`, as with `errno`/`dlerror`, and
+//! the structured details of the same failure (a conflict's current value, the winning
+//! fencing token, a retry-after), read through `polylock_last_error_*` in `details.rs`.
 
 use std::cell::RefCell;
 use std::ffi::{c_char, CString};
 
+use polylock::ErrorDetails;
+
 thread_local! {
     static LAST_ERROR: RefCell<Option<CString>> = const { RefCell::new(None) };
+    static LAST_DETAILS: RefCell<Option<ErrorDetails>> = const { RefCell::new(None) };
 }
 
 /// Remember `message` as this thread's last error. Interior NULs (which a C string cannot
@@ -12,6 +17,18 @@ thread_local! {
 pub fn set(message: &str) {
     let text = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
     LAST_ERROR.with(|slot| *slot.borrow_mut() = Some(text));
+    set_details(None);
+}
+
+/// Remember the details of this thread's last failure (`None`: it had none); every failure
+/// replaces them, so details never outlive the error they came with.
+pub fn set_details(details: Option<ErrorDetails>) {
+    let _ = LAST_DETAILS.try_with(|slot| *slot.borrow_mut() = details);
+}
+
+/// A copy of this thread's last failure's details (none during thread teardown).
+pub fn details() -> Option<ErrorDetails> {
+    LAST_DETAILS.try_with(|slot| slot.borrow().clone()).ok().flatten()
 }
 
 /// The message of the last failed call on the calling thread, or NULL if no call on this

@@ -9,40 +9,75 @@
 
 mod args;
 mod boundary;
+mod bytes;
 mod cancel;
 mod client;
+mod details;
 mod hold;
+mod idempotency;
+mod idempotency_codec;
 mod last_error;
 mod lock;
+mod multi_lock;
 mod runtime;
 mod rwlock;
+mod segment;
 mod semaphore;
 mod snowflake;
+mod snowflake_lease;
 mod status;
 mod uuid_ulid;
+mod value;
 mod version;
 
+pub use bytes::{polylock_bytes, polylock_bytes_free};
 pub use cancel::{polylock_cancel, polylock_cancel_fire, polylock_cancel_free, polylock_cancel_new};
 pub use client::{polylock_client, polylock_client_close, polylock_client_free, polylock_connect};
+pub use details::{polylock_details_kind, polylock_error_details, polylock_last_error_details};
 pub use hold::{
     polylock_hold, polylock_hold_fencing_token, polylock_hold_free, polylock_hold_is_lost, polylock_hold_permit_id,
     polylock_hold_reenter, polylock_hold_release, polylock_hold_wait_lost, polylock_lock_acquire_hold,
     polylock_rwlock_read_acquire_hold, polylock_rwlock_write_acquire_hold, polylock_semaphore_acquire_hold,
+};
+pub use idempotency::{
+    polylock_begin, polylock_begin_outcome, polylock_client_idempotency, polylock_idempotency,
+    polylock_idempotency_begin, polylock_idempotency_free, polylock_ticket, polylock_ticket_abandon,
+    polylock_ticket_complete, polylock_ticket_extend, polylock_ticket_free, polylock_ticket_token,
+};
+pub use idempotency_codec::{
+    polylock_idempotency_decode_response, polylock_idempotency_encode_response, polylock_idempotency_fingerprint,
 };
 pub use last_error::polylock_last_error;
 pub use lock::{
     polylock_client_lock, polylock_client_lock_kind, polylock_lock, polylock_lock_acquire, polylock_lock_free,
     polylock_lock_hold_count, polylock_lock_is_held, polylock_lock_is_lost, polylock_lock_release,
 };
+pub use multi_lock::{
+    polylock_client_multi_lock, polylock_multi_hold, polylock_multi_hold_count, polylock_multi_hold_free,
+    polylock_multi_hold_is_lost, polylock_multi_hold_part, polylock_multi_hold_release, polylock_multi_lock,
+    polylock_multi_lock_acquire, polylock_multi_lock_free,
+};
 pub use rwlock::{
     polylock_client_rwlock, polylock_rwlock, polylock_rwlock_free, polylock_rwlock_read_acquire,
     polylock_rwlock_read_release, polylock_rwlock_write_acquire, polylock_rwlock_write_release,
+};
+pub use segment::{
+    polylock_segment, polylock_segment_free, polylock_segment_next_id, polylock_segment_next_ids, polylock_segment_open,
 };
 pub use semaphore::{
     polylock_client_semaphore, polylock_semaphore, polylock_semaphore_acquire, polylock_semaphore_free,
     polylock_semaphore_release,
 };
 pub use snowflake::{polylock_snowflake, polylock_snowflake_free, polylock_snowflake_new, polylock_snowflake_next};
+pub use snowflake_lease::{
+    polylock_leased_snowflake, polylock_leased_snowflake_close, polylock_leased_snowflake_free,
+    polylock_leased_snowflake_next, polylock_leased_snowflake_next_ids, polylock_leased_snowflake_worker,
+    polylock_snowflake_lease,
+};
 pub use status::{polylock_status, polylock_status_name};
 pub use uuid_ulid::{polylock_ulid, polylock_uuid7, POLYLOCK_ULID_TEXT_SIZE, POLYLOCK_UUID_TEXT_SIZE};
+pub use value::{
+    polylock_client_value, polylock_value, polylock_value_compare_and_set, polylock_value_create,
+    polylock_value_delete, polylock_value_free, polylock_value_get, polylock_value_write_fenced, polylock_versioned,
+};
 pub use version::polylock_version;

@@ -109,6 +109,55 @@ int main(int argc, char **argv) {
         EXPECT(again.fencing_token() > first_permit);
     }
 
+    {
+        // Versioned values: a conflict and a fenced write carry their details in the Error.
+        polylock::Value value = client.value(name + ":value");
+        EXPECT(!value.get());
+        const std::uint64_t v1 = value.create("one");
+        try {
+            value.compare_and_set(v1 + 1000, "two");
+            EXPECT(false);
+        } catch (const polylock::Error &err) {
+            EXPECT(err.status() == POLYLOCK_CONFLICT && err.details_kind() == POLYLOCK_DETAILS_CONFLICT);
+            EXPECT(err.has_current() && err.current_value() == "one" && err.current_version() == v1);
+        }
+        value.write_fenced(7, "seven");
+        try {
+            value.write_fenced(6, "six");
+            EXPECT(false);
+        } catch (const polylock::Error &err) {
+            EXPECT(err.status() == POLYLOCK_FENCED && err.winning_token() == 7);
+        }
+        auto found = value.get();
+        EXPECT(found && found->value == "seven" && found->fencing_token == std::optional<std::uint64_t>(7));
+        value.remove(found->version);
+
+        // Idempotency step by step, and segment IDs, and a leased Snowflake.
+        polylock::Idempotency keys = client.idempotency(name + ":idem");
+        polylock::Begin begun = keys.begin("k", "fp");
+        EXPECT(begun.outcome == POLYLOCK_BEGIN_ACQUIRED && begun.ticket && begun.ticket->token() == 1);
+        begun.ticket->complete("done");
+        polylock::Begin replay = keys.begin("k", "fp");
+        EXPECT(replay.outcome == POLYLOCK_BEGIN_REPLAY && replay.response == "done" && !replay.ticket);
+        EXPECT(keys.begin("k", "other").outcome == POLYLOCK_BEGIN_MISMATCH);
+
+        polylock::Segment segment = client.segment(name + ":seg");
+        const std::uint64_t first_id = segment.next_id();
+        auto batch = segment.next_ids(10);
+        EXPECT(first_id > 0 && batch.size() == 10 && batch[0] != first_id);
+        polylock::LeasedSnowflake leased = client.snowflake();
+        EXPECT(leased.worker_id() <= 1023 && leased.next() < leased.next());
+
+        // A multi-lock guard: parts in canonical order, each with its token; released at scope end.
+        polylock::MultiLock both = client.multi_lock({name + ":y", name + ":x"});
+        {
+            polylock::MultiGuard guard(both, 5000);
+            EXPECT(guard.size() == 2 && guard.part(0).first == name + ":x" && guard.part(1).second.has_value());
+        }
+        polylock::MultiGuard again(both, 5000);
+        again.release();
+    }
+
     polylock::Snowflake ids(3);
     EXPECT(ids.next() < ids.next());
     const std::string first_uuid = polylock::uuid7(), first_ulid = polylock::ulid();
