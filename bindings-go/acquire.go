@@ -21,18 +21,33 @@ import (
 func acquireHold(ctx context.Context, owner *Client, options []AcquireOption,
 	start func(waitMs, leaseMs C.int64_t, cancel *C.polylock_cancel, out **C.polylock_hold) C.polylock_status,
 ) (*Hold, error) {
+	var ptr *C.polylock_hold
+	err := acquireBounded(ctx, options, func(waitMs, leaseMs C.int64_t, cancel *C.polylock_cancel) C.polylock_status {
+		return start(waitMs, leaseMs, cancel, &ptr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return newHold(owner, ptr), nil
+}
+
+// acquireBounded is acquireHold for any acquisition (a multi-lock's too): start is the one
+// blocking C call, given the wait, the lease and the cancel token.
+func acquireBounded(ctx context.Context, options []AcquireOption,
+	start func(waitMs, leaseMs C.int64_t, cancel *C.polylock_cancel) C.polylock_status,
+) error {
 	settings := acquireDefaults()
 	for _, option := range options {
 		option(&settings)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, contextError(err, "the acquisition was given up before it started")
+		return contextError(err, "the acquisition was given up before it started")
 	}
 	if settings.lease < 0 {
-		return nil, errorOf(ErrInvalidArgument, "a lease must be positive; omit WithLease to let the watchdog renew the hold")
+		return errorOf(ErrInvalidArgument, "a lease must be positive; omit WithLease to let the watchdog renew the hold")
 	}
 	if settings.lease > 0 && settings.lease < time.Millisecond {
-		return nil, errorOf(ErrInvalidArgument, "a lease must be at least 1ms, got "+settings.lease.String())
+		return errorOf(ErrInvalidArgument, "a lease must be at least 1ms, got "+settings.lease.String())
 	}
 	waitMs := millisRoundedUp(settings.wait)
 	deadlineBound := false
@@ -49,7 +64,7 @@ func acquireHold(ctx context.Context, owner *Client, options []AcquireOption,
 	stopWatching := func() {}
 	if ctx.Done() != nil {
 		if err := call(func() C.polylock_status { return C.polylock_cancel_new(&cancel) }); err != nil {
-			return nil, err
+			return err
 		}
 		fired := make(chan struct{})
 		stop := context.AfterFunc(ctx, func() {
@@ -63,9 +78,8 @@ func acquireHold(ctx context.Context, owner *Client, options []AcquireOption,
 			C.polylock_cancel_free(cancel)
 		}
 	}
-	var ptr *C.polylock_hold
 	err := call(func() C.polylock_status {
-		return start(C.int64_t(waitMs), C.int64_t(leaseMs), cancel, &ptr)
+		return start(C.int64_t(waitMs), C.int64_t(leaseMs), cancel)
 	})
 	stopWatching()
 	if err != nil {
@@ -84,9 +98,9 @@ func acquireHold(ctx context.Context, owner *Client, options []AcquireOption,
 				e.cause = ctx.Err()
 			}
 		}
-		return nil, err
+		return err
 	}
-	return newHold(owner, ptr), nil
+	return nil
 }
 
 // millisRoundedUp is d in whole milliseconds, rounded up; negative stays -1 (forever).

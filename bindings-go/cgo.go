@@ -36,7 +36,28 @@ func call(f func() C.polylock_status) error {
 	if text := C.polylock_last_error(); text != nil {
 		message = C.GoString(text)
 	}
-	return newError(int(status), message)
+	e := newError(int(status), message)
+	e.readDetails()
+	return e
+}
+
+// goBytes copies bytes the C library handed over and frees them.
+func goBytes(bytes *C.polylock_bytes) []byte {
+	defer C.polylock_bytes_free(bytes)
+	if bytes.data == nil {
+		return []byte{}
+	}
+	return C.GoBytes(unsafe.Pointer(bytes.data), C.int(bytes.len))
+}
+
+// cBytes is b as C's (pointer, length) for the length of one call; the pointer is Go memory
+// the C library only reads during the call (cgo's pointer rules allow it: it holds no Go
+// pointers).
+func cBytes(b []byte) (*C.uint8_t, C.size_t) {
+	if len(b) == 0 {
+		return nil, 0
+	}
+	return (*C.uint8_t)(unsafe.Pointer(&b[0])), C.size_t(len(b))
 }
 
 // cString is a C copy of s for the length of one call; free it with freeCString. A NUL

@@ -6,6 +6,7 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // The error kinds, one per C status (and per core ErrorKind). Every error this package
@@ -78,8 +79,38 @@ type Error struct {
 	Status int
 	// Message says what went wrong (polylock_last_error()); never contains a password.
 	Message string
+	// HasCurrent, CurrentValue, CurrentVersion: with ErrConflict, the value as it is now
+	// (HasCurrent false: there is none).
+	HasCurrent     bool
+	CurrentValue   []byte
+	CurrentVersion uint64
+	// WinningToken: with ErrFenced, the highest fencing token the value has accepted.
+	WinningToken uint64
+	// RetryAfter: with ErrExhausted and ErrInProgress, how long to wait before trying again
+	// (0 when unknown).
+	RetryAfter time.Duration
 	// cause is the context's error when the context ended the call, else nil.
 	cause error
+}
+
+// readDetails copies the details of this thread's last C failure into e (call it on the OS
+// thread of the failed call, before any other C call).
+func (e *Error) readDetails() {
+	var details C.polylock_error_details
+	if C.polylock_last_error_details(&details) != C.POLYLOCK_OK {
+		return
+	}
+	switch details.kind {
+	case C.POLYLOCK_DETAILS_CONFLICT:
+		e.HasCurrent = bool(details.has_current)
+		e.CurrentValue = goBytes(&details.current_value)
+		e.CurrentVersion = uint64(details.current_version)
+	case C.POLYLOCK_DETAILS_FENCED:
+		e.WinningToken = uint64(details.winning_token)
+	case C.POLYLOCK_DETAILS_RETRY_AFTER:
+		e.RetryAfter = time.Duration(details.retry_after_ms) * time.Millisecond
+	}
+	C.polylock_bytes_free(&details.current_value)
 }
 
 func (e *Error) Error() string {

@@ -54,10 +54,15 @@ func (l *Lock) TryAcquire(ctx context.Context, options ...AcquireOption) (*Hold,
 func tryOnce(acquire func(context.Context, ...AcquireOption) (*Hold, error), ctx context.Context,
 	options []AcquireOption) (*Hold, error) {
 	hold, err := acquire(ctx, append([]AcquireOption{WithWait(0)}, options...)...)
-	if errors.Is(err, ErrTimeout) && ctx.Err() == nil {
+	if isTimeoutOnly(err, ctx) {
 		return nil, nil
 	}
 	return hold, err
+}
+
+// isTimeoutOnly: the wait ran out, and not because ctx ended.
+func isTimeoutOnly(err error, ctx context.Context) bool {
+	return errors.Is(err, ErrTimeout) && ctx.Err() == nil
 }
 
 // RWLock is a handle on one named read-write lock: many readers or one writer. A waiting
