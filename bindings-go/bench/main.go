@@ -4,7 +4,9 @@
 //
 //   - Redis: polylock (kind token, redsync's own SET NX PX layout; and the default
 //     reentrant kind) beside redsync v4, single node, on a go-redis pool;
-//   - etcd: polylock beside go.etcd.io/etcd/client/v3/concurrency.Mutex on one session.
+//   - etcd: polylock beside go.etcd.io/etcd/client/v3/concurrency.Mutex on one session;
+//   - RedLock (issue 18): polylock on a redlock:// URL beside redsync v4 over the same three
+//     private redis-servers (redlock.go starts them on ports above 30000).
 //
 // Workloads: 1 goroutine on one name, and 8 goroutines on a name each. Programs are
 // interleaved for POLYLOCK_BENCH_ROUNDS rounds (default 2) of POLYLOCK_BENCH_SECONDS each
@@ -46,6 +48,7 @@ func main() {
 	ctx := context.Background()
 	fmt.Printf("lock+unlock pairs/s, best of %d interleaved rounds of %gs, lease %s\n", rounds, seconds, lease)
 	fmt.Printf("%-8s %-28s %-22s %12s %-22s %12s %8s\n", "backend", "workload", "polylock", "pairs/s", "peer", "pairs/s", "ratio")
+	benchRedLock(ctx, seconds, rounds)
 	if url := os.Getenv("POLYLOCK_TEST_REDIS_URL"); url != "" {
 		client := must(polylock.Connect(ctx, url))
 		defer client.Close()
