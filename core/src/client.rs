@@ -154,6 +154,13 @@ impl Client {
         crate::primitives::Latch::new(self.engine.clone(), name, key)
     }
 
+    /// A handle on the leader election `name`: campaign, leader, observe. `Unsupported` if
+    /// the backend has no elections (RedLock).
+    pub fn election(&self, name: &str) -> Result<crate::primitives::Election> {
+        let key = self.key(name)?;
+        crate::primitives::Election::new(self.engine.clone(), name, key)
+    }
+
     /// Idempotency keys of `namespace`: a completed key replays its response for
     /// `Idempotency::DEFAULT_RETENTION` (24 h); an attempt that neither completes nor
     /// extends is taken over after `Idempotency::DEFAULT_IN_PROGRESS_TTL` (60 s).

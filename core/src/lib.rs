@@ -40,6 +40,8 @@ pub use owner::{ClientId, Owner};
 pub use polylock_id::sql_names;
 pub use primitives::Latch;
 pub use primitives::PlainSemaphore;
+pub use primitives::{Election, LeaderChanges, Leadership};
+pub use spi::LeaderRecord;
 pub use primitives::{lease_millis, Inspector, LockEntry};
 pub use primitives::{Begin, Idempotency, Ticket, Value, VersionedValue};
 pub use primitives::{Guard, Lock, Permit, Reentry, RwLock, RwLockSide, Semaphore, MAX_NAME_LEN};

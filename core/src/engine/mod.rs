@@ -187,6 +187,15 @@ impl Engine {
         Ok((store, self.closing.clone()))
     }
 
+    /// The backend's own election layout (etcd, ZooKeeper), `None` where elections are built
+    /// from a lock hold and a value, and the token cancelled when this client closes (which
+    /// stops a leadership's renewals). Fails once the client is closed.
+    pub fn election_store(&self) -> Result<(Option<Arc<dyn crate::spi::ElectionStore>>, CancellationToken)> {
+        self.ensure_open()?;
+        self.capabilities.check(Primitive::Election)?;
+        Ok((self.store.clone().elections(), self.closing.clone()))
+    }
+
     fn ensure_open(&self) -> Result<()> {
         if self.is_closed() {
             return Err(self.closed_error());

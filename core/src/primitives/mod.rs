@@ -2,6 +2,7 @@
 //! the engine's shared protocol (crate::engine), checked against the backend's capabilities
 //! when the handle is made.
 
+mod election;
 mod guard;
 mod idempotency;
 mod idempotency_record;
@@ -18,6 +19,7 @@ mod snowflake_lease;
 mod value;
 mod value_record;
 
+pub use election::{Election, LeaderChanges, Leadership};
 pub use guard::{Guard, Reentry};
 pub use idempotency::{Begin, Idempotency, Ticket};
 pub use inspect::{lease_millis, Inspector, LockEntry};
