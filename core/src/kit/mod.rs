@@ -9,6 +9,8 @@
 //! - [`LockTarget`] and [`AnyGuard`]: a handle and a guard over every primitive family, so no
 //!   binding keeps its own dispatch between them;
 //! - [`ids`]: the process's one UUIDv7 and one ULID generator;
+//! - [`idempotency_codec`]: how fingerprints and `run`'s stored responses are written, so
+//!   services in different languages share an idempotency namespace;
 //! - [`redlock_url`]: the `redlock://` URL of a list of Redis servers;
 //! - [`runtime`]: the one runtime and close policy: worker threads, and how closing gives
 //!   holds back and stops the runtime;
@@ -16,6 +18,7 @@
 
 pub mod cancel;
 pub mod ids;
+pub mod idempotency_codec;
 pub mod owner_ids;
 pub mod redlock_url;
 pub mod runtime;
