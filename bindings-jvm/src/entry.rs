@@ -7,7 +7,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use jni::objects::{JObject, JString, JValue};
 use jni::JNIEnv;
-use polylock::{Error, ErrorKind};
+use polylock::{Error, ErrorDetails, ErrorKind};
 
 pub type JResult<T> = Result<T, Error>;
 
@@ -52,17 +52,51 @@ pub fn panic_error(panic: Box<dyn Any + Send>) -> Error {
     Error::internal(format!("internal error in polylock's native library (please report it): {what}"))
 }
 
+/// What `NativeBridge.detailedError` is told an error carries (see `ErrorDetails`).
+const DETAIL_CONFLICT_NO_VALUE: i32 = 1;
+const DETAIL_CONFLICT: i32 = 2;
+const DETAIL_FENCED: i32 = 3;
+const DETAIL_RETRY_AFTER: i32 = 4;
+
 fn throw(env: &mut JNIEnv<'_>, error: &Error) {
     let thrown = (|| -> jni::errors::Result<()> {
         let message = env.new_string(error.to_string())?;
-        let exception = env
-            .call_static_method(
-                "io/polylock/NativeBridge",
-                "error",
-                "(ILjava/lang/String;)Ljava/lang/RuntimeException;",
-                &[JValue::Int(code(error.kind())), JValue::Object(&message)],
-            )?
-            .l()?;
+        let exception = match error.details() {
+            None => env
+                .call_static_method(
+                    "io/polylock/NativeBridge",
+                    "error",
+                    "(ILjava/lang/String;)Ljava/lang/RuntimeException;",
+                    &[JValue::Int(code(error.kind())), JValue::Object(&message)],
+                )?
+                .l()?,
+            Some(details) => {
+                let (detail, bytes, number): (i32, JObject<'_>, i64) = match details {
+                    ErrorDetails::Conflict { current: None } => (DETAIL_CONFLICT_NO_VALUE, JObject::null(), 0),
+                    ErrorDetails::Conflict { current: Some((value, version)) } => {
+                        (DETAIL_CONFLICT, env.byte_array_from_slice(value)?.into(), *version as i64)
+                    }
+                    ErrorDetails::Fenced { winning_token } => (DETAIL_FENCED, JObject::null(), *winning_token as i64),
+                    ErrorDetails::RetryAfter { after } => {
+                        (DETAIL_RETRY_AFTER, JObject::null(), i64::try_from(after.as_millis()).unwrap_or(i64::MAX))
+                    }
+                    _ => (0, JObject::null(), 0),
+                };
+                env.call_static_method(
+                    "io/polylock/NativeBridge",
+                    "detailedError",
+                    "(ILjava/lang/String;I[BJ)Ljava/lang/RuntimeException;",
+                    &[
+                        JValue::Int(code(error.kind())),
+                        JValue::Object(&message),
+                        JValue::Int(detail),
+                        JValue::Object(&bytes),
+                        JValue::Long(number),
+                    ],
+                )?
+                .l()?
+            }
+        };
         env.throw(jni::objects::JThrowable::from(exception))
     })();
     if thrown.is_err() && !env.exception_check().unwrap_or(true) {

@@ -4,15 +4,22 @@
 //! calls on the client's own tokio runtime, results and typed errors out. Every entry point
 //! catches Rust panics and turns them into a Java exception, so nothing unwinds into the JVM.
 
+mod blocking;
 mod client;
 mod complete;
 mod entry;
+mod idempotency;
+mod leased_snowflake;
 mod lock;
+mod multi_lock;
+mod redlock;
+mod segment;
 mod self_test;
 mod semaphore;
 mod snowflake;
 mod target;
 mod uuid_ulid;
+mod values;
 mod vm;
 
 pub use vm::JNI_OnLoad;

@@ -32,15 +32,29 @@ pub extern "system" fn Java_io_polylock_NativeBridge_snowflakeNew<'l>(
     entry(&mut env, 0, |_env| {
         let worker = u64::try_from(worker)
             .map_err(|_| Error::invalid_argument(format!("worker id must not be negative, got {worker}")))?;
-        let layout = match epoch_ms {
-            -1 => SnowflakeLayout::TWITTER,
-            epoch if epoch < 0 => {
-                return Err(Error::invalid_argument(format!("epoch must be -1 (Twitter's) or >= 0, got {epoch}")))
-            }
-            epoch => SnowflakeLayout::new(epoch as u64, TIMESTAMP_BITS, WORKER_BITS, SEQUENCE_BITS)?,
-        };
-        Ok(Box::into_raw(Box::new(Snowflake::with_layout(layout, worker)?)) as jlong)
+        Ok(Box::into_raw(Box::new(Snowflake::with_layout(layout_of(epoch_ms)?, worker)?)) as jlong)
     })
+}
+
+/// Twitter's layout (`epoch_ms` -1), or its widths counted from `epoch_ms` (Unix ms).
+pub fn layout_of(epoch_ms: jlong) -> JResult<SnowflakeLayout> {
+    Ok(match epoch_ms {
+        -1 => SnowflakeLayout::TWITTER,
+        epoch if epoch < 0 => {
+            return Err(Error::invalid_argument(format!("epoch must be -1 (Twitter's) or >= 0, got {epoch}")))
+        }
+        epoch => SnowflakeLayout::new(epoch as u64, TIMESTAMP_BITS, WORKER_BITS, SEQUENCE_BITS)?,
+    })
+}
+
+/// `{timestamp ms since the Unix epoch, worker, sequence}` of `id` in `layout`.
+pub fn parts_array(env: &mut JNIEnv<'_>, layout: SnowflakeLayout, id: jlong) -> JResult<jlongArray> {
+    let id = u64::try_from(id).map_err(|_| Error::invalid_argument(format!("not a snowflake ID: {id}")))?;
+    let parts = layout.parse(id)?;
+    let array = env.new_long_array(3).or_backend()?;
+    let values = [parts.timestamp_ms as jlong, parts.worker as jlong, parts.sequence as jlong];
+    env.set_long_array_region(&array, 0, &values).or_backend()?;
+    Ok(array.into_raw())
 }
 
 #[no_mangle]
@@ -62,13 +76,9 @@ pub extern "system" fn Java_io_polylock_NativeBridge_snowflakeParse<'l>(
     id: jlong,
 ) -> jlongArray {
     entry(&mut env, std::ptr::null_mut(), |env| {
-        let id = u64::try_from(id).map_err(|_| Error::invalid_argument(format!("not a snowflake ID: {id}")))?;
         // SAFETY: as in snowflakeNext.
-        let parts = unsafe { generator(handle)? }.parse(id)?;
-        let array = env.new_long_array(3).or_backend()?;
-        let values = [parts.timestamp_ms as jlong, parts.worker as jlong, parts.sequence as jlong];
-        env.set_long_array_region(&array, 0, &values).or_backend()?;
-        Ok(array.into_raw())
+        let layout = unsafe { generator(handle)? }.layout();
+        parts_array(env, layout, id)
     })
 }
 

@@ -3,7 +3,7 @@
 //! (KIND_*).
 
 use polylock::kit::LockTarget;
-use polylock::{Client, Error, LockKind};
+use polylock::{Client, Error, LockKind, MultiLockPart};
 
 use crate::entry::JResult;
 
@@ -31,4 +31,17 @@ pub fn lock_target(client: &Client, name: &str, kind: i32, thread_id: u64) -> JR
         KIND_WRITE => Ok(LockTarget::Write(client.rw_lock(name)?.with_local_id(thread_id))),
         other => Err(Error::invalid_argument(format!("unknown lock kind code {other}"))),
     }
+}
+
+/// The multi-lock part for the lock `name` of kind code `kind`, as `lock_target` reads it.
+pub fn multi_lock_part(name: &str, kind: i32) -> JResult<MultiLockPart> {
+    Ok(match kind {
+        KIND_REENTRANT => MultiLockPart::lock_of_kind(name, LockKind::Reentrant),
+        KIND_FAIR => MultiLockPart::lock_of_kind(name, LockKind::Fair),
+        KIND_TOKEN => MultiLockPart::lock_of_kind(name, LockKind::Token),
+        KIND_LEASE => MultiLockPart::lock_of_kind(name, LockKind::Lease),
+        KIND_READ => MultiLockPart::read(name),
+        KIND_WRITE => MultiLockPart::write(name),
+        other => return Err(Error::invalid_argument(format!("unknown lock kind code {other}"))),
+    })
 }

@@ -14,7 +14,9 @@ use crate::url::redact;
 /// entries redacted.
 pub fn redlock_url<S: AsRef<str>>(nodes: &[S]) -> Result<String> {
     if nodes.is_empty() {
-        return Err(Error::invalid_argument("RedLock needs at least one Redis server (host:port or redis://host:port)"));
+        return Err(Error::invalid_argument(
+            "RedLock needs at least one Redis server (host:port or redis://host:port)",
+        ));
     }
     let mut userinfo: Option<Option<String>> = None;
     let mut hosts = Vec::with_capacity(nodes.len());

@@ -1,5 +1,6 @@
 package io.polylock;
 
+import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
 
 /** The JNI surface of libpolylock_jvm. Handles are opaque pointers owned by the Java objects that hold them. */
@@ -96,10 +97,37 @@ final class NativeBridge {
 
     /** The one mapping of native error codes to Java exceptions (also used for errors thrown synchronously). */
     static RuntimeException error(int code, String message) {
+        return detailedError(code, message, DETAIL_NONE, null, 0);
+    }
+
+    /** What an error carries beyond its code (entry.rs's DETAIL_*, from the core's ErrorDetails). */
+    private static final int DETAIL_NONE = 0;
+    private static final int DETAIL_CONFLICT_NO_VALUE = 1;
+    private static final int DETAIL_CONFLICT = 2;
+    private static final int DETAIL_FENCED = 3;
+    private static final int DETAIL_RETRY_AFTER = 4;
+
+    /**
+     * As {@link #error(int, String)}, with the details the core attached: the current value ({@code bytes}) and
+     * version ({@code number}) of a conflict, the winning token of a fenced write, a retry-after in milliseconds.
+     */
+    static RuntimeException detailedError(int code, String message, int detail, byte[] bytes, long number) {
         ErrorCode errorCode = ErrorCode.fromNative(code);
-        if (errorCode == ErrorCode.NOT_OWNER) {
-            return new IllegalMonitorStateException(message);
+        switch (errorCode) {
+            case NOT_OWNER:
+                return new IllegalMonitorStateException(message);
+            case CONFLICT:
+                return detail == DETAIL_CONFLICT
+                        ? new ConflictException(message, bytes, number)
+                        : new ConflictException(message, null, null);
+            case FENCED:
+                return new FencedException(message, detail == DETAIL_FENCED ? Long.valueOf(number) : null);
+            case IN_PROGRESS:
+                return new InProgressException(message, detail == DETAIL_RETRY_AFTER ? Duration.ofMillis(number) : null);
+            case EXHAUSTED:
+                return new ExhaustedException(message, detail == DETAIL_RETRY_AFTER ? Duration.ofMillis(number) : null);
+            default:
+                return new PolylockException(errorCode, message);
         }
-        return new PolylockException(errorCode, message);
     }
 }

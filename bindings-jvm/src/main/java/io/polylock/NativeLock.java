@@ -28,6 +28,15 @@ final class NativeLock implements RFencedLock {
         return name;
     }
 
+    /** The kind code (NativeBridge.KIND_*) and client of this lock, for a multi-lock over it. */
+    int kind() {
+        return kind;
+    }
+
+    PolylockClient client() {
+        return client;
+    }
+
     // ---- the native calls everything below is made of
 
     /** Completes with the fencing token, or null when the wait ran out. */
@@ -121,7 +130,7 @@ final class NativeLock implements RFencedLock {
     }
 
     /** A derived future whose cancellation reaches the native call. */
-    private static <T, R> CompletableFuture<R> derive(CompletableFuture<T> source, Function<T, R> map) {
+    static <T, R> CompletableFuture<R> derive(CompletableFuture<T> source, Function<T, R> map) {
         CompletableFuture<R> derived = source.thenApply(map);
         derived.whenComplete((value, error) -> {
             if (error instanceof CancellationException && derived.isCancelled()) {

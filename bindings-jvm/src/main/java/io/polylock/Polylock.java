@@ -1,5 +1,6 @@
 package io.polylock;
 
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -30,6 +31,21 @@ public final class Polylock {
     public static PolylockClient create(Config config) {
         Objects.requireNonNull(config, "config");
         return connect(config.toUrl());
+    }
+
+    /**
+     * A RedLock named {@code name} over the independent Redis servers {@code servers} (each {@code host:port} or
+     * {@code redis://[user:password@]host:port}, one set of credentials for all), on a connection of its own that
+     * {@link RedLock#close()} closes. RedLock has no fencing tokens: {@link RedLock#getToken()} is always null.
+     */
+    public static RedLock redlock(List<String> servers, String name) {
+        Objects.requireNonNull(name, "name");
+        return new RedLock(connect(redlockUrl(servers)), name);
+    }
+
+    /** The {@code redlock://} URL of {@code servers}, for {@link #connect(String)} (one client, many RedLocks). */
+    public static String redlockUrl(List<String> servers) {
+        return RedLockUrl.of(servers);
     }
 
     static String defaultUrl() {

@@ -98,6 +98,70 @@ public final class PolylockClient implements AutoCloseable {
         return new SnowflakeIdGenerator(workerId, epochMillis);
     }
 
+    /**
+     * Redisson's {@code RIdGenerator}: Leaf-style segment IDs of {@code name} (the {@code leaf_alloc} row's {@code
+     * biz_tag} on SQL and SQLite, a counter elsewhere), unique across every process on this backend. Backends without
+     * counters throw {@link ErrorCode#UNSUPPORTED} on first use. See {@link RIdGenerator#tryInit} for what it can and
+     * cannot honour.
+     */
+    public RIdGenerator getIdGenerator(String name) {
+        return new SegmentIdGenerator(this, name);
+    }
+
+    /**
+     * A Snowflake generator (Twitter layout) on the lowest free worker id, leased from this backend: no other
+     * generator sharing it issues the same IDs, whatever the clocks say. Waits for the lease (throws {@link
+     * ExhaustedException} when every id is taken).
+     */
+    public LeasedSnowflakeIdGenerator leaseSnowflake() {
+        return new LeasedSnowflakeIdGenerator(this, -1, -1);
+    }
+
+    /** As {@link #leaseSnowflake()}, on {@code workerId} only ({@link ErrorCode#TIMEOUT} if another generator holds it). */
+    public LeasedSnowflakeIdGenerator leaseSnowflake(long workerId) {
+        if (workerId < 0) {
+            throw new PolylockException(ErrorCode.INVALID_ARGUMENT, "workerId must not be negative, got " + workerId);
+        }
+        return new LeasedSnowflakeIdGenerator(this, workerId, -1);
+    }
+
+    /** A versioned value: compare-and-set on a version that only grows, and fenced writes. Holds nothing. */
+    public VersionedValue getVersionedValue(String name) {
+        return new VersionedValue(this, name);
+    }
+
+    /** Idempotency keys of {@code namespace}: responses kept 24 h, an attempt taken over after 60 s without extend. */
+    public Idempotency getIdempotency(String namespace) {
+        return new Idempotency(this, namespace, null, null);
+    }
+
+    /** Idempotency keys of {@code namespace} with their own retention and in-progress TTL. */
+    public Idempotency getIdempotency(String namespace, java.time.Duration retention, java.time.Duration inProgressTtl) {
+        java.util.Objects.requireNonNull(retention, "retention");
+        java.util.Objects.requireNonNull(inProgressTtl, "inProgressTtl");
+        return new Idempotency(this, namespace, retention, inProgressTtl);
+    }
+
+    /**
+     * Redisson's {@code getMultiLock}: the locks (locks or read/write sides of this client) held as one, taken in one
+     * canonical order under one wait, so two multi-locks over the same locks never deadlock. See {@link MultiLock}.
+     */
+    public MultiLock getMultiLock(RLock... locks) {
+        Objects.requireNonNull(locks, "locks");
+        String[] names = new String[locks.length];
+        int[] kinds = new int[locks.length];
+        for (int i = 0; i < locks.length; i++) {
+            RLock lock = locks[i];
+            if (!(lock instanceof NativeLock) || ((NativeLock) lock).client() != this) {
+                throw new PolylockException(ErrorCode.INVALID_ARGUMENT,
+                        "a multi-lock takes locks of the client that makes it; " + locks[i] + " is not one");
+            }
+            names[i] = lock.getName();
+            kinds[i] = ((NativeLock) lock).kind();
+        }
+        return new MultiLock(this, names, kinds);
+    }
+
     /** This client's random id: the first half of every lock field it writes. */
     public String getId() {
         return id;
