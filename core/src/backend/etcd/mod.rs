@@ -17,6 +17,7 @@
 //!   keys, the N oldest hold, the count in `<name>/permits`).
 
 mod counters;
+mod election;
 mod endpoint;
 mod fence;
 mod hold;
@@ -298,6 +299,7 @@ impl Store for EtcdBackend {
             semaphores: true,
             counters: true,
             versioned_values: true,
+            elections: true,
             ..Capabilities::locks_only("etcd", &[LockKind::Reentrant])
         }
     }
@@ -324,6 +326,10 @@ impl Store for EtcdBackend {
 
     fn versions(self: Arc<Self>) -> Option<Arc<dyn VersionStore>> {
         Some(Arc::new(values::EtcdValues { client: self.client.clone() }))
+    }
+
+    fn elections(self: Arc<Self>) -> Option<Arc<dyn crate::spi::ElectionStore>> {
+        Some(Arc::new(election::EtcdElections::new(self)))
     }
 
     async fn close(&self) {

@@ -16,6 +16,7 @@
 
 mod config;
 mod counters;
+mod election;
 mod latch;
 mod path;
 mod query;
@@ -217,6 +218,7 @@ impl Store for ZkBackend {
             semaphores: true,
             counters: true,
             versioned_values: true,
+            elections: true,
             ..Capabilities::locks_only("zookeeper", &[LockKind::Reentrant])
         }
     }
@@ -243,6 +245,10 @@ impl Store for ZkBackend {
 
     fn versions(self: Arc<Self>) -> Option<Arc<dyn VersionStore>> {
         Some(Arc::new(values::ZkValues { backend: self }))
+    }
+
+    fn elections(self: Arc<Self>) -> Option<Arc<dyn crate::spi::ElectionStore>> {
+        Some(Arc::new(election::ZkElections::new(self)))
     }
 
     async fn close(&self) {
