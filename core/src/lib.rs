@@ -43,7 +43,7 @@ pub use primitives::PlainSemaphore;
 pub use primitives::{Election, LeaderChanges, Leadership};
 pub use spi::LeaderRecord;
 pub use primitives::{lease_millis, Inspector, LockEntry};
-pub use primitives::{Begin, Idempotency, Ticket, Value, VersionedValue};
+pub use primitives::{Begin, Idempotency, Ticket, Value, ValueWatch, VersionedValue};
 pub use primitives::{Guard, Lock, Permit, Reentry, RwLock, RwLockSide, Semaphore, MAX_NAME_LEN};
 pub use primitives::{LeasedSnowflake, SegmentGenerator, SegmentOptions, SharedClock, SnowflakeOptions};
 pub use primitives::{MultiGuard, MultiLock, MultiLockPart};

@@ -33,7 +33,7 @@ pub use rw_lock::{RwLock, RwLockSide};
 pub use segment::{SegmentGenerator, SegmentOptions};
 pub use semaphore::{Permit, Semaphore};
 pub use snowflake_lease::{LeasedSnowflake, SharedClock, SnowflakeOptions};
-pub use value::{Value, VersionedValue};
+pub use value::{Value, ValueWatch, VersionedValue};
 
 /// A try-once acquisition's answer: `None` when someone else holds it (a `Timeout` error).
 fn none_if_timed_out<T>(acquired: crate::Result<T>) -> crate::Result<Option<T>> {

@@ -2,13 +2,24 @@
 //! (optimistic locking, the `@Version` pattern), and written fenced: only by the holder of
 //! the highest fencing token it has seen. Built on the store interface's `VersionStore`
 //! alone, so it works on every backend that offers versioned values.
+//!
+//! `watch()` follows a value's changes: woken by the store where it can notify (etcd
+//! watches, ZooKeeper data watches, Redis pub/sub, PostgreSQL `LISTEN`), else by polling with
+//! a bounded backoff (SQLite, MySQL/MariaDB, memory), reading the value again each time.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use super::value_record::ValueRecord;
 use crate::engine::Engine;
 use crate::error::{Error, ErrorDetails, Result};
-use crate::spi::{VersionStore, Write};
+use crate::spi::{ValueChanges, VersionStore, Write};
+
+/// A poll's first pause after a change, doubled while nothing changes, up to `POLL_MAX`.
+const POLL_FIRST: Duration = Duration::from_millis(10);
+const POLL_MAX: Duration = Duration::from_millis(500);
+/// Where the store notifies, it is still read this often, in case a wake-up was lost.
+const NOTIFIED_RECHECK: Duration = Duration::from_secs(5);
 
 /// A value as it is in the store.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,6 +129,18 @@ impl Value {
         }
     }
 
+    /// Follow this value's changes from now on: `ValueWatch::changed` returns each new state
+    /// (a new version, or the value gone). Where several writes land close together a watcher
+    /// may see only the last of them; it never sees a state twice, nor an older one after a
+    /// newer.
+    pub async fn watch(&self) -> Result<ValueWatch> {
+        self.engine.check_open()?;
+        // Armed before the first read, so a write in between is not missed.
+        let changes = self.store.changes(&self.key).await?;
+        let last = self.read().await?;
+        Ok(ValueWatch { value: self.clone(), changes, last, poll: POLL_FIRST })
+    }
+
     async fn read(&self) -> Result<Option<VersionedValue>> {
         let Some(stored) = self.store.get(&self.key).await? else { return Ok(None) };
         self.decode(stored)
@@ -135,6 +158,63 @@ impl Value {
             None => None,
         };
         Ok(conflict_error(&self.name, why, current))
+    }
+}
+
+/// A value's changes, as `Value::watch` follows them.
+pub struct ValueWatch {
+    value: Value,
+    changes: Option<Box<dyn ValueChanges>>,
+    last: Option<VersionedValue>,
+    poll: Duration,
+}
+
+impl std::fmt::Debug for ValueWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ValueWatch")
+            .field("name", &self.value.name)
+            .field("notified", &self.changes.is_some())
+            .field("version", &self.last.as_ref().map(|v| v.version))
+            .finish()
+    }
+}
+
+impl ValueWatch {
+    /// The state last seen: when the watch started, or the last `changed` returned.
+    pub fn current(&self) -> Option<&VersionedValue> {
+        self.last.as_ref()
+    }
+
+    /// Whether the store wakes this watch (else it polls).
+    pub fn is_notified(&self) -> bool {
+        self.changes.is_some()
+    }
+
+    /// Wait for the value's next state: a new version (`Some`), or the value deleted
+    /// (`None`). Waits as long as nothing changes; wrap it in a timeout to bound the wait.
+    pub async fn changed(&mut self) -> Result<Option<VersionedValue>> {
+        loop {
+            match &mut self.changes {
+                Some(changes) => {
+                    // A lost wake-up costs at most one recheck's delay.
+                    if let Ok(woken) = tokio::time::timeout(NOTIFIED_RECHECK, changes.changed()).await {
+                        woken?;
+                    }
+                }
+                None => {
+                    tokio::time::sleep(self.poll).await;
+                    self.poll = (self.poll * 2).min(POLL_MAX);
+                }
+            }
+            self.value.engine.check_open()?;
+            let now = self.value.read().await?;
+            let seen = |state: &Option<VersionedValue>| state.as_ref().map(|v| v.version);
+            if seen(&now) != seen(&self.last) {
+                self.poll = POLL_FIRST;
+                self.last = now.clone();
+                return Ok(now);
+            }
+        }
     }
 }
 

@@ -38,7 +38,8 @@ pub use lost::{LostNotifier, LostReason, LostWatch};
 pub use plain_permits::PlainPermitStore;
 #[cfg(test)]
 pub(crate) use values::contract;
-pub use values::{CounterStore, VersionStore, Versioned, Write};
+pub use values::{CounterStore, ValueChanges, VersionStore, Versioned, Write};
+pub(crate) use values::MeasuredClock;
 
 /// One backend, opened from a URL.
 #[async_trait]

@@ -57,6 +57,63 @@ pub trait VersionStore: Send + Sync + 'static {
     async fn now_millis(&self) -> Result<Option<u64>> {
         Ok(None)
     }
+
+    /// Wake-ups for the writes and deletes of `key`, armed before this returns, so nothing
+    /// written after it is missed: `None` (the default) when the store cannot notify, and
+    /// watchers poll instead.
+    async fn changes(&self, key: &str) -> Result<Option<Box<dyn ValueChanges>>> {
+        let _ = key;
+        Ok(None)
+    }
+}
+
+/// Wake-ups for one value's writes, from a store that can notify (etcd watches, ZooKeeper
+/// data watches, Redis pub/sub, PostgreSQL `LISTEN`). A wake-up says only that the value may
+/// have changed: watchers read it again, so wake-ups that come together, or one with no
+/// change behind it (a lost connection, after which anything may have happened), are fine.
+#[async_trait]
+pub trait ValueChanges: Send {
+    /// Returns at the next wake-up since the last call (or since this was made).
+    async fn changed(&mut self) -> Result<()>;
+}
+
+/// A store's clock as a backend that can read it hands it to `VersionStore::now_millis`:
+/// read from the server now and then, and carried forward between reads on this process's
+/// monotonic clock, so a record's times cost no round trip of their own and no process's
+/// wall clock enters them. A reading is placed at the middle of its round trip, so it is off
+/// by at most half of it; it is taken again once `refresh` old, which bounds how far the two
+/// clocks' rates can drift apart and follows a server whose clock was stepped.
+pub struct MeasuredClock {
+    refresh: std::time::Duration,
+    /// (when on the monotonic clock, the server's milliseconds then).
+    last: std::sync::Mutex<Option<(std::time::Instant, u64)>>,
+}
+
+impl MeasuredClock {
+    pub const fn new(refresh: std::time::Duration) -> MeasuredClock {
+        MeasuredClock { refresh, last: std::sync::Mutex::new(None) }
+    }
+
+    /// The server's milliseconds now: carried forward from the last reading while it is
+    /// fresh, else read again with `read`.
+    pub async fn now_millis<F, Fut>(&self, read: F) -> Result<u64>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<u64>>,
+    {
+        let last = *self.last.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((at, server_ms)) = last {
+            let age = at.elapsed();
+            if age < self.refresh {
+                return Ok(server_ms.saturating_add(age.as_millis() as u64));
+            }
+        }
+        let sent = std::time::Instant::now();
+        let server_ms = read().await?;
+        let at = sent + sent.elapsed() / 2;
+        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some((at, server_ms));
+        Ok(server_ms.saturating_add(at.elapsed().as_millis() as u64))
+    }
 }
 
 #[cfg(test)]

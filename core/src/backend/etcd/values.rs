@@ -3,13 +3,23 @@
 //! revision: etcd's revisions are global and only grow, so a value deleted and created again
 //! gets a greater version than any it had. Each write is one transaction comparing the mod
 //! revision (a create: the create revision with 0), whose else branch reads what is there.
+//!
+//! The store's clock: etcd's API has no call that reads the server's time and stamps no time
+//! on keys (leases count down in TTL seconds, revisions are not times), so `now_millis` is
+//! left at its default, `None`, and idempotency records on etcd take this process's wall
+//! clock: the processes sharing a namespace must agree on the time to well within its
+//! `in_progress_ttl`.
+//!
+//! Watchers of a value are woken by an etcd watch on its key, created (and confirmed by the
+//! server) before the watcher's first read.
 
 use async_trait::async_trait;
-use etcd_client::{Client, Compare, CompareOp, KeyValue, Txn, TxnOp, TxnOpResponse, TxnResponse};
+use etcd_client::{Client, Compare, CompareOp, KeyValue, Txn, TxnOp, TxnOpResponse, TxnResponse, WatchStream};
 
+use super::map_error;
 use super::mutex::call;
 use crate::error::{Error, Result};
-use crate::spi::{VersionStore, Versioned, Write};
+use crate::spi::{ValueChanges, VersionStore, Versioned, Write};
 
 /// The key value `key` is kept under.
 fn value_key(key: &str) -> String {
@@ -86,6 +96,44 @@ impl VersionStore for EtcdValues {
             .when([Compare::mod_revision(stored.as_str(), CompareOp::Equal, expected)])
             .and_then([TxnOp::delete(stored.as_str(), None)]);
         Ok(self.txn("deleting a value", txn).await?.succeeded())
+    }
+
+    async fn changes(&self, key: &str) -> Result<Option<Box<dyn ValueChanges>>> {
+        let stored = value_key(key);
+        let doing = "watching a value";
+        let mut stream = call(doing, || {
+            let (mut watch, stored) = (self.client.watch_client(), stored.clone());
+            async move { watch.watch(stored, None).await }
+        })
+        .await?;
+        // The server's first answer confirms the watch: writes from here on are seen.
+        match stream.message().await.map_err(|e| map_error(doing, e))? {
+            Some(answer) if answer.created() && !answer.canceled() => {}
+            _ => return Err(Error::connection("etcd did not start the watch on a value")),
+        }
+        Ok(Some(Box::new(EtcdChanges { stream })))
+    }
+}
+
+/// An etcd watch on one value's key.
+struct EtcdChanges {
+    stream: WatchStream,
+}
+
+#[async_trait]
+impl ValueChanges for EtcdChanges {
+    async fn changed(&mut self) -> Result<()> {
+        loop {
+            let answer = self.stream.message().await.map_err(|e| map_error("watching a value", e))?;
+            match answer {
+                Some(answer) if answer.canceled() => {
+                    return Err(Error::connection("etcd cancelled the watch on a value"))
+                }
+                Some(answer) if answer.events().is_empty() => continue,
+                Some(_) => return Ok(()),
+                None => return Err(Error::connection("etcd closed the watch on a value")),
+            }
+        }
     }
 }
 

@@ -396,7 +396,7 @@ impl Store for RedisBackend {
     }
 
     fn versions(self: Arc<Self>) -> Option<Arc<dyn VersionStore>> {
-        Some(Arc::new(values::RedisValues { link: self.link.clone() }))
+        Some(Arc::new(values::RedisValues::new(self.link.clone(), self.subscriptions.clone())))
     }
 }
 

@@ -268,4 +268,7 @@ pub(crate) trait Dialect: Send + Sync + Sized + 'static {
     /// Delete the live value of version `expected` (its row stays, keeping the version);
     /// whether it was there.
     async fn value_delete(shared: &Pool<Self::DB>, name: &str, expected: i64) -> Result<bool, sqlx::Error>;
+
+    /// The database server's clock, in milliseconds since the Unix epoch.
+    async fn server_millis(shared: &Pool<Self::DB>) -> Result<i64, sqlx::Error>;
 }

@@ -741,4 +741,9 @@ impl Dialect for MySqlDialect {
                 .await?;
         Ok(done.rows_affected() == 1)
     }
+
+    /// `NOW(3)` in the session's time zone and back to Unix time: milliseconds since the epoch.
+    async fn server_millis(shared: &MySqlPool) -> Result<i64, sqlx::Error> {
+        sqlx::query_scalar("SELECT CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)").fetch_one(shared).await
+    }
 }

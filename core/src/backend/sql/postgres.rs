@@ -533,4 +533,9 @@ impl Dialect for Pg {
         .await?;
         Ok(done.rows_affected() == 1)
     }
+
+    /// `clock_timestamp()`, not `now()`: the time as the statement runs, not its transaction's start.
+    async fn server_millis(shared: &PgPool) -> Result<i64, sqlx::Error> {
+        sqlx::query_scalar("SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint").fetch_one(shared).await
+    }
 }

@@ -8,15 +8,23 @@
 //! Statements per call: `get` 1; a write over a version 1 (plus a read on conflict, for what is
 //! there); a create 1 on PostgreSQL (an upsert that revives a deleted row), 1 on MySQL/MariaDB
 //! for a name used before and 2 for a new one (a revive, then an INSERT); a delete 1.
+//!
+//! The store's clock (for idempotency records' times) is the database server's
+//! (`clock_timestamp()` on PostgreSQL, `UNIX_TIMESTAMP(NOW(3))` on MySQL/MariaDB), read at most
+//! every `CLOCK_REFRESH` and carried forward on this process's monotonic clock in between.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 
 use super::dialect::{Dialect, VALUE_NAME_BYTES};
 use super::store::SqlStore;
 use crate::error::{Error, Result};
-use crate::spi::{VersionStore, Versioned, Write};
+use crate::spi::{MeasuredClock, VersionStore, Versioned, Write};
+
+/// How long a reading of the server's clock is carried forward before it is read again.
+const CLOCK_REFRESH: Duration = Duration::from_secs(5);
 
 /// How often a create that met a value which was then deleted before it could be read tries
 /// again, before reporting a conflict with nothing there.
@@ -24,11 +32,12 @@ const CREATE_TRIES: usize = 3;
 
 pub(crate) struct SqlValues<D: Dialect> {
     store: Arc<SqlStore<D>>,
+    clock: MeasuredClock,
 }
 
 impl<D: Dialect> SqlValues<D> {
     pub fn new(store: Arc<SqlStore<D>>) -> Self {
-        SqlValues { store }
+        SqlValues { store, clock: MeasuredClock::new(CLOCK_REFRESH) }
     }
 
     fn check_name(name: &str) -> Result<()> {
@@ -93,6 +102,14 @@ impl<D: Dialect> VersionStore for SqlValues<D> {
         Self::check_name(key)?;
         let Some(expected) = as_i64(expected) else { return Ok(false) };
         D::value_delete(&self.store.shared, key, expected).await.map_err(|e| self.store.err(e))
+    }
+
+    async fn now_millis(&self) -> Result<Option<u64>> {
+        let read = || async {
+            let now = D::server_millis(&self.store.shared).await.map_err(|e| self.store.err(e))?;
+            u64::try_from(now).map_err(|_| Error::backend(format!("{} says its clock is at {now}ms", D::DATABASE)))
+        };
+        self.clock.now_millis(read).await.map(Some)
     }
 }
 

@@ -1,6 +1,9 @@
 //! Counters (Leaf's `leaf_alloc`, one row per tag) and versioned values (`polylock_values`)
 //! in SQLite. Each
 //! change is one IMMEDIATE transaction, durable (WAL, synchronous=NORMAL) before it returns.
+//! The store's clock (for idempotency records' times) is the database's, `NOW_MS`, as the
+//! locks' leases read it: on one host that is the host's clock, shared by every process
+//! using the file.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -8,7 +11,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension, TransactionBehavior};
 
-use super::{SqliteBackend, NEXT_TOKEN};
+use super::{SqliteBackend, NEXT_TOKEN, NOW_MS};
 use crate::error::{Error, Result};
 use crate::spi::{CounterStore, VersionStore, Versioned, Write};
 
@@ -126,6 +129,14 @@ impl VersionStore for SqliteValues {
             })
             .await?;
         Ok(deleted == 1)
+    }
+
+    async fn now_millis(&self) -> Result<Option<u64>> {
+        let now: i64 = self
+            .db
+            .with_conn_fast(|conn| conn.prepare_cached(&format!("SELECT {NOW_MS}"))?.query_row([], |row| row.get(0)))
+            .await?;
+        Ok(Some(now.max(0) as u64))
     }
 }
 

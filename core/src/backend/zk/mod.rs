@@ -244,7 +244,7 @@ impl Store for ZkBackend {
     }
 
     fn versions(self: Arc<Self>) -> Option<Arc<dyn VersionStore>> {
-        Some(Arc::new(values::ZkValues { backend: self }))
+        Some(Arc::new(values::ZkValues::new(self)))
     }
 
     fn elections(self: Arc<Self>) -> Option<Arc<dyn crate::spi::ElectionStore>> {

@@ -9,8 +9,18 @@
 //! `setData` on the `dataVersion` it read (`BadVersion`: it moved meanwhile, so read again);
 //! the first write of a key creates the node. Because the node is never re-created, its
 //! `dataVersion` never repeats, so a write can never land on a node other than the one read.
+//!
+//! Watchers of a value are woken by a ZooKeeper watch on its node (an `exists` watch, which
+//! fires on the node's creation, each `setData` and a session's end), set again each time it
+//! fires, before the watcher reads.
+//!
+//! The store's clock (for idempotency records' times): ZooKeeper has no call that reads the
+//! time, but every write stamps the node's `mtime` with the leader's clock. So a reading is
+//! an empty `setData` on `/polylock/clock/now` (created on first use), taken at most every
+//! `CLOCK_REFRESH` and carried forward on this process's monotonic clock in between.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use zookeeper_client as zk;
@@ -18,14 +28,19 @@ use zookeeper_client as zk;
 use super::counters::{make_parents, node_path, run};
 use super::session::{acls, map_error};
 use super::ZkBackend;
-use crate::error::Result;
-use crate::spi::{VersionStore, Versioned, Write};
+use crate::error::{Error, Result};
+use crate::spi::{MeasuredClock, ValueChanges, VersionStore, Versioned, Write};
+
+/// How long a reading of the leader's clock is carried forward before it is read again (a
+/// reading is a write, so not too often).
+const CLOCK_REFRESH: Duration = Duration::from_secs(10);
 
 /// The first byte of a live value's data; a tombstone has none.
 const LIVE: u8 = 1;
 
 pub(super) struct ZkValues {
     pub backend: Arc<ZkBackend>,
+    clock: MeasuredClock,
 }
 
 /// What a read of the node found.
@@ -36,6 +51,43 @@ enum Node {
 }
 
 impl ZkValues {
+    pub fn new(backend: Arc<ZkBackend>) -> ZkValues {
+        ZkValues { backend, clock: MeasuredClock::new(CLOCK_REFRESH) }
+    }
+
+    /// The leader's clock, as the `mtime` it stamps on a write of the clock node.
+    async fn server_millis(&self) -> Result<u64> {
+        let path = node_path("clock", "now")?;
+        let doing = "reading ZooKeeper's clock";
+        let path = path.as_str();
+        let stamped =
+            match run(&self.backend, doing, |client| async move { client.set_data(path, &[], None).await }).await? {
+                Ok(stat) => stat.mtime,
+                Err(zk::Error::NoNode) => {
+                    make_parents(&self.backend, path).await?;
+                    let persistent = zk::CreateMode::Persistent.with_acls(acls(&self.backend.config));
+                    let created = run(&self.backend, doing, |client| {
+                        let persistent = persistent.clone();
+                        async move { client.create(path, &[], &persistent).await }
+                    })
+                    .await?;
+                    match created {
+                        Ok((stat, _)) => stat.mtime,
+                        // Created by another client meanwhile: stamp it.
+                        Err(zk::Error::NodeExists) => {
+                            run(&self.backend, doing, |client| async move { client.set_data(path, &[], None).await })
+                                .await?
+                                .map_err(|err| map_error(err, doing))?
+                                .mtime
+                        }
+                        Err(err) => return Err(map_error(err, doing)),
+                    }
+                }
+                Err(err) => return Err(map_error(err, doing)),
+            };
+        u64::try_from(stamped).map_err(|_| Error::backend(format!("ZooKeeper stamped a write at {stamped}ms")))
+    }
+
     async fn read(&self, key: &str, path: &str) -> Result<Node> {
         match run(&self.backend, "reading a value", |client| async move { client.get_data(path).await }).await? {
             Ok((data, stat)) => Ok(match data.split_first() {
@@ -125,6 +177,42 @@ impl VersionStore for ZkValues {
             }
         }
     }
+
+    async fn now_millis(&self) -> Result<Option<u64>> {
+        self.clock.now_millis(|| self.server_millis()).await.map(Some)
+    }
+
+    async fn changes(&self, key: &str) -> Result<Option<Box<dyn ValueChanges>>> {
+        let path = node_path("values", key)?;
+        let watcher = watch_node(&self.backend, &path).await?;
+        Ok(Some(Box::new(ZkChanges { backend: self.backend.clone(), path, watcher: Some(watcher) })))
+    }
+}
+
+/// Set an `exists` watch on `path` (whether or not the node is there yet).
+async fn watch_node(backend: &ZkBackend, path: &str) -> Result<zk::OneshotWatcher> {
+    let doing = "watching a value";
+    let watched = run(backend, doing, |client| async move { client.check_and_watch_stat(path).await }).await?;
+    watched.map(|(_, watcher)| watcher).map_err(|err| map_error(err, doing))
+}
+
+/// One value's node, watched again each time its watch fires.
+struct ZkChanges {
+    backend: Arc<ZkBackend>,
+    path: String,
+    watcher: Option<zk::OneshotWatcher>,
+}
+
+#[async_trait]
+impl ValueChanges for ZkChanges {
+    async fn changed(&mut self) -> Result<()> {
+        if let Some(watcher) = self.watcher.take() {
+            watcher.changed().await;
+        }
+        // Armed again before the watcher reads what changed.
+        self.watcher = Some(watch_node(&self.backend, &self.path).await?);
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -154,8 +242,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn values_keep_the_contract() {
         for (server, url) in server_urls() {
-            contract::versions(&Prefixed { inner: ZkValues { backend: open(&url).await }, prefix: run_prefix(server) })
-                .await;
+            contract::versions(&Prefixed { inner: ZkValues::new(open(&url).await), prefix: run_prefix(server) }).await;
         }
     }
 
@@ -164,7 +251,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn bytes_round_trip_and_concurrent_writers_lose_nothing() {
         let url = &server_urls()[0].1;
-        let values = ZkValues { backend: open(url).await };
+        let values = ZkValues::new(open(url).await);
         let key = format!("{}bytes", run_prefix("single"));
         let bytes = [0u8, 255, 10, 13, 0, 1];
         let Write::Written { version } = values.compare_and_set(&key, None, &bytes).await.unwrap() else { panic!() };
@@ -181,7 +268,7 @@ mod tests {
         let key = format!("{}count", run_prefix("single"));
         let mut tasks = Vec::new();
         for _ in 0..2 {
-            let values = ZkValues { backend: open(url).await };
+            let values = ZkValues::new(open(url).await);
             let key = key.clone();
             tasks.push(tokio::spawn(async move {
                 for _ in 0..15 {
