@@ -12,7 +12,6 @@ const {
   Client,
   Lock,
   Guard,
-  Snowflake,
   AcquireCancel,
   RwLock,
   Semaphore,
@@ -24,6 +23,17 @@ const {
   MultiLock,
   MultiGuard,
 } = native
+
+/** A snowflake generator on a worker id you assign; bad options throw a PolylockError. */
+class Snowflake extends native.Snowflake {
+  constructor(options) {
+    try {
+      super(options)
+    } catch (err) {
+      throw translate(err)
+    }
+  }
+}
 
 /** The error of every polylock call; `code` says what went wrong. */
 class PolylockError extends Error {

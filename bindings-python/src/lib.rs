@@ -7,7 +7,9 @@ mod convert;
 mod error_details;
 mod errors;
 mod idempotency;
+mod latch;
 mod lock;
+mod multi_lock;
 mod pending;
 mod segment;
 mod semaphore;
@@ -23,7 +25,11 @@ mod _polylock {
     #[pymodule_export]
     use crate::idempotency::{NativeIdempotency, NativeTicket};
     #[pymodule_export]
+    use crate::latch::NativeLatch;
+    #[pymodule_export]
     use crate::lock::NativeLock;
+    #[pymodule_export]
+    use crate::multi_lock::NativeMultiLock;
     #[pymodule_export]
     use crate::pending::LoopWaker;
     #[pymodule_export]
@@ -56,6 +62,13 @@ mod _polylock {
     #[pyfunction]
     fn next_owner_id() -> u64 {
         polylock::kit::owner_ids::next_owner_id()
+    }
+
+    /// The `redlock://` URL of a list of Redis servers (the core's rule, shared by every
+    /// binding): InvalidArgumentError for an empty list or an unusable entry.
+    #[pyfunction]
+    fn redlock_url(servers: Vec<String>) -> PyResult<String> {
+        polylock::kit::redlock_url::redlock_url(&servers).map_err(crate::errors::to_py_err)
     }
 
     /// The core's table of error kinds: (name, number) for each, in number order.

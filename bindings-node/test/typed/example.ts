@@ -33,8 +33,8 @@ async function main(): Promise<void> {
   await maybe?.release()
 
   const total: number = await lock.withLock(async (held) => {
-    const t: bigint = held.fencingToken
-    return Number(t % 10n)
+    const t: bigint | null = held.fencingToken
+    return Number((t ?? 0n) % 10n)
   })
 
   try {

@@ -48,8 +48,11 @@ from ._sync import Client, Lock, Permit, RWLock, Semaphore, connect
 from . import aio
 from ._values import Acquired, Idempotency, InProgress, Mismatch, Replay, Ticket, Value, VersionedValue
 from ._values import install as _install_values
+from ._latch import Latch, MultiLock, RedLock, redlock
+from ._latch import install as _install_latch
 
 _install_values(Client, aio.Client)  # client.value(), .idempotency(), .idempotent()
+_install_latch(Client, aio.Client)  # client.latch(), .multi_lock()
 
 __all__ = [
     "connect",
@@ -60,6 +63,10 @@ __all__ = [
     "Permit",
     "Value",
     "VersionedValue",
+    "Latch",
+    "MultiLock",
+    "RedLock",
+    "redlock",
     "Idempotency",
     "Ticket",
     "Acquired",
