@@ -1,0 +1,96 @@
+//! `NativeMultiLock`: several locks of one client taken as one (core's `MultiLock`: canonical
+//! order, one deadline, everything given back on failure), with the owner passed in by every
+//! call as for `NativeLock`. Parts are mutexes or sides of read-write locks.
+
+use std::sync::Arc;
+
+use polylock::{ErrorKind, MultiLock, MultiLockPart};
+use pyo3::prelude::*;
+
+use crate::errors::{binding_error, to_py_err, IntoPyResult};
+use crate::lock::acquire_options;
+use crate::shared::{ClientShared, NativeClient};
+
+#[pyclass(module = "polylock._polylock", frozen)]
+pub struct NativeMultiLock {
+    shared: Arc<ClientShared>,
+    multi: MultiLock,
+}
+
+impl NativeMultiLock {
+    fn owned_by(&self, owner: u64) -> PyResult<MultiLock> {
+        self.shared.client()?;
+        Ok(self.multi.clone().with_local_id(owner))
+    }
+}
+
+#[pymethods]
+impl NativeMultiLock {
+    /// The multi-lock over `parts` of `client`: (name, side) pairs, side one of "lock" (the
+    /// backend's default mutex), "read" or "write" (a side of the read-write lock `name`).
+    #[staticmethod]
+    fn open(client: &NativeClient, parts: Vec<(String, String)>) -> PyResult<NativeMultiLock> {
+        let mut sides = Vec::with_capacity(parts.len());
+        for (name, side) in parts {
+            sides.push(match side.as_str() {
+                "lock" => MultiLockPart::lock(name),
+                "read" => MultiLockPart::read(name),
+                "write" => MultiLockPart::write(name),
+                other => {
+                    return Err(binding_error(
+                        ErrorKind::InvalidArgument,
+                        format!("a multi-lock part is a 'lock', 'read' or 'write', not '{other}' (for '{name}')"),
+                    ))
+                }
+            });
+        }
+        let multi = client.shared.client()?.multi_lock_of(sides).into_py_result()?;
+        Ok(NativeMultiLock { shared: client.shared.clone(), multi })
+    }
+
+    /// The parts' names in the order they are taken (byte order of their storage keys).
+    #[getter]
+    fn names(&self) -> Vec<String> {
+        self.multi.names().into_iter().map(str::to_string).collect()
+    }
+
+    /// Take every part for `owner` within one wait (seconds; None = forever, 0 = try once),
+    /// each held for `lease` (None = watchdog). The fencing token of each part, as (name,
+    /// token) in canonical order, or None if the wait ran out (nothing is held then).
+    #[pyo3(signature = (owner, wait=None, lease=None))]
+    fn acquire(
+        &self,
+        py: Python<'_>,
+        owner: u64,
+        wait: Option<f64>,
+        lease: Option<f64>,
+    ) -> PyResult<Option<Vec<(String, Option<u64>)>>> {
+        let multi = self.owned_by(owner)?;
+        let options = acquire_options(wait, lease)?;
+        // Detached inside the future: a wait given up (KeyboardInterrupt) drops the whole
+        // acquisition, which gives back any part already taken.
+        let acquiring = async move { multi.acquire_with(options).await.map(|guard| guard.detach()) };
+        match self.shared.wait(py, acquiring)? {
+            Ok(_) => Ok(Some(self.owned_by(owner)?.fencing_tokens())),
+            Err(err) if err.kind() == ErrorKind::Timeout => Ok(None),
+            Err(err) => Err(to_py_err(err)),
+        }
+    }
+
+    /// Give back one hold of every part by `owner`, even if one fails (the first failure is
+    /// raised: NotOwnerError, LockLostError).
+    fn release(&self, py: Python<'_>, owner: u64) -> PyResult<()> {
+        let multi = self.owned_by(owner)?;
+        self.shared.wait(py, async move { multi.release().await })?.map_err(to_py_err)
+    }
+
+    /// Whether `owner` holds every part and none was lost.
+    fn is_held(&self, owner: u64) -> PyResult<bool> {
+        Ok(self.owned_by(owner)?.is_held())
+    }
+
+    /// (name, fencing token or None) of `owner`'s current hold of each part, in canonical order.
+    fn fencing_tokens(&self, owner: u64) -> PyResult<Vec<(String, Option<u64>)>> {
+        Ok(self.owned_by(owner)?.fencing_tokens())
+    }
+}
