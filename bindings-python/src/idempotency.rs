@@ -5,6 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use polylock::kit::idempotency_codec::{self, StoredResponse};
 use polylock::{Begin, Idempotency, Ticket};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -47,6 +48,41 @@ impl NativeIdempotency {
     #[getter]
     fn namespace(&self) -> &str {
         self.idempotency.namespace()
+    }
+
+    /// The fingerprint stored for bytes (or text as UTF-8): polylock::kit::idempotency_codec.
+    #[staticmethod]
+    fn fingerprint_of_bytes<'py>(py: Python<'py>, payload: &[u8]) -> Bound<'py, PyBytes> {
+        PyBytes::new(py, &idempotency_codec::fingerprint_of_bytes(payload))
+    }
+
+    /// The fingerprint stored for a structured payload given as JSON text (canonical, hashed).
+    #[staticmethod]
+    fn fingerprint_of_json<'py>(py: Python<'py>, json: &str) -> PyResult<Bound<'py, PyBytes>> {
+        let fingerprint = idempotency_codec::fingerprint_of_json(json).into_py_result()?;
+        Ok(PyBytes::new(py, &fingerprint))
+    }
+
+    /// `run`'s stored form of a response: bytes as they are, or JSON text.
+    #[staticmethod]
+    fn encode_response<'py>(py: Python<'py>, is_json: bool, body: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+        let response = if is_json {
+            let text = std::str::from_utf8(body)
+                .map_err(|_| binding_error(polylock::ErrorKind::InvalidArgument, "a JSON response must be UTF-8"))?;
+            StoredResponse::Json(text.to_owned())
+        } else {
+            StoredResponse::Bytes(body.to_vec())
+        };
+        Ok(PyBytes::new(py, &idempotency_codec::encode_response(&response)))
+    }
+
+    /// A stored response read back: (is_json, body).
+    #[staticmethod]
+    fn decode_response<'py>(py: Python<'py>, stored: &[u8]) -> PyResult<(bool, Bound<'py, PyBytes>)> {
+        Ok(match idempotency_codec::decode_response(stored).into_py_result()? {
+            StoredResponse::Bytes(bytes) => (false, PyBytes::new(py, &bytes)),
+            StoredResponse::Json(text) => (true, PyBytes::new(py, text.as_bytes())),
+        })
     }
 
     /// ("acquired", ticket) | ("replay", bytes) | ("in_progress", retry_after seconds) |

@@ -16,7 +16,9 @@
 Responses that ``run`` stores are bytes as they are, or anything else as JSON (a tag byte
 says which), so a replay hands back what the first call returned (JSON-decoded: tuples come
 back as lists). Fingerprints are bytes or text as given (hashed with SHA-256 past 1024
-bytes), or, for any other object, the SHA-256 of its JSON with sorted keys.
+bytes), or, for any other object, the SHA-256 of its canonical JSON (keys sorted, no
+spaces). Both rules are the core's (``polylock::kit::idempotency_codec``), shared by every
+binding, so services in different languages replay each other's responses.
 
 The asyncio forms run each store call in the event loop's default executor (the native call
 releases the GIL while it waits); a cancelled task stops waiting, and a store call already
@@ -27,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
 import inspect
 import json
 import time
@@ -38,8 +39,6 @@ from ._errors import InProgressError, MismatchError
 
 DEFAULT_RETENTION = 24 * 3600.0
 DEFAULT_IN_PROGRESS_TTL = 60.0
-_MAX_FINGERPRINT = 1024
-_BYTES, _JSON = b"b", b"j"
 
 
 class VersionedValue(NamedTuple):
@@ -77,31 +76,27 @@ Outcome = Union[Acquired, Replay, InProgress, Mismatch]
 
 
 def fingerprint_of(payload: Any) -> bytes:
-    """The fingerprint ``begin`` stores for ``payload`` (see the module's doc)."""
+    """The fingerprint ``begin`` stores for ``payload`` (see the module's doc). The rule is the
+    core's (``polylock::kit::idempotency_codec``), so every language computes the same one."""
+    native = _polylock.NativeIdempotency
     if payload is None:
         return b""
     if isinstance(payload, str):
         payload = payload.encode()
     if isinstance(payload, (bytes, bytearray, memoryview)):
-        data = bytes(payload)
-        return data if len(data) <= _MAX_FINGERPRINT else b"sha256:" + hashlib.sha256(data).digest()
-    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=repr)
-    return b"sha256:" + hashlib.sha256(text.encode()).digest()
+        return native.fingerprint_of_bytes(bytes(payload))
+    return native.fingerprint_of_json(json.dumps(payload, default=repr))
 
 
 def encode_response(result: Any) -> bytes:
     if isinstance(result, (bytes, bytearray, memoryview)):
-        return _BYTES + bytes(result)
-    return _JSON + json.dumps(result).encode()
+        return _polylock.NativeIdempotency.encode_response(False, bytes(result))
+    return _polylock.NativeIdempotency.encode_response(True, json.dumps(result).encode())
 
 
 def decode_response(stored: bytes) -> Any:
-    tag, body = stored[:1], stored[1:]
-    if tag == _BYTES:
-        return body
-    if tag == _JSON:
-        return json.loads(body)
-    raise ValueError("this idempotency key's response was not stored by polylock's run(); use begin()")
+    is_json, body = _polylock.NativeIdempotency.decode_response(stored)
+    return json.loads(body) if is_json else body
 
 
 def _in_progress(key: str, retry_after: float) -> InProgressError:
