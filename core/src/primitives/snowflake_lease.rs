@@ -101,6 +101,9 @@ struct Lease {
     /// Issue only timestamps above this: the mark found when the id was taken.
     floor_ms: u64,
     state: Mutex<LeaseState>,
+    /// Woken when `lose` records a loss (the renewer's failures); deadlines and the lock's own
+    /// loss are watched directly by `wait_lost`.
+    lost_notify: tokio::sync::Notify,
 }
 
 struct LeaseState {
@@ -175,6 +178,27 @@ impl LeasedSnowflake {
     /// The epoch of the lease held now: greater than every earlier take of that id.
     pub async fn epoch(&self) -> Option<u64> {
         self.inner.lease.lock().await.as_ref().map(|lease| lease.epoch)
+    }
+
+    /// Why the lease held now ended, if it has: its deadline passed on the local monotonic
+    /// clock without a renewal, its lock was lost, or its mark was taken. `None` while it
+    /// lasts and between a reported loss and the next lease. The next `next_id` reports the
+    /// loss as `Lost` (and then leases another id, unless one id was asked for).
+    pub async fn lost_reason(&self) -> Option<String> {
+        let lease = self.inner.lease.lock().await.clone()?;
+        lease.check_deadline();
+        let lost = lease.state().lost.clone();
+        lost
+    }
+
+    /// Resolves with the reason when the lease held now ends (at once if it has; never while
+    /// no lease is held). A binding's "lost" signal for the generator.
+    pub async fn lost(&self) -> String {
+        let lease = self.inner.lease.lock().await.clone();
+        match lease {
+            Some(lease) => lease.wait_lost().await,
+            None => std::future::pending().await,
+        }
     }
 
     pub fn layout(&self) -> SnowflakeLayout {
@@ -343,6 +367,7 @@ impl Inner {
                             last_issued_ms: 0,
                             lost: None,
                         }),
+                        lost_notify: tokio::sync::Notify::new(),
                     }));
                 }
                 Write::Conflict { .. } => continue,
@@ -362,6 +387,38 @@ impl Lease {
         let mut state = self.state();
         if state.lost.is_none() {
             state.lost = Some(reason.to_string());
+            drop(state);
+            self.lost_notify.notify_waiters();
+        }
+    }
+
+    /// The reason this lease ended, once it has (its deadline passed, its lock was lost, or a
+    /// renewal found its mark taken).
+    async fn wait_lost(&self) -> String {
+        let lock_lost = self.guard.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(|g| g.lost_watch());
+        loop {
+            let notified = self.lost_notify.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            self.check_deadline();
+            let (lost, deadline) = {
+                let state = self.state();
+                (state.lost.clone(), state.deadline)
+            };
+            if let Some(reason) = lost {
+                return reason;
+            }
+            match &lock_lost {
+                Some(watch) => tokio::select! {
+                    _ = &mut notified => {}
+                    _ = tokio::time::sleep_until(deadline) => {}
+                    _ = watch.wait() => {}
+                },
+                None => tokio::select! {
+                    _ = &mut notified => {}
+                    _ = tokio::time::sleep_until(deadline) => {}
+                },
+            }
         }
     }
 
