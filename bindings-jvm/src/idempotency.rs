@@ -7,8 +7,11 @@
 use std::time::Duration;
 
 use jni::objects::{GlobalRef, JByteArray, JClass, JObject, JString, JThrowable, JValue};
-use jni::sys::{jbyteArray, jint, jlong, jobject};
+use jni::sys::{jboolean, jbyteArray, jint, jlong, jobject};
 use jni::JNIEnv;
+use polylock::kit::idempotency_codec::{
+    decode_response, encode_response, fingerprint_of_bytes, fingerprint_of_json, StoredResponse,
+};
 use polylock::{Begin, Error, Idempotency, Ticket};
 
 use crate::blocking::{borrow, client, free, into_handle, wait_for};
@@ -65,7 +68,7 @@ pub extern "system" fn Java_io_polylock_Idempotency_nativeBegin<'l>(
     entry(&mut env, std::ptr::null_mut(), |env| {
         let (native, idempotency) = idempotency_for(env, handle, &namespace, retention_ms, in_progress_ttl_ms)?;
         let key = read_string(env, &key, "idempotency key")?;
-        let fingerprint = read_bytes(env, &fingerprint, "fingerprint")?;
+        let fingerprint = fingerprint_of_bytes(&read_bytes(env, &fingerprint, "fingerprint")?);
         let begun = wait_for(native, idempotency.begin(&key, &fingerprint))?;
         let (outcome, ticket, token, response, retry_after_ms) = match begun {
             Begin::Acquired(ticket) => {
@@ -117,8 +120,9 @@ impl From<Error> for RunError {
     }
 }
 
-/// Call the Java `Callable<byte[]>` `work` on this thread.
-fn call_work(env: &mut JNIEnv<'_>, work: &JObject<'_>) -> Result<Vec<u8>, RunError> {
+/// Call the Java `Callable` `work` on this thread: its `byte[]` (or, with `json`, its JSON
+/// `String`) as the codec stores it.
+fn call_work(env: &mut JNIEnv<'_>, work: &JObject<'_>, json: bool) -> Result<Vec<u8>, RunError> {
     let called = env.call_method(work, "call", "()Ljava/lang/Object;", &[]);
     if env.exception_check().unwrap_or(false) {
         let thrown = env.exception_occurred().or_backend()?;
@@ -126,16 +130,20 @@ fn call_work(env: &mut JNIEnv<'_>, work: &JObject<'_>) -> Result<Vec<u8>, RunErr
         return Err(RunError::Thrown(env.new_global_ref(thrown).or_backend()?));
     }
     let result = called.and_then(|value| value.l()).or_backend()?;
+    let expected = if json { "a JSON String" } else { "a byte[] (an empty one for no response)" };
     if result.is_null() {
-        return Err(Error::invalid_argument(
-            "the idempotent work returned null; return a byte[] (an empty one for no response)",
-        )
-        .into());
+        return Err(Error::invalid_argument(format!("the idempotent work returned null; return {expected}")).into());
     }
-    if !env.is_instance_of(&result, "[B").or_backend()? {
-        return Err(Error::invalid_argument("the idempotent work must return a byte[]").into());
+    let class = if json { "java/lang/String" } else { "[B" };
+    if !env.is_instance_of(&result, class).or_backend()? {
+        return Err(Error::invalid_argument(format!("the idempotent work must return {expected}")).into());
     }
-    Ok(env.convert_byte_array(JByteArray::from(result)).or_backend()?)
+    let response = if json {
+        StoredResponse::Json(read_string(env, &JString::from(result), "the work's JSON")?)
+    } else {
+        StoredResponse::Bytes(env.convert_byte_array(JByteArray::from(result)).or_backend()?)
+    };
+    Ok(encode_response(&response))
 }
 
 /// The core's `run`: the stored response on a replay, else the work's (stored for later
@@ -152,13 +160,15 @@ pub extern "system" fn Java_io_polylock_Idempotency_nativeRun<'l>(
     key: JString<'l>,
     fingerprint: JByteArray<'l>,
     wait_ms: jlong,
+    json: jboolean,
     work: JObject<'l>,
-) -> jbyteArray {
+) -> jobject {
     entry(&mut env, std::ptr::null_mut(), |env| {
         let (native, idempotency) = idempotency_for(env, handle, &namespace, retention_ms, in_progress_ttl_ms)?;
         let key = read_string(env, &key, "idempotency key")?;
-        let fingerprint = read_bytes(env, &fingerprint, "fingerprint")?;
+        let fingerprint = fingerprint_of_bytes(&read_bytes(env, &fingerprint, "fingerprint")?);
         require_object(&work, "work")?;
+        let json = json != 0;
         let wait = match wait_ms {
             -1 => None,
             ms => Some(millis_or(ms, Duration::ZERO, "wait")?),
@@ -166,10 +176,23 @@ pub extern "system" fn Java_io_polylock_Idempotency_nativeRun<'l>(
         let ran = {
             let env = &mut *env;
             let work = &work;
-            wait_for(native, idempotency.run(&key, &fingerprint, wait, move || async move { call_work(env, work) }))
+            wait_for(
+                native,
+                idempotency.run(&key, &fingerprint, wait, move || async move { call_work(env, work, json) }),
+            )
         };
         match ran {
-            Ok(response) => Ok(env.byte_array_from_slice(&response).or_backend()?.into_raw()),
+            Ok(stored) => match (decode_response(&stored)?, json) {
+                (StoredResponse::Bytes(bytes), false) => Ok(env.byte_array_from_slice(&bytes).or_backend()?.into_raw()),
+                (StoredResponse::Json(text), true) => Ok(env.new_string(text).or_backend()?.into_raw()),
+                (StoredResponse::Json(_), false) => Err(Error::invalid_argument(
+                    "this idempotency key's response was stored as JSON (by runJson, or another language's run \
+                     with a structured result); read it with runJson",
+                )),
+                (StoredResponse::Bytes(_), true) => Err(Error::invalid_argument(
+                    "this idempotency key's response was stored as bytes; read it with run, not runJson",
+                )),
+            },
             Err(RunError::Core(err)) => Err(err),
             Err(RunError::Thrown(thrown)) => {
                 let thrown = env.new_local_ref(thrown.as_obj()).or_backend()?;
@@ -220,5 +243,19 @@ pub extern "system" fn Java_io_polylock_IdempotencyTicket_nativeFree<'l>(
         // SAFETY: freed once, by the ticket's Cleaner.
         unsafe { free::<Ticket>(ticket) };
         Ok(())
+    })
+}
+
+/// The codec's fingerprint of a structured payload given as JSON text (canonical, hashed).
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_Idempotency_nativeFingerprintOfJson<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    json: JString<'l>,
+) -> jbyteArray {
+    entry(&mut env, std::ptr::null_mut(), |env| {
+        let json = read_string(env, &json, "JSON payload")?;
+        let fingerprint = fingerprint_of_json(&json)?;
+        Ok(env.byte_array_from_slice(&fingerprint).or_backend()?.into_raw())
     })
 }

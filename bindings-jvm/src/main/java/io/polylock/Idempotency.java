@@ -14,7 +14,14 @@ import java.util.concurrent.Callable;
  * <p>Outcomes and HTTP (the IETF idempotency-key draft): a replay answers as the first attempt did; {@link
  * InProgressException} is 409 Conflict; a {@link ErrorCode#MISMATCH} (the key was used with another payload) is 422.
  *
- * <p>The fingerprint identifies the payload: pass a hash of it (at most 1024 bytes), not the payload.
+ * <p>The fingerprint identifies the payload: its bytes (text as UTF-8) are kept as they are up to 1024 bytes and
+ * hashed (SHA-256) beyond, and {@link #fingerprintOfJson(String)} fingerprints a structured payload given as JSON
+ * (canonical: key order and spacing do not matter), by the core's one codec, so services in every language sharing a
+ * namespace agree on what is "the same payload".
+ *
+ * <p>Responses stored by {@link #run} are tagged by the same codec (bytes, or JSON text with {@link #runJson}), so a
+ * Python or Node service can replay them. {@link IdempotencyTicket#complete} stores its bytes as they are, and {@link
+ * Begin#getResponse()} hands back the stored bytes as they are (with the codec's tag when {@code run} stored them).
  */
 public final class Idempotency {
     private static final long DEFAULT = -1;
@@ -42,7 +49,15 @@ public final class Idempotency {
             String key,
             byte[] fingerprint,
             long waitMs,
-            Callable<byte[]> work);
+            boolean json,
+            Callable<?> work);
+
+    private static native byte[] nativeFingerprintOfJson(String json);
+
+    /** The fingerprint of a structured payload given as JSON text: canonical JSON, hashed (the core's codec). */
+    public static byte[] fingerprintOfJson(String json) {
+        return nativeFingerprintOfJson(json);
+    }
 
     public String getNamespace() {
         return namespace;
@@ -135,8 +150,25 @@ public final class Idempotency {
     public byte[] run(String key, byte[] fingerprint, Duration wait, Callable<byte[]> work) throws Exception {
         long waitMs = wait == null ? DEFAULT : Math.max(0, wait.toMillis());
         // The work's own exception, checked or not, is rethrown by the native side as it is.
-        return client.withHandle(
-                h -> nativeRun(h, namespace, retentionMs, inProgressTtlMs, key, fingerprint, waitMs, work));
+        return (byte[]) client.<Object>withHandle(
+                h -> nativeRun(h, namespace, retentionMs, inProgressTtlMs, key, fingerprint, waitMs, false, work));
+    }
+
+    /**
+     * As {@link #run(String, byte[], Callable)} for a work whose response is JSON text (encode and decode it with your
+     * JSON library): stored as JSON by the core's codec, so another language's {@code run} replays it as a structured
+     * value. A key whose response was stored as bytes is refused here ({@link ErrorCode#INVALID_ARGUMENT}), and the
+     * other way round.
+     */
+    public String runJson(String key, byte[] fingerprint, Callable<String> work) throws Exception {
+        return runJson(key, fingerprint, null, work);
+    }
+
+    /** As {@link #runJson(String, byte[], Callable)}, waiting up to {@code wait} for an attempt under way. */
+    public String runJson(String key, byte[] fingerprint, Duration wait, Callable<String> work) throws Exception {
+        long waitMs = wait == null ? DEFAULT : Math.max(0, wait.toMillis());
+        return (String) client.<Object>withHandle(
+                h -> nativeRun(h, namespace, retentionMs, inProgressTtlMs, key, fingerprint, waitMs, true, work));
     }
 
     @Override

@@ -226,4 +226,36 @@ class ValuesAndIdempotencyTest {
                     "an abandoned key runs again");
         }
     }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("backends")
+    void responsesAndFingerprintsFollowTheCoresCodec(Backend backend) throws Exception {
+        try (PolylockClient client = backend.connect()) {
+            Idempotency orders = client.getIdempotency(Backends.uniqueName("orders"));
+            byte[] fingerprint = Idempotency.fingerprintOfJson("{\"sku\": \"A-1\", \"qty\": 2}");
+            assertArrayEquals(fingerprint, Idempotency.fingerprintOfJson("{\"qty\":2,\"sku\":\"A-1\"}"),
+                    "key order and spacing do not change a JSON fingerprint");
+            assertEquals(ErrorCode.INVALID_ARGUMENT,
+                    assertThrows(PolylockException.class, () -> Idempotency.fingerprintOfJson("{not json")).getCode());
+
+            String json = "{\"order\":42}";
+            assertEquals(json, orders.runJson("k-json", fingerprint, () -> json));
+            assertEquals(json, orders.runJson("k-json", fingerprint, () -> "{\"order\":43}"), "replayed");
+            assertEquals(ErrorCode.INVALID_ARGUMENT,
+                    assertThrows(PolylockException.class, () -> orders.run("k-json", fingerprint, () -> bytes("x")))
+                            .getCode(), "a JSON response is not handed out as bytes");
+
+            // A long payload as its own fingerprint: the core hashes it, so it is accepted and still tells payloads apart.
+            byte[] longPayload = new byte[4096];
+            assertArrayEquals(bytes("big"), orders.run("k-long", longPayload, () -> bytes("big")));
+            longPayload[4000] = 1;
+            assertEquals(ErrorCode.MISMATCH, assertThrows(PolylockException.class,
+                    () -> orders.run("k-long", longPayload, () -> bytes("other"))).getCode());
+
+            // begin hands back the stored bytes as they are: what run stored carries the codec's tag.
+            Idempotency.Begin replay = orders.begin("k-long", new byte[4096]);
+            assertEquals(Idempotency.Outcome.REPLAY, replay.getOutcome());
+            assertTrue(replay.getResponse().length > 3);
+        }
+    }
 }
