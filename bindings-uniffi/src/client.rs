@@ -6,9 +6,13 @@ use polylock::kit::LockTarget;
 use polylock::LockKind;
 
 use crate::errors::{PolylockError, Result};
+use crate::id_generators::{LeasedSnowflake, Segment};
+use crate::idempotency::Idempotency;
 use crate::lock::{Lock, RwLock};
+use crate::multi_lock::MultiLock;
 use crate::semaphore::Semaphore;
 use crate::shared::{new_runtime, ClientShared};
+use crate::value::Value;
 
 #[derive(uniffi::Object)]
 pub struct Client {
@@ -58,6 +62,63 @@ impl Client {
     pub fn semaphore(&self, name: String, permits: u32) -> Result<Arc<Semaphore>> {
         let semaphore = self.shared.client().semaphore(&name, permits)?;
         Ok(Semaphore::new(self.shared.clone(), semaphore))
+    }
+
+    /// The mutexes `names` (the backend's default kind), taken as one.
+    pub fn multi_lock(&self, names: Vec<String>) -> Result<Arc<MultiLock>> {
+        let locks = self.shared.client().multi_lock(&names)?;
+        Ok(MultiLock::new(self.shared.clone(), locks))
+    }
+
+    /// The versioned value `name`; `Unsupported` if the backend keeps none.
+    pub fn value(&self, name: String) -> Result<Arc<Value>> {
+        let value = self.shared.client().value(&name)?;
+        Ok(Value::new(self.shared.clone(), value))
+    }
+
+    /// Idempotency keys of `namespace` (retention and in-progress TTL in seconds; nil: the
+    /// core's defaults, 24 h and 60 s).
+    pub fn idempotency(
+        &self,
+        namespace: String,
+        retention_seconds: Option<f64>,
+        in_progress_ttl_seconds: Option<f64>,
+    ) -> Result<Arc<Idempotency>> {
+        let seconds = |value: Option<f64>, default: std::time::Duration, what: &str| match value {
+            None => Ok(default),
+            Some(s) => std::time::Duration::try_from_secs_f64(s).map_err(|_| {
+                polylock::Error::invalid_argument(format!("{what} must be a finite number of seconds >= 0, got {s}"))
+            }),
+        };
+        let keys = self.shared.client().idempotency_with(
+            &namespace,
+            seconds(retention_seconds, polylock::Idempotency::DEFAULT_RETENTION, "retention")?,
+            seconds(in_progress_ttl_seconds, polylock::Idempotency::DEFAULT_IN_PROGRESS_TTL, "in_progress_ttl")?,
+        )?;
+        Ok(Idempotency::new(self.shared.clone(), keys))
+    }
+
+    /// Segment IDs of `tag` (`step` nil: Leaf's 1000).
+    pub fn segment(&self, tag: String, step: Option<u64>) -> Result<Arc<Segment>> {
+        let mut options = polylock::SegmentOptions::default();
+        if let Some(step) = step {
+            options.step = step;
+            options.max_step = options.max_step.max(step);
+        }
+        let generator = self.shared.client().segments(&tag, options)?;
+        Ok(Segment::new(self.shared.clone(), generator))
+    }
+
+    /// A Snowflake generator on a leased worker id (`worker_id` nil: the lowest free one).
+    pub async fn snowflake(&self, worker_id: Option<u64>) -> Result<Arc<LeasedSnowflake>> {
+        let client = self.shared.client().clone();
+        let generator = self
+            .shared
+            .run("a snowflake lease".to_string(), async move {
+                client.snowflake(worker_id, polylock::SnowflakeOptions::default()).await
+            })
+            .await?;
+        Ok(LeasedSnowflake::new(self.shared.clone(), generator))
     }
 
     /// Stop the watchdogs, give every hold back and close the backend.

@@ -1,7 +1,7 @@
 //! The core's error kinds as one uniffi error enum: Ruby gets one exception class per variant,
 //! which the gem maps to `Polylock::Error` subclasses (checked against `error_kinds()`).
 
-use polylock::{Error, ErrorKind};
+use polylock::{Error, ErrorDetails, ErrorKind};
 
 /// One variant per `polylock::ErrorKind`, carrying the core's message.
 #[derive(Debug, thiserror::Error, uniffi::Error)]
@@ -24,14 +24,17 @@ pub enum PolylockError {
     Unsupported { message: String },
     #[error("{message}")]
     Cancelled { message: String },
+    /// `current_value`/`current_version`: the value as it is now (both nil: there is none).
     #[error("{message}")]
-    Conflict { message: String },
+    Conflict { message: String, current_value: Option<Vec<u8>>, current_version: Option<u64> },
+    /// `winning_token`: the highest fencing token the value has accepted.
     #[error("{message}")]
-    Fenced { message: String },
+    Fenced { message: String, winning_token: Option<u64> },
+    /// `retry_after_ms`: when to try again, if known.
     #[error("{message}")]
-    Exhausted { message: String },
+    Exhausted { message: String, retry_after_ms: Option<u64> },
     #[error("{message}")]
-    InProgress { message: String },
+    InProgress { message: String, retry_after_ms: Option<u64> },
     #[error("{message}")]
     Mismatch { message: String },
 }
@@ -39,6 +42,18 @@ pub enum PolylockError {
 impl From<Error> for PolylockError {
     fn from(err: Error) -> Self {
         let message = err.to_string();
+        let (mut current_value, mut current_version, mut winning_token, mut retry_after_ms) = (None, None, None, None);
+        match err.details() {
+            Some(ErrorDetails::Conflict { current: Some((value, version)) }) => {
+                current_value = Some(value.clone());
+                current_version = Some(*version);
+            }
+            Some(ErrorDetails::Fenced { winning_token: token }) => winning_token = Some(*token),
+            Some(ErrorDetails::RetryAfter { after }) => {
+                retry_after_ms = Some(u64::try_from(after.as_millis()).unwrap_or(u64::MAX))
+            }
+            _ => {}
+        }
         match err.kind() {
             ErrorKind::Timeout => PolylockError::Timeout { message },
             ErrorKind::NotOwner => PolylockError::NotOwner { message },
@@ -49,10 +64,10 @@ impl From<Error> for PolylockError {
             ErrorKind::Internal => PolylockError::Internal { message },
             ErrorKind::Unsupported => PolylockError::Unsupported { message },
             ErrorKind::Cancelled => PolylockError::Cancelled { message },
-            ErrorKind::Conflict => PolylockError::Conflict { message },
-            ErrorKind::Fenced => PolylockError::Fenced { message },
-            ErrorKind::Exhausted => PolylockError::Exhausted { message },
-            ErrorKind::InProgress => PolylockError::InProgress { message },
+            ErrorKind::Conflict => PolylockError::Conflict { message, current_value, current_version },
+            ErrorKind::Fenced => PolylockError::Fenced { message, winning_token },
+            ErrorKind::Exhausted => PolylockError::Exhausted { message, retry_after_ms },
+            ErrorKind::InProgress => PolylockError::InProgress { message, retry_after_ms },
             ErrorKind::Mismatch => PolylockError::Mismatch { message },
         }
     }

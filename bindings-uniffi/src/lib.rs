@@ -13,8 +13,12 @@ uniffi::setup_scaffolding!();
 
 mod client;
 mod errors;
+mod id_generators;
+mod idempotency;
 mod ids;
 mod lock;
+mod multi_lock;
 mod options;
 mod semaphore;
 mod shared;
+mod value;

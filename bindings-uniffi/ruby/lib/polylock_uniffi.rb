@@ -216,6 +216,21 @@ private_constant :UniffiHandleMap
     end
   end
 
+  # The primitive Bytes type.
+
+  def self.alloc_from_bytes(value)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_bytes(value)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_bytes
+    consumeWithStream do |stream|
+      return stream.read_bytes
+    end
+  end
+
   # The Record type AcquireOptions.
 
   def self.check_lower_TypeAcquireOptions(v)
@@ -236,6 +251,48 @@ private_constant :UniffiHandleMap
     end
   end
 
+  # The Record type BeginResult.
+
+  def self.check_lower_TypeBeginResult(v)
+    
+    RustBuffer.check_lower_OptionalTypeTicket(v.ticket)
+    RustBuffer.check_lower_Optionalbytes(v.response)
+    RustBuffer.check_lower_Optionalu64(v.retry_after_ms)
+  end
+
+  def self.alloc_from_TypeBeginResult(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_TypeBeginResult(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_TypeBeginResult
+    consumeWithStream do |stream|
+      return stream.read_TypeBeginResult
+    end
+  end
+
+  # The Record type DecodedResponse.
+
+  def self.check_lower_TypeDecodedResponse(v)
+    
+    
+  end
+
+  def self.alloc_from_TypeDecodedResponse(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_TypeDecodedResponse(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_TypeDecodedResponse
+    consumeWithStream do |stream|
+      return stream.read_TypeDecodedResponse
+    end
+  end
+
   # The Record type ErrorKindInfo.
 
   def self.check_lower_TypeErrorKindInfo(v)
@@ -253,6 +310,26 @@ private_constant :UniffiHandleMap
   def consume_into_TypeErrorKindInfo
     consumeWithStream do |stream|
       return stream.read_TypeErrorKindInfo
+    end
+  end
+
+  # The Record type MultiPart.
+
+  def self.check_lower_TypeMultiPart(v)
+    
+    RustBuffer.check_lower_Optionalu64(v.fencing_token)
+  end
+
+  def self.alloc_from_TypeMultiPart(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_TypeMultiPart(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_TypeMultiPart
+    consumeWithStream do |stream|
+      return stream.read_TypeMultiPart
     end
   end
 
@@ -294,6 +371,27 @@ private_constant :UniffiHandleMap
   def consume_into_TypeSnowflakeParts
     consumeWithStream do |stream|
       return stream.read_TypeSnowflakeParts
+    end
+  end
+
+  # The Record type VersionedValue.
+
+  def self.check_lower_TypeVersionedValue(v)
+    
+    
+    RustBuffer.check_lower_Optionalu64(v.fencing_token)
+  end
+
+  def self.alloc_from_TypeVersionedValue(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_TypeVersionedValue(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_TypeVersionedValue
+    consumeWithStream do |stream|
+      return stream.read_TypeVersionedValue
     end
   end
 
@@ -376,6 +474,48 @@ private_constant :UniffiHandleMap
     end
   end
 
+  # The Optional<T> type for bytes.
+
+  def self.check_lower_Optionalbytes(v)
+    if !v.nil?
+      
+    end
+  end
+
+  def self.alloc_from_Optionalbytes(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_Optionalbytes(v)
+      return builder.finalize()
+    end
+  end
+
+  def consume_into_Optionalbytes
+    consumeWithStream do |stream|
+      return stream.read_Optionalbytes
+    end
+  end
+
+  # The Optional<T> type for TypeTicket.
+
+  def self.check_lower_OptionalTypeTicket(v)
+    if !v.nil?
+      (Ticket.uniffi_check_lower v)
+    end
+  end
+
+  def self.alloc_from_OptionalTypeTicket(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_OptionalTypeTicket(v)
+      return builder.finalize()
+    end
+  end
+
+  def consume_into_OptionalTypeTicket
+    consumeWithStream do |stream|
+      return stream.read_OptionalTypeTicket
+    end
+  end
+
   # The Optional<T> type for TypePermitInfo.
 
   def self.check_lower_OptionalTypePermitInfo(v)
@@ -394,6 +534,48 @@ private_constant :UniffiHandleMap
   def consume_into_OptionalTypePermitInfo
     consumeWithStream do |stream|
       return stream.read_OptionalTypePermitInfo
+    end
+  end
+
+  # The Optional<T> type for TypeVersionedValue.
+
+  def self.check_lower_OptionalTypeVersionedValue(v)
+    if !v.nil?
+      RustBuffer.check_lower_TypeVersionedValue(v)
+    end
+  end
+
+  def self.alloc_from_OptionalTypeVersionedValue(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_OptionalTypeVersionedValue(v)
+      return builder.finalize()
+    end
+  end
+
+  def consume_into_OptionalTypeVersionedValue
+    consumeWithStream do |stream|
+      return stream.read_OptionalTypeVersionedValue
+    end
+  end
+
+  # The Optional<T> type for SequenceTypeMultiPart.
+
+  def self.check_lower_OptionalSequenceTypeMultiPart(v)
+    if !v.nil?
+      RustBuffer.check_lower_SequenceTypeMultiPart(v)
+    end
+  end
+
+  def self.alloc_from_OptionalSequenceTypeMultiPart(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_OptionalSequenceTypeMultiPart(v)
+      return builder.finalize()
+    end
+  end
+
+  def consume_into_OptionalSequenceTypeMultiPart
+    consumeWithStream do |stream|
+      return stream.read_OptionalSequenceTypeMultiPart
     end
   end
 
@@ -418,6 +600,27 @@ private_constant :UniffiHandleMap
     end
   end
 
+  # The Sequence<T> type for string.
+
+  def self.check_lower_Sequencestring(v)
+    v.each do |item|
+      
+    end
+  end
+
+  def self.alloc_from_Sequencestring(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_Sequencestring(v)
+      return builder.finalize()
+    end
+  end
+
+  def consume_into_Sequencestring
+    consumeWithStream do |stream|
+      return stream.read_Sequencestring
+    end
+  end
+
   # The Sequence<T> type for TypeErrorKindInfo.
 
   def self.check_lower_SequenceTypeErrorKindInfo(v)
@@ -436,6 +639,27 @@ private_constant :UniffiHandleMap
   def consume_into_SequenceTypeErrorKindInfo
     consumeWithStream do |stream|
       return stream.read_SequenceTypeErrorKindInfo
+    end
+  end
+
+  # The Sequence<T> type for TypeMultiPart.
+
+  def self.check_lower_SequenceTypeMultiPart(v)
+    v.each do |item|
+      RustBuffer.check_lower_TypeMultiPart(item)
+    end
+  end
+
+  def self.alloc_from_SequenceTypeMultiPart(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_SequenceTypeMultiPart(v)
+      return builder.finalize()
+    end
+  end
+
+  def consume_into_SequenceTypeMultiPart
+    consumeWithStream do |stream|
+      return stream.read_SequenceTypeMultiPart
     end
   end
 
@@ -518,11 +742,33 @@ class RustBufferStream
     read(size).force_encoding(Encoding::UTF_8)
   end
 
+  def read_bytes
+    size = unpack_from 4, 'l>'
+
+    raise InternalError, 'Unexpected negative byte string length' if size.negative?
+
+    read(size).force_encoding(Encoding::BINARY)
+  end
+
   # The Object type Client.
 
   def read_TypeClient
     handle = unpack_from 8, 'Q>'
     return Client.uniffi_lift(handle)
+  end
+
+  # The Object type Idempotency.
+
+  def read_TypeIdempotency
+    handle = unpack_from 8, 'Q>'
+    return Idempotency.uniffi_lift(handle)
+  end
+
+  # The Object type LeasedSnowflake.
+
+  def read_TypeLeasedSnowflake
+    handle = unpack_from 8, 'Q>'
+    return LeasedSnowflake.uniffi_lift(handle)
   end
 
   # The Object type Lock.
@@ -539,11 +785,25 @@ class RustBufferStream
     return LostSubscription.uniffi_lift(handle)
   end
 
+  # The Object type MultiLock.
+
+  def read_TypeMultiLock
+    handle = unpack_from 8, 'Q>'
+    return MultiLock.uniffi_lift(handle)
+  end
+
   # The Object type RwLock.
 
   def read_TypeRwLock
     handle = unpack_from 8, 'Q>'
     return RwLock.uniffi_lift(handle)
+  end
+
+  # The Object type Segment.
+
+  def read_TypeSegment
+    handle = unpack_from 8, 'Q>'
+    return Segment.uniffi_lift(handle)
   end
 
   # The Object type Semaphore.
@@ -560,6 +820,20 @@ class RustBufferStream
     return Snowflake.uniffi_lift(handle)
   end
 
+  # The Object type Ticket.
+
+  def read_TypeTicket
+    handle = unpack_from 8, 'Q>'
+    return Ticket.uniffi_lift(handle)
+  end
+
+  # The Object type Value.
+
+  def read_TypeValue
+    handle = unpack_from 8, 'Q>'
+    return Value.uniffi_lift(handle)
+  end
+
   # The Record type AcquireOptions.
 
   def read_TypeAcquireOptions
@@ -569,12 +843,41 @@ class RustBufferStream
     )
   end
 
+  # The Record type BeginResult.
+
+  def read_TypeBeginResult
+    BeginResult.new(
+      outcome: read_string,
+      ticket: read_OptionalTypeTicket,
+      response: read_Optionalbytes,
+      retry_after_ms: read_Optionalu64
+    )
+  end
+
+  # The Record type DecodedResponse.
+
+  def read_TypeDecodedResponse
+    DecodedResponse.new(
+      json: read_bool,
+      body: read_bytes
+    )
+  end
+
   # The Record type ErrorKindInfo.
 
   def read_TypeErrorKindInfo
     ErrorKindInfo.new(
       name: read_string,
       code: read_u8
+    )
+  end
+
+  # The Record type MultiPart.
+
+  def read_TypeMultiPart
+    MultiPart.new(
+      name: read_string,
+      fencing_token: read_Optionalu64
     )
   end
 
@@ -594,6 +897,16 @@ class RustBufferStream
       timestamp_ms: read_u64,
       worker: read_u64,
       sequence: read_u64
+    )
+  end
+
+  # The Record type VersionedValue.
+
+  def read_TypeVersionedValue
+    VersionedValue.new(
+      value: read_bytes,
+      version: read_u64,
+      fencing_token: read_Optionalu64
     )
   end
 
@@ -653,22 +966,27 @@ class RustBufferStream
     end
     if variant == 10
         return PolylockError::Conflict.new(
-            message: read_string()
+            message: read_string(),
+            current_value: read_Optionalbytes(),
+            current_version: read_Optionalu64()
         )
     end
     if variant == 11
         return PolylockError::Fenced.new(
-            message: read_string()
+            message: read_string(),
+            winning_token: read_Optionalu64()
         )
     end
     if variant == 12
         return PolylockError::Exhausted.new(
-            message: read_string()
+            message: read_string(),
+            retry_after_ms: read_Optionalu64()
         )
     end
     if variant == 13
         return PolylockError::InProgress.new(
-            message: read_string()
+            message: read_string(),
+            retry_after_ms: read_Optionalu64()
         )
     end
     if variant == 14
@@ -731,6 +1049,36 @@ class RustBufferStream
   end
 
   
+  # The Optional<T> type for bytes.
+
+  def read_Optionalbytes
+    flag = unpack_from 1, 'c'
+
+    if flag == 0
+      return nil
+    elsif flag == 1
+      return read_bytes
+    else
+      raise InternalError, 'Unexpected flag byte for Optionalbytes'
+    end
+  end
+
+  
+  # The Optional<T> type for TypeTicket.
+
+  def read_OptionalTypeTicket
+    flag = unpack_from 1, 'c'
+
+    if flag == 0
+      return nil
+    elsif flag == 1
+      return read_TypeTicket
+    else
+      raise InternalError, 'Unexpected flag byte for OptionalTypeTicket'
+    end
+  end
+
+  
   # The Optional<T> type for TypePermitInfo.
 
   def read_OptionalTypePermitInfo
@@ -742,6 +1090,36 @@ class RustBufferStream
       return read_TypePermitInfo
     else
       raise InternalError, 'Unexpected flag byte for OptionalTypePermitInfo'
+    end
+  end
+
+  
+  # The Optional<T> type for TypeVersionedValue.
+
+  def read_OptionalTypeVersionedValue
+    flag = unpack_from 1, 'c'
+
+    if flag == 0
+      return nil
+    elsif flag == 1
+      return read_TypeVersionedValue
+    else
+      raise InternalError, 'Unexpected flag byte for OptionalTypeVersionedValue'
+    end
+  end
+
+  
+  # The Optional<T> type for SequenceTypeMultiPart.
+
+  def read_OptionalSequenceTypeMultiPart
+    flag = unpack_from 1, 'c'
+
+    if flag == 0
+      return nil
+    elsif flag == 1
+      return read_SequenceTypeMultiPart
+    else
+      raise InternalError, 'Unexpected flag byte for OptionalSequenceTypeMultiPart'
     end
   end
 
@@ -761,6 +1139,22 @@ class RustBufferStream
     items
   end
 
+  # The Sequence<T> type for string.
+
+  def read_Sequencestring
+    count = unpack_from 4, 'l>'
+
+    raise InternalError, 'Unexpected negative sequence length' if count.negative?
+
+    items = []
+
+    count.times do
+      items.append read_string
+    end
+
+    items
+  end
+
   # The Sequence<T> type for TypeErrorKindInfo.
 
   def read_SequenceTypeErrorKindInfo
@@ -772,6 +1166,22 @@ class RustBufferStream
 
     count.times do
       items.append read_TypeErrorKindInfo
+    end
+
+    items
+  end
+
+  # The Sequence<T> type for TypeMultiPart.
+
+  def read_SequenceTypeMultiPart
+    count = unpack_from 4, 'l>'
+
+    raise InternalError, 'Unexpected negative sequence length' if count.negative?
+
+    items = []
+
+    count.times do
+      items.append read_TypeMultiPart
     end
 
     items
@@ -852,10 +1262,30 @@ class RustBufferBuilder
     write v
   end
 
+  def write_bytes(v)
+    v = ::PolylockUniffi::uniffi_bytes(v)
+    pack_into 4, 'l>', v.bytes.size
+    write v
+  end
+
   # The Object type Client.
 
   def write_TypeClient(obj)
     handle = Client.uniffi_lower obj
+    pack_into(8, 'Q>', handle)
+  end
+
+  # The Object type Idempotency.
+
+  def write_TypeIdempotency(obj)
+    handle = Idempotency.uniffi_lower obj
+    pack_into(8, 'Q>', handle)
+  end
+
+  # The Object type LeasedSnowflake.
+
+  def write_TypeLeasedSnowflake(obj)
+    handle = LeasedSnowflake.uniffi_lower obj
     pack_into(8, 'Q>', handle)
   end
 
@@ -873,10 +1303,24 @@ class RustBufferBuilder
     pack_into(8, 'Q>', handle)
   end
 
+  # The Object type MultiLock.
+
+  def write_TypeMultiLock(obj)
+    handle = MultiLock.uniffi_lower obj
+    pack_into(8, 'Q>', handle)
+  end
+
   # The Object type RwLock.
 
   def write_TypeRwLock(obj)
     handle = RwLock.uniffi_lower obj
+    pack_into(8, 'Q>', handle)
+  end
+
+  # The Object type Segment.
+
+  def write_TypeSegment(obj)
+    handle = Segment.uniffi_lower obj
     pack_into(8, 'Q>', handle)
   end
 
@@ -894,6 +1338,20 @@ class RustBufferBuilder
     pack_into(8, 'Q>', handle)
   end
 
+  # The Object type Ticket.
+
+  def write_TypeTicket(obj)
+    handle = Ticket.uniffi_lower obj
+    pack_into(8, 'Q>', handle)
+  end
+
+  # The Object type Value.
+
+  def write_TypeValue(obj)
+    handle = Value.uniffi_lower obj
+    pack_into(8, 'Q>', handle)
+  end
+
   # The Record type AcquireOptions.
 
   def write_TypeAcquireOptions(v)
@@ -901,11 +1359,34 @@ class RustBufferBuilder
     self.write_Optionalf64(v.lease_seconds)
   end
 
+  # The Record type BeginResult.
+
+  def write_TypeBeginResult(v)
+    self.write_string(v.outcome)
+    self.write_OptionalTypeTicket(v.ticket)
+    self.write_Optionalbytes(v.response)
+    self.write_Optionalu64(v.retry_after_ms)
+  end
+
+  # The Record type DecodedResponse.
+
+  def write_TypeDecodedResponse(v)
+    self.write_bool(v.json)
+    self.write_bytes(v.body)
+  end
+
   # The Record type ErrorKindInfo.
 
   def write_TypeErrorKindInfo(v)
     self.write_string(v.name)
     self.write_u8(v.code)
+  end
+
+  # The Record type MultiPart.
+
+  def write_TypeMultiPart(v)
+    self.write_string(v.name)
+    self.write_Optionalu64(v.fencing_token)
   end
 
   # The Record type PermitInfo.
@@ -921,6 +1402,14 @@ class RustBufferBuilder
     self.write_u64(v.timestamp_ms)
     self.write_u64(v.worker)
     self.write_u64(v.sequence)
+  end
+
+  # The Record type VersionedValue.
+
+  def write_TypeVersionedValue(v)
+    self.write_bytes(v.value)
+    self.write_u64(v.version)
+    self.write_Optionalu64(v.fencing_token)
   end
 
   # The Error type PolylockError - write for callback error returns.
@@ -974,21 +1463,26 @@ class RustBufferBuilder
     if v.is_a?(PolylockError::Conflict)
       pack_into 4, 'l>', 10
         self.write_string(v.message)
+        self.write_Optionalbytes(v.current_value)
+        self.write_Optionalu64(v.current_version)
       return
     end
     if v.is_a?(PolylockError::Fenced)
       pack_into 4, 'l>', 11
         self.write_string(v.message)
+        self.write_Optionalu64(v.winning_token)
       return
     end
     if v.is_a?(PolylockError::Exhausted)
       pack_into 4, 'l>', 12
         self.write_string(v.message)
+        self.write_Optionalu64(v.retry_after_ms)
       return
     end
     if v.is_a?(PolylockError::InProgress)
       pack_into 4, 'l>', 13
         self.write_string(v.message)
+        self.write_Optionalu64(v.retry_after_ms)
       return
     end
     if v.is_a?(PolylockError::Mismatch)
@@ -1036,6 +1530,28 @@ class RustBufferBuilder
     end
   end
 
+  # The Optional<T> type for bytes.
+
+  def write_Optionalbytes(v)
+    if v.nil?
+      pack_into(1, 'c', 0)
+    else
+      pack_into(1, 'c', 1)
+      self.write_bytes(v)
+    end
+  end
+
+  # The Optional<T> type for TypeTicket.
+
+  def write_OptionalTypeTicket(v)
+    if v.nil?
+      pack_into(1, 'c', 0)
+    else
+      pack_into(1, 'c', 1)
+      self.write_TypeTicket(v)
+    end
+  end
+
   # The Optional<T> type for TypePermitInfo.
 
   def write_OptionalTypePermitInfo(v)
@@ -1044,6 +1560,28 @@ class RustBufferBuilder
     else
       pack_into(1, 'c', 1)
       self.write_TypePermitInfo(v)
+    end
+  end
+
+  # The Optional<T> type for TypeVersionedValue.
+
+  def write_OptionalTypeVersionedValue(v)
+    if v.nil?
+      pack_into(1, 'c', 0)
+    else
+      pack_into(1, 'c', 1)
+      self.write_TypeVersionedValue(v)
+    end
+  end
+
+  # The Optional<T> type for SequenceTypeMultiPart.
+
+  def write_OptionalSequenceTypeMultiPart(v)
+    if v.nil?
+      pack_into(1, 'c', 0)
+    else
+      pack_into(1, 'c', 1)
+      self.write_SequenceTypeMultiPart(v)
     end
   end
 
@@ -1057,6 +1595,16 @@ class RustBufferBuilder
     end
   end
 
+  # The Sequence<T> type for string.
+
+  def write_Sequencestring(items)
+    pack_into(4, 'l>', items.size)
+
+    items.each do |item|
+      self.write_string(item)
+    end
+  end
+
   # The Sequence<T> type for TypeErrorKindInfo.
 
   def write_SequenceTypeErrorKindInfo(items)
@@ -1064,6 +1612,16 @@ class RustBufferBuilder
 
     items.each do |item|
       self.write_TypeErrorKindInfo(item)
+    end
+  end
+
+  # The Sequence<T> type for TypeMultiPart.
+
+  def write_SequenceTypeMultiPart(items)
+    pack_into(4, 'l>', items.size)
+
+    items.each do |item|
+      self.write_TypeMultiPart(item)
     end
   end
 
@@ -1269,70 +1827,80 @@ module PolylockError
     end
   end
   class Conflict < StandardError
-    def initialize(message:)
+    def initialize(message:, current_value:, current_version:)
         
         @message = message
+        
+        @current_value = current_value
+        
+        @current_version = current_version
         
         super()
     end
     
 
-    attr_reader :message
+    attr_reader :message, :current_value, :current_version
     
 
     def to_s
-        "#{self.class.name}(message=#{@message.inspect})"
+        "#{self.class.name}(message=#{@message.inspect}, current_value=#{@current_value.inspect}, current_version=#{@current_version.inspect})"
 
     end
   end
   class Fenced < StandardError
-    def initialize(message:)
+    def initialize(message:, winning_token:)
         
         @message = message
+        
+        @winning_token = winning_token
         
         super()
     end
     
 
-    attr_reader :message
+    attr_reader :message, :winning_token
     
 
     def to_s
-        "#{self.class.name}(message=#{@message.inspect})"
+        "#{self.class.name}(message=#{@message.inspect}, winning_token=#{@winning_token.inspect})"
 
     end
   end
   class Exhausted < StandardError
-    def initialize(message:)
+    def initialize(message:, retry_after_ms:)
         
         @message = message
+        
+        @retry_after_ms = retry_after_ms
         
         super()
     end
     
 
-    attr_reader :message
+    attr_reader :message, :retry_after_ms
     
 
     def to_s
-        "#{self.class.name}(message=#{@message.inspect})"
+        "#{self.class.name}(message=#{@message.inspect}, retry_after_ms=#{@retry_after_ms.inspect})"
 
     end
   end
   class InProgress < StandardError
-    def initialize(message:)
+    def initialize(message:, retry_after_ms:)
         
         @message = message
+        
+        @retry_after_ms = retry_after_ms
         
         super()
     end
     
 
-    attr_reader :message
+    attr_reader :message, :retry_after_ms
     
 
     def to_s
-        "#{self.class.name}(message=#{@message.inspect})"
+        "#{self.class.name}(message=#{@message.inspect}, retry_after_ms=#{@retry_after_ms.inspect})"
 
     end
   end
@@ -1614,6 +2182,10 @@ module UniFFILib
     [:uint64, ],
     :uint64
   
+  attach_function :uniffi_polylock_uniffi_fn_method_client_idempotency,
+    [:uint64, RustBuffer.by_value, RustBuffer.by_value, RustBuffer.by_value, RustCallStatus.by_ref],
+    :uint64
+  
   attach_function :uniffi_polylock_uniffi_fn_method_client_is_closed,
     [:uint64, RustCallStatus.by_ref],
     :int8
@@ -1622,17 +2194,125 @@ module UniFFILib
     [:uint64, RustBuffer.by_value, RustBuffer.by_value, RustCallStatus.by_ref],
     :uint64
   
+  attach_function :uniffi_polylock_uniffi_fn_method_client_multi_lock,
+    [:uint64, RustBuffer.by_value, RustCallStatus.by_ref],
+    :uint64
+  
   attach_function :uniffi_polylock_uniffi_fn_method_client_rw_lock,
     [:uint64, RustBuffer.by_value, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_client_segment,
+    [:uint64, RustBuffer.by_value, RustBuffer.by_value, RustCallStatus.by_ref],
     :uint64
   
   attach_function :uniffi_polylock_uniffi_fn_method_client_semaphore,
     [:uint64, RustBuffer.by_value, :uint32, RustCallStatus.by_ref],
     :uint64
   
+  attach_function :uniffi_polylock_uniffi_fn_method_client_snowflake,
+    [:uint64, RustBuffer.by_value, ],
+    :uint64
+  
   attach_function :uniffi_polylock_uniffi_fn_method_client_url,
     [:uint64, RustCallStatus.by_ref],
     RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_client_value,
+    [:uint64, RustBuffer.by_value, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_clone_leasedsnowflake,
+    [:uint64, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_free_leasedsnowflake,
+    [:uint64, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_leasedsnowflake_close,
+    [:uint64, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_leasedsnowflake_epoch,
+    [:uint64, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_leasedsnowflake_next_id,
+    [:uint64, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_leasedsnowflake_next_ids,
+    [:uint64, :uint32, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_leasedsnowflake_worker_id,
+    [:uint64, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_clone_segment,
+    [:uint64, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_free_segment,
+    [:uint64, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_segment_next_id,
+    [:uint64, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_segment_next_ids,
+    [:uint64, :uint32, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_segment_tag,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_clone_idempotency,
+    [:uint64, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_free_idempotency,
+    [:uint64, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_idempotency_begin,
+    [:uint64, RustBuffer.by_value, RustBuffer.by_value, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_idempotency_namespace,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_clone_ticket,
+    [:uint64, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_free_ticket,
+    [:uint64, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_ticket_abandon,
+    [:uint64, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_ticket_complete,
+    [:uint64, RustBuffer.by_value, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_ticket_extend,
+    [:uint64, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_ticket_key,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_ticket_token,
+    [:uint64, RustCallStatus.by_ref],
+    :uint64
   
   attach_function :uniffi_polylock_uniffi_fn_clone_snowflake,
     [:uint64, RustCallStatus.by_ref],
@@ -1754,6 +2434,30 @@ module UniFFILib
     [:uint64, RustCallStatus.by_ref],
     :uint64
   
+  attach_function :uniffi_polylock_uniffi_fn_clone_multilock,
+    [:uint64, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_free_multilock,
+    [:uint64, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_multilock_acquire,
+    [:uint64, :uint64, RustBuffer.by_value, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_multilock_is_held,
+    [:uint64, :uint64, RustCallStatus.by_ref],
+    :int8
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_multilock_names,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_multilock_release,
+    [:uint64, :uint64, ],
+    :uint64
+  
   attach_function :uniffi_polylock_uniffi_fn_clone_semaphore,
     [:uint64, RustCallStatus.by_ref],
     :uint64
@@ -1778,6 +2482,38 @@ module UniFFILib
     [:uint64, :uint64, ],
     :uint64
   
+  attach_function :uniffi_polylock_uniffi_fn_clone_value,
+    [:uint64, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_free_value,
+    [:uint64, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_value_compare_and_set,
+    [:uint64, :uint64, RustBuffer.by_value, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_value_create,
+    [:uint64, RustBuffer.by_value, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_value_delete,
+    [:uint64, :uint64, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_value_get,
+    [:uint64, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_value_name,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_value_write_fenced,
+    [:uint64, :uint64, RustBuffer.by_value, ],
+    :uint64
+  
   attach_function :uniffi_polylock_uniffi_fn_init_callback_vtable_lostlistener,
     [VTableCallbackInterfaceLostListener.by_ref, ],
     :void
@@ -1793,6 +2529,22 @@ module UniFFILib
   attach_function :uniffi_polylock_uniffi_fn_func_fail_with_kind,
     [RustBuffer.by_value, RustCallStatus.by_ref],
     :void
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_decode_response,
+    [RustBuffer.by_value, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_encode_response,
+    [RustBuffer.by_value, :int8, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_fingerprint_of_bytes,
+    [RustBuffer.by_value, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_fingerprint_of_json,
+    [RustBuffer.by_value, RustCallStatus.by_ref],
+    RustBuffer.by_value
   
   attach_function :uniffi_polylock_uniffi_fn_func_next_owner_id,
     [RustCallStatus.by_ref],
@@ -2030,6 +2782,22 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_polylock_uniffi_checksum_func_decode_response,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_encode_response,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_fingerprint_of_bytes,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_fingerprint_of_json,
+    [],
+    :uint16
+  
   attach_function :uniffi_polylock_uniffi_checksum_func_next_owner_id,
     [],
     :uint16
@@ -2054,6 +2822,10 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_polylock_uniffi_checksum_method_client_idempotency,
+    [],
+    :uint16
+  
   attach_function :uniffi_polylock_uniffi_checksum_method_client_is_closed,
     [],
     :uint16
@@ -2062,7 +2834,15 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_polylock_uniffi_checksum_method_client_multi_lock,
+    [],
+    :uint16
+  
   attach_function :uniffi_polylock_uniffi_checksum_method_client_rw_lock,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_client_segment,
     [],
     :uint16
   
@@ -2070,7 +2850,75 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_polylock_uniffi_checksum_method_client_snowflake,
+    [],
+    :uint16
+  
   attach_function :uniffi_polylock_uniffi_checksum_method_client_url,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_client_value,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_leasedsnowflake_close,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_leasedsnowflake_epoch,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_leasedsnowflake_next_id,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_leasedsnowflake_next_ids,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_leasedsnowflake_worker_id,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_segment_next_id,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_segment_next_ids,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_segment_tag,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_idempotency_begin,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_idempotency_namespace,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_ticket_abandon,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_ticket_complete,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_ticket_extend,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_ticket_key,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_ticket_token,
     [],
     :uint16
   
@@ -2158,6 +3006,22 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_polylock_uniffi_checksum_method_multilock_acquire,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_multilock_is_held,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_multilock_names,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_multilock_release,
+    [],
+    :uint16
+  
   attach_function :uniffi_polylock_uniffi_checksum_method_semaphore_acquire,
     [],
     :uint16
@@ -2171,6 +3035,30 @@ module UniFFILib
     :uint16
   
   attach_function :uniffi_polylock_uniffi_checksum_method_semaphore_release,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_value_compare_and_set,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_value_create,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_value_delete,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_value_get,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_value_name,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_value_write_fenced,
     [],
     :uint16
   
@@ -2330,6 +3218,58 @@ class ErrorKindInfo
   
 end
   
+  # Record type BeginResult
+class BeginResult
+  attr_reader :outcome, :ticket, :response, :retry_after_ms
+
+  def initialize(outcome:, ticket:, response:, retry_after_ms:)
+    @outcome = outcome
+    @ticket = ticket
+    @response = response
+    @retry_after_ms = retry_after_ms
+  end
+
+  def ==(other)
+    if @outcome != other.outcome
+      return false
+    end
+    if @ticket != other.ticket
+      return false
+    end
+    if @response != other.response
+      return false
+    end
+    if @retry_after_ms != other.retry_after_ms
+      return false
+    end
+
+    true
+  end
+  
+end
+  
+  # Record type DecodedResponse
+class DecodedResponse
+  attr_reader :json, :body
+
+  def initialize(json:, body:)
+    @json = json
+    @body = body
+  end
+
+  def ==(other)
+    if @json != other.json
+      return false
+    end
+    if @body != other.body
+      return false
+    end
+
+    true
+  end
+  
+end
+  
   # Record type SnowflakeParts
 class SnowflakeParts
   attr_reader :timestamp_ms, :worker, :sequence
@@ -2348,6 +3288,28 @@ class SnowflakeParts
       return false
     end
     if @sequence != other.sequence
+      return false
+    end
+
+    true
+  end
+  
+end
+  
+  # Record type MultiPart
+class MultiPart
+  attr_reader :name, :fencing_token
+
+  def initialize(name:, fencing_token:)
+    @name = name
+    @fencing_token = fencing_token
+  end
+
+  def ==(other)
+    if @name != other.name
+      return false
+    end
+    if @fencing_token != other.fencing_token
       return false
     end
 
@@ -2400,6 +3362,32 @@ class PermitInfo
   
 end
   
+  # Record type VersionedValue
+class VersionedValue
+  attr_reader :value, :version, :fencing_token
+
+  def initialize(value:, version:, fencing_token:)
+    @value = value
+    @version = version
+    @fencing_token = fencing_token
+  end
+
+  def ==(other)
+    if @value != other.value
+      return false
+    end
+    if @version != other.version
+      return false
+    end
+    if @fencing_token != other.fencing_token
+      return false
+    end
+
+    true
+  end
+  
+end
+  
 
   
   
@@ -2436,6 +3424,57 @@ def self.fail_with_kind(name)
     
   ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_func_fail_with_kind,RustBuffer.alloc_from_string(name))
 end
+
+  
+  
+
+def self.decode_response(stored)
+    stored = ::PolylockUniffi::uniffi_bytes(stored)
+    
+    
+  result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_func_decode_response,RustBuffer.alloc_from_bytes(stored))
+  return result.consume_into_TypeDecodedResponse
+end
+
+
+  
+  
+
+def self.encode_response(body, json)
+    body = ::PolylockUniffi::uniffi_bytes(body)
+    
+    
+    json = json ? true : false
+    
+    
+  result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_func_encode_response,RustBuffer.alloc_from_bytes(body),(json ? 1 : 0))
+  return result.consume_into_bytes
+end
+
+
+  
+  
+
+def self.fingerprint_of_bytes(payload)
+    payload = ::PolylockUniffi::uniffi_bytes(payload)
+    
+    
+  result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_func_fingerprint_of_bytes,RustBuffer.alloc_from_bytes(payload))
+  return result.consume_into_bytes
+end
+
+
+  
+  
+
+def self.fingerprint_of_json(json)
+    json = ::PolylockUniffi::uniffi_utf8(json)
+    
+    
+  result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_func_fingerprint_of_json,RustBuffer.alloc_from_string(json))
+  return result.consume_into_bytes
+end
+
 
   
   
@@ -2546,6 +3585,16 @@ end
     PolylockError
     )
   end
+  def idempotency(namespace, retention_seconds, in_progress_ttl_seconds)
+        namespace = ::PolylockUniffi::uniffi_utf8(namespace)
+        
+        retention_seconds = (retention_seconds ? retention_seconds : nil)
+        RustBuffer.check_lower_Optionalf64(retention_seconds)
+        in_progress_ttl_seconds = (in_progress_ttl_seconds ? in_progress_ttl_seconds : nil)
+        RustBuffer.check_lower_Optionalf64(in_progress_ttl_seconds)
+    result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_method_client_idempotency,uniffi_clone_handle(),RustBuffer.alloc_from_string(namespace),RustBuffer.alloc_from_Optionalf64(retention_seconds),RustBuffer.alloc_from_Optionalf64(in_progress_ttl_seconds))
+    return Idempotency.uniffi_lift(result)
+  end
   def is_closed()
     result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_client_is_closed,uniffi_clone_handle(),)
     return 1 == result
@@ -2558,11 +3607,25 @@ end
     result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_method_client_lock,uniffi_clone_handle(),RustBuffer.alloc_from_string(name),RustBuffer.alloc_from_Optionalstring(kind))
     return Lock.uniffi_lift(result)
   end
+  def multi_lock(names)
+        names = names.map { |v| ::PolylockUniffi::uniffi_utf8(v) }
+        RustBuffer.check_lower_Sequencestring(names)
+    result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_method_client_multi_lock,uniffi_clone_handle(),RustBuffer.alloc_from_Sequencestring(names))
+    return MultiLock.uniffi_lift(result)
+  end
   def rw_lock(name)
         name = ::PolylockUniffi::uniffi_utf8(name)
         
     result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_method_client_rw_lock,uniffi_clone_handle(),RustBuffer.alloc_from_string(name))
     return RwLock.uniffi_lift(result)
+  end
+  def segment(tag, step)
+        tag = ::PolylockUniffi::uniffi_utf8(tag)
+        
+        step = (step ? ::PolylockUniffi::uniffi_in_range(step, "u64", 0, 2**64) : nil)
+        RustBuffer.check_lower_Optionalu64(step)
+    result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_method_client_segment,uniffi_clone_handle(),RustBuffer.alloc_from_string(tag),RustBuffer.alloc_from_Optionalu64(step))
+    return Segment.uniffi_lift(result)
   end
   def semaphore(name, permits)
         name = ::PolylockUniffi::uniffi_utf8(name)
@@ -2572,9 +3635,391 @@ end
     result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_method_client_semaphore,uniffi_clone_handle(),RustBuffer.alloc_from_string(name),permits)
     return Semaphore.uniffi_lift(result)
   end
+  
+  def snowflake(worker_id)
+        worker_id = (worker_id ? ::PolylockUniffi::uniffi_in_range(worker_id, "u64", 0, 2**64) : nil)
+        RustBuffer.check_lower_Optionalu64(worker_id)
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_client_snowflake(uniffi_clone_handle(),RustBuffer.alloc_from_Optionalu64(worker_id)),
+      :ffi_polylock_uniffi_rust_future_poll_u64,
+      :ffi_polylock_uniffi_rust_future_cancel_u64,
+      :ffi_polylock_uniffi_rust_future_complete_u64,
+      :ffi_polylock_uniffi_rust_future_free_u64,
+      Proc.new { |v| LeasedSnowflake.uniffi_lift(v) },
+    PolylockError
+    )
+  end
   def url()
     result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_client_url,uniffi_clone_handle(),)
     return result.consume_into_string
+  end
+  def value(name)
+        name = ::PolylockUniffi::uniffi_utf8(name)
+        
+    result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_method_client_value,uniffi_clone_handle(),RustBuffer.alloc_from_string(name))
+    return Value.uniffi_lift(result)
+  end
+  
+end
+  
+  class LeasedSnowflake
+
+  # A private helper for initializing instances of the class from a raw handle,
+  # bypassing any initialization logic and ensuring they are GC'd properly.
+  def self.uniffi_allocate(handle)
+    inst = allocate
+    inst.instance_variable_set :@handle, handle
+    ObjectSpace.define_finalizer(inst, uniffi_define_finalizer_by_handle(handle, inst.object_id))
+    return inst
+  end
+
+  # A private helper for registering an object finalizer.
+  # N.B. it's important that this does not capture a reference
+  # to the actual instance, only its underlying handle.
+  def self.uniffi_define_finalizer_by_handle(handle, object_id)
+    Proc.new do |_id|
+      ::PolylockUniffi.rust_call(
+        :uniffi_polylock_uniffi_fn_free_leasedsnowflake,
+        handle
+      )
+    end
+  end
+  # A private helper for lowering instances into a raw handle.
+  # This does an explicit typecheck, because accidentally lowering a different type of
+  # object in a place where this type is expected, could lead to memory unsafety.
+  def self.uniffi_check_lower(inst)
+    if !inst.is_a? self
+      raise TypeError.new "Expected a LeasedSnowflake instance, got #{inst}"
+    end
+  end
+
+  def uniffi_clone_handle()
+    return ::PolylockUniffi.rust_call(
+      :uniffi_polylock_uniffi_fn_clone_leasedsnowflake,
+      @handle
+    )
+  end
+
+  def self.uniffi_lower(inst)
+    return inst.uniffi_clone_handle()
+  end
+
+  def self.uniffi_lift(handle)
+    uniffi_allocate handle
+  end
+
+  
+
+  
+  def close()
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_leasedsnowflake_close(uniffi_clone_handle(),),
+      :ffi_polylock_uniffi_rust_future_poll_void,
+      :ffi_polylock_uniffi_rust_future_cancel_void,
+      :ffi_polylock_uniffi_rust_future_complete_void,
+      :ffi_polylock_uniffi_rust_future_free_void,
+      Proc.new { |v| nil },
+    PolylockError
+    )
+  end
+  
+  def epoch()
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_leasedsnowflake_epoch(uniffi_clone_handle(),),
+      :ffi_polylock_uniffi_rust_future_poll_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_cancel_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_complete_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_free_rust_buffer,
+      Proc.new { |v| v.consume_into_Optionalu64 },
+    PolylockError
+    )
+  end
+  
+  def next_id()
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_leasedsnowflake_next_id(uniffi_clone_handle(),),
+      :ffi_polylock_uniffi_rust_future_poll_u64,
+      :ffi_polylock_uniffi_rust_future_cancel_u64,
+      :ffi_polylock_uniffi_rust_future_complete_u64,
+      :ffi_polylock_uniffi_rust_future_free_u64,
+      Proc.new { |v| v.to_i },
+    PolylockError
+    )
+  end
+  
+  def next_ids(count)
+        count = ::PolylockUniffi::uniffi_in_range(count, "u32", 0, 2**32)
+        
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_leasedsnowflake_next_ids(uniffi_clone_handle(),count),
+      :ffi_polylock_uniffi_rust_future_poll_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_cancel_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_complete_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_free_rust_buffer,
+      Proc.new { |v| v.consume_into_Sequenceu64 },
+    PolylockError
+    )
+  end
+  
+  def worker_id()
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_leasedsnowflake_worker_id(uniffi_clone_handle(),),
+      :ffi_polylock_uniffi_rust_future_poll_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_cancel_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_complete_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_free_rust_buffer,
+      Proc.new { |v| v.consume_into_Optionalu64 },
+    PolylockError
+    )
+  end
+  
+end
+  
+  class Segment
+
+  # A private helper for initializing instances of the class from a raw handle,
+  # bypassing any initialization logic and ensuring they are GC'd properly.
+  def self.uniffi_allocate(handle)
+    inst = allocate
+    inst.instance_variable_set :@handle, handle
+    ObjectSpace.define_finalizer(inst, uniffi_define_finalizer_by_handle(handle, inst.object_id))
+    return inst
+  end
+
+  # A private helper for registering an object finalizer.
+  # N.B. it's important that this does not capture a reference
+  # to the actual instance, only its underlying handle.
+  def self.uniffi_define_finalizer_by_handle(handle, object_id)
+    Proc.new do |_id|
+      ::PolylockUniffi.rust_call(
+        :uniffi_polylock_uniffi_fn_free_segment,
+        handle
+      )
+    end
+  end
+  # A private helper for lowering instances into a raw handle.
+  # This does an explicit typecheck, because accidentally lowering a different type of
+  # object in a place where this type is expected, could lead to memory unsafety.
+  def self.uniffi_check_lower(inst)
+    if !inst.is_a? self
+      raise TypeError.new "Expected a Segment instance, got #{inst}"
+    end
+  end
+
+  def uniffi_clone_handle()
+    return ::PolylockUniffi.rust_call(
+      :uniffi_polylock_uniffi_fn_clone_segment,
+      @handle
+    )
+  end
+
+  def self.uniffi_lower(inst)
+    return inst.uniffi_clone_handle()
+  end
+
+  def self.uniffi_lift(handle)
+    uniffi_allocate handle
+  end
+
+  
+
+  
+  def next_id()
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_segment_next_id(uniffi_clone_handle(),),
+      :ffi_polylock_uniffi_rust_future_poll_u64,
+      :ffi_polylock_uniffi_rust_future_cancel_u64,
+      :ffi_polylock_uniffi_rust_future_complete_u64,
+      :ffi_polylock_uniffi_rust_future_free_u64,
+      Proc.new { |v| v.to_i },
+    PolylockError
+    )
+  end
+  
+  def next_ids(count)
+        count = ::PolylockUniffi::uniffi_in_range(count, "u32", 0, 2**32)
+        
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_segment_next_ids(uniffi_clone_handle(),count),
+      :ffi_polylock_uniffi_rust_future_poll_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_cancel_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_complete_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_free_rust_buffer,
+      Proc.new { |v| v.consume_into_Sequenceu64 },
+    PolylockError
+    )
+  end
+  def tag()
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_segment_tag,uniffi_clone_handle(),)
+    return result.consume_into_string
+  end
+  
+end
+  
+  class Idempotency
+
+  # A private helper for initializing instances of the class from a raw handle,
+  # bypassing any initialization logic and ensuring they are GC'd properly.
+  def self.uniffi_allocate(handle)
+    inst = allocate
+    inst.instance_variable_set :@handle, handle
+    ObjectSpace.define_finalizer(inst, uniffi_define_finalizer_by_handle(handle, inst.object_id))
+    return inst
+  end
+
+  # A private helper for registering an object finalizer.
+  # N.B. it's important that this does not capture a reference
+  # to the actual instance, only its underlying handle.
+  def self.uniffi_define_finalizer_by_handle(handle, object_id)
+    Proc.new do |_id|
+      ::PolylockUniffi.rust_call(
+        :uniffi_polylock_uniffi_fn_free_idempotency,
+        handle
+      )
+    end
+  end
+  # A private helper for lowering instances into a raw handle.
+  # This does an explicit typecheck, because accidentally lowering a different type of
+  # object in a place where this type is expected, could lead to memory unsafety.
+  def self.uniffi_check_lower(inst)
+    if !inst.is_a? self
+      raise TypeError.new "Expected a Idempotency instance, got #{inst}"
+    end
+  end
+
+  def uniffi_clone_handle()
+    return ::PolylockUniffi.rust_call(
+      :uniffi_polylock_uniffi_fn_clone_idempotency,
+      @handle
+    )
+  end
+
+  def self.uniffi_lower(inst)
+    return inst.uniffi_clone_handle()
+  end
+
+  def self.uniffi_lift(handle)
+    uniffi_allocate handle
+  end
+
+  
+
+  
+  def begin(key, fingerprint)
+        key = ::PolylockUniffi::uniffi_utf8(key)
+        
+        fingerprint = ::PolylockUniffi::uniffi_bytes(fingerprint)
+        
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_idempotency_begin(uniffi_clone_handle(),RustBuffer.alloc_from_string(key),RustBuffer.alloc_from_bytes(fingerprint)),
+      :ffi_polylock_uniffi_rust_future_poll_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_cancel_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_complete_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_free_rust_buffer,
+      Proc.new { |v| v.consume_into_TypeBeginResult },
+    PolylockError
+    )
+  end
+  def namespace()
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_idempotency_namespace,uniffi_clone_handle(),)
+    return result.consume_into_string
+  end
+  
+end
+  
+  class Ticket
+
+  # A private helper for initializing instances of the class from a raw handle,
+  # bypassing any initialization logic and ensuring they are GC'd properly.
+  def self.uniffi_allocate(handle)
+    inst = allocate
+    inst.instance_variable_set :@handle, handle
+    ObjectSpace.define_finalizer(inst, uniffi_define_finalizer_by_handle(handle, inst.object_id))
+    return inst
+  end
+
+  # A private helper for registering an object finalizer.
+  # N.B. it's important that this does not capture a reference
+  # to the actual instance, only its underlying handle.
+  def self.uniffi_define_finalizer_by_handle(handle, object_id)
+    Proc.new do |_id|
+      ::PolylockUniffi.rust_call(
+        :uniffi_polylock_uniffi_fn_free_ticket,
+        handle
+      )
+    end
+  end
+  # A private helper for lowering instances into a raw handle.
+  # This does an explicit typecheck, because accidentally lowering a different type of
+  # object in a place where this type is expected, could lead to memory unsafety.
+  def self.uniffi_check_lower(inst)
+    if !inst.is_a? self
+      raise TypeError.new "Expected a Ticket instance, got #{inst}"
+    end
+  end
+
+  def uniffi_clone_handle()
+    return ::PolylockUniffi.rust_call(
+      :uniffi_polylock_uniffi_fn_clone_ticket,
+      @handle
+    )
+  end
+
+  def self.uniffi_lower(inst)
+    return inst.uniffi_clone_handle()
+  end
+
+  def self.uniffi_lift(handle)
+    uniffi_allocate handle
+  end
+
+  
+
+  
+  def abandon()
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_ticket_abandon(uniffi_clone_handle(),),
+      :ffi_polylock_uniffi_rust_future_poll_void,
+      :ffi_polylock_uniffi_rust_future_cancel_void,
+      :ffi_polylock_uniffi_rust_future_complete_void,
+      :ffi_polylock_uniffi_rust_future_free_void,
+      Proc.new { |v| nil },
+    PolylockError
+    )
+  end
+  
+  def complete(response)
+        response = ::PolylockUniffi::uniffi_bytes(response)
+        
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_ticket_complete(uniffi_clone_handle(),RustBuffer.alloc_from_bytes(response)),
+      :ffi_polylock_uniffi_rust_future_poll_void,
+      :ffi_polylock_uniffi_rust_future_cancel_void,
+      :ffi_polylock_uniffi_rust_future_complete_void,
+      :ffi_polylock_uniffi_rust_future_free_void,
+      Proc.new { |v| nil },
+    PolylockError
+    )
+  end
+  
+  def extend()
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_ticket_extend(uniffi_clone_handle(),),
+      :ffi_polylock_uniffi_rust_future_poll_void,
+      :ffi_polylock_uniffi_rust_future_cancel_void,
+      :ffi_polylock_uniffi_rust_future_complete_void,
+      :ffi_polylock_uniffi_rust_future_free_void,
+      Proc.new { |v| nil },
+    PolylockError
+    )
+  end
+  def key()
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_ticket_key,uniffi_clone_handle(),)
+    return result.consume_into_string
+  end
+  def token()
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_ticket_token,uniffi_clone_handle(),)
+    return result.to_i
   end
   
 end
@@ -2938,6 +4383,97 @@ end
   
 end
   
+  class MultiLock
+
+  # A private helper for initializing instances of the class from a raw handle,
+  # bypassing any initialization logic and ensuring they are GC'd properly.
+  def self.uniffi_allocate(handle)
+    inst = allocate
+    inst.instance_variable_set :@handle, handle
+    ObjectSpace.define_finalizer(inst, uniffi_define_finalizer_by_handle(handle, inst.object_id))
+    return inst
+  end
+
+  # A private helper for registering an object finalizer.
+  # N.B. it's important that this does not capture a reference
+  # to the actual instance, only its underlying handle.
+  def self.uniffi_define_finalizer_by_handle(handle, object_id)
+    Proc.new do |_id|
+      ::PolylockUniffi.rust_call(
+        :uniffi_polylock_uniffi_fn_free_multilock,
+        handle
+      )
+    end
+  end
+  # A private helper for lowering instances into a raw handle.
+  # This does an explicit typecheck, because accidentally lowering a different type of
+  # object in a place where this type is expected, could lead to memory unsafety.
+  def self.uniffi_check_lower(inst)
+    if !inst.is_a? self
+      raise TypeError.new "Expected a MultiLock instance, got #{inst}"
+    end
+  end
+
+  def uniffi_clone_handle()
+    return ::PolylockUniffi.rust_call(
+      :uniffi_polylock_uniffi_fn_clone_multilock,
+      @handle
+    )
+  end
+
+  def self.uniffi_lower(inst)
+    return inst.uniffi_clone_handle()
+  end
+
+  def self.uniffi_lift(handle)
+    uniffi_allocate handle
+  end
+
+  
+
+  
+  def acquire(owner, options)
+        owner = ::PolylockUniffi::uniffi_in_range(owner, "u64", 0, 2**64)
+        
+        options = options
+        RustBuffer.check_lower_TypeAcquireOptions(options)
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_multilock_acquire(uniffi_clone_handle(),owner,RustBuffer.alloc_from_TypeAcquireOptions(options)),
+      :ffi_polylock_uniffi_rust_future_poll_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_cancel_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_complete_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_free_rust_buffer,
+      Proc.new { |v| v.consume_into_OptionalSequenceTypeMultiPart },
+    PolylockError
+    )
+  end
+  def is_held(owner)
+        owner = ::PolylockUniffi::uniffi_in_range(owner, "u64", 0, 2**64)
+        
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_multilock_is_held,uniffi_clone_handle(),owner)
+    return 1 == result
+  end
+  def names()
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_multilock_names,uniffi_clone_handle(),)
+    return result.consume_into_Sequencestring
+  end
+  
+  def release(owner)
+        owner = ::PolylockUniffi::uniffi_in_range(owner, "u64", 0, 2**64)
+        
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_multilock_release(uniffi_clone_handle(),owner),
+      :ffi_polylock_uniffi_rust_future_poll_void,
+      :ffi_polylock_uniffi_rust_future_cancel_void,
+      :ffi_polylock_uniffi_rust_future_complete_void,
+      :ffi_polylock_uniffi_rust_future_free_void,
+      Proc.new { |v| nil },
+    PolylockError
+    )
+  end
+  
+end
+  
   class Semaphore
 
   # A private helper for initializing instances of the class from a raw handle,
@@ -3019,6 +4555,133 @@ end
       :ffi_polylock_uniffi_rust_future_complete_void,
       :ffi_polylock_uniffi_rust_future_free_void,
       Proc.new { |v| nil },
+    PolylockError
+    )
+  end
+  
+end
+  
+  class Value
+
+  # A private helper for initializing instances of the class from a raw handle,
+  # bypassing any initialization logic and ensuring they are GC'd properly.
+  def self.uniffi_allocate(handle)
+    inst = allocate
+    inst.instance_variable_set :@handle, handle
+    ObjectSpace.define_finalizer(inst, uniffi_define_finalizer_by_handle(handle, inst.object_id))
+    return inst
+  end
+
+  # A private helper for registering an object finalizer.
+  # N.B. it's important that this does not capture a reference
+  # to the actual instance, only its underlying handle.
+  def self.uniffi_define_finalizer_by_handle(handle, object_id)
+    Proc.new do |_id|
+      ::PolylockUniffi.rust_call(
+        :uniffi_polylock_uniffi_fn_free_value,
+        handle
+      )
+    end
+  end
+  # A private helper for lowering instances into a raw handle.
+  # This does an explicit typecheck, because accidentally lowering a different type of
+  # object in a place where this type is expected, could lead to memory unsafety.
+  def self.uniffi_check_lower(inst)
+    if !inst.is_a? self
+      raise TypeError.new "Expected a Value instance, got #{inst}"
+    end
+  end
+
+  def uniffi_clone_handle()
+    return ::PolylockUniffi.rust_call(
+      :uniffi_polylock_uniffi_fn_clone_value,
+      @handle
+    )
+  end
+
+  def self.uniffi_lower(inst)
+    return inst.uniffi_clone_handle()
+  end
+
+  def self.uniffi_lift(handle)
+    uniffi_allocate handle
+  end
+
+  
+
+  
+  def compare_and_set(version, value)
+        version = ::PolylockUniffi::uniffi_in_range(version, "u64", 0, 2**64)
+        
+        value = ::PolylockUniffi::uniffi_bytes(value)
+        
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_value_compare_and_set(uniffi_clone_handle(),version,RustBuffer.alloc_from_bytes(value)),
+      :ffi_polylock_uniffi_rust_future_poll_u64,
+      :ffi_polylock_uniffi_rust_future_cancel_u64,
+      :ffi_polylock_uniffi_rust_future_complete_u64,
+      :ffi_polylock_uniffi_rust_future_free_u64,
+      Proc.new { |v| v.to_i },
+    PolylockError
+    )
+  end
+  
+  def create(value)
+        value = ::PolylockUniffi::uniffi_bytes(value)
+        
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_value_create(uniffi_clone_handle(),RustBuffer.alloc_from_bytes(value)),
+      :ffi_polylock_uniffi_rust_future_poll_u64,
+      :ffi_polylock_uniffi_rust_future_cancel_u64,
+      :ffi_polylock_uniffi_rust_future_complete_u64,
+      :ffi_polylock_uniffi_rust_future_free_u64,
+      Proc.new { |v| v.to_i },
+    PolylockError
+    )
+  end
+  
+  def delete(version)
+        version = ::PolylockUniffi::uniffi_in_range(version, "u64", 0, 2**64)
+        
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_value_delete(uniffi_clone_handle(),version),
+      :ffi_polylock_uniffi_rust_future_poll_void,
+      :ffi_polylock_uniffi_rust_future_cancel_void,
+      :ffi_polylock_uniffi_rust_future_complete_void,
+      :ffi_polylock_uniffi_rust_future_free_void,
+      Proc.new { |v| nil },
+    PolylockError
+    )
+  end
+  
+  def get()
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_value_get(uniffi_clone_handle(),),
+      :ffi_polylock_uniffi_rust_future_poll_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_cancel_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_complete_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_free_rust_buffer,
+      Proc.new { |v| v.consume_into_OptionalTypeVersionedValue },
+    PolylockError
+    )
+  end
+  def name()
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_value_name,uniffi_clone_handle(),)
+    return result.consume_into_string
+  end
+  
+  def write_fenced(token, value)
+        token = ::PolylockUniffi::uniffi_in_range(token, "u64", 0, 2**64)
+        
+        value = ::PolylockUniffi::uniffi_bytes(value)
+        
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_value_write_fenced(uniffi_clone_handle(),token,RustBuffer.alloc_from_bytes(value)),
+      :ffi_polylock_uniffi_rust_future_poll_u64,
+      :ffi_polylock_uniffi_rust_future_cancel_u64,
+      :ffi_polylock_uniffi_rust_future_complete_u64,
+      :ffi_polylock_uniffi_rust_future_free_u64,
+      Proc.new { |v| v.to_i },
     PolylockError
     )
   end

@@ -23,6 +23,32 @@ module Polylock
       Semaphore.new(Native.call { @native.semaphore(name, permits) })
     end
 
+    # The mutexes `names`, taken as one (MultiLock).
+    def multi_lock(*names)
+      MultiLock.new(Native.call { @native.multi_lock(names.flatten) })
+    end
+
+    # The versioned value `name` (Value).
+    def value(name)
+      Value.new(Native.call { @native.value(name) })
+    end
+
+    # Idempotency keys of `namespace` (retention and in_progress_ttl in seconds; nil: 24 h
+    # and 60 s).
+    def idempotency(namespace, retention: nil, in_progress_ttl: nil)
+      Idempotency.new(Native.call { @native.idempotency(namespace, retention&.to_f, in_progress_ttl&.to_f) })
+    end
+
+    # Segment IDs of `tag` (step: the first range's size; nil: Leaf's 1000).
+    def segment(tag, step: nil)
+      Segment.new(Native.call { @native.segment(tag, step) })
+    end
+
+    # A Snowflake generator on a leased worker id (nil: the lowest free one).
+    def snowflake(worker_id: nil)
+      LeasedSnowflake.new(Native.call { @native.snowflake(worker_id) })
+    end
+
     def close
       Native.call { @native.close }
       nil

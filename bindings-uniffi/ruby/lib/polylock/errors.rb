@@ -35,6 +35,23 @@ module Polylock
       const_get(row[2])
     end
 
+    # With Error::Conflict: the value as it is now (both nil when there is none).
+    attr_reader :current_value, :current_version
+    # With Error::Fenced: the highest fencing token the value has accepted.
+    attr_reader :winning_token
+    # With Error::InProgress and Error::Exhausted: seconds to wait before trying again (nil
+    # when unknown).
+    attr_reader :retry_after
+
+    # Copy the details a native error carries (Native.call does this).
+    def take_details(native)
+      @current_value = native.current_value&.b if native.respond_to?(:current_value)
+      @current_version = native.current_version if native.respond_to?(:current_version)
+      @winning_token = native.winning_token if native.respond_to?(:winning_token)
+      @retry_after = native.retry_after_ms && native.retry_after_ms / 1000.0 if native.respond_to?(:retry_after_ms)
+      self
+    end
+
     def kind
       self.class::KIND
     end
@@ -56,7 +73,7 @@ module Polylock
       klass = ERROR_CLASSES[e.class]
       raise unless klass
 
-      raise klass, e.message
+      raise klass.new(e.message).take_details(e)
     end
 
     ERROR_CLASSES = Polylock::Error::KINDS.to_h do |_, _, class_name|
