@@ -9,6 +9,7 @@ mod client;
 mod complete;
 mod entry;
 mod idempotency;
+mod latch;
 mod leased_snowflake;
 mod lock;
 mod multi_lock;

@@ -83,6 +83,15 @@ public final class PolylockClient implements AutoCloseable {
     }
 
     /**
+     * Redisson's {@code getCountDownLatch}: the countdown latch {@code name}. On Redis it shares Redisson's
+     * RCountDownLatch layout, so Redisson services see the same count. {@link ErrorCode#UNSUPPORTED} on RedLock.
+     */
+    public RCountDownLatch getCountDownLatch(String name) {
+        Objects.requireNonNull(name, "name");
+        return new NativeCountDownLatch(this, name);
+    }
+
+    /**
      * A Snowflake ID generator for {@code workerId} (Twitter layout: 41 bits of milliseconds, 10 of worker, 12 of
      * sequence). IDs are positive {@code long}s.
      */
