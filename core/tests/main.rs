@@ -21,5 +21,6 @@ mod sql_handoff;
 mod sql_rw_semaphore;
 mod sql_shedlock;
 mod values_and_idempotency;
+mod values_processes;
 mod zk_rw_semaphore;
 mod zookeeper;
