@@ -2,6 +2,7 @@
 
 mod admin;
 mod demo;
+mod elect;
 mod exit;
 mod ids;
 mod run;
@@ -25,6 +26,8 @@ struct Cli {
 enum Command {
     /// Run a command while holding a lock (a distributed flock)
     Run(run::RunArgs),
+    /// Run a command only while leading an election, or watch who leads
+    Elect(elect::ElectArgs),
     /// Make or take apart IDs
     #[command(subcommand)]
     Id(ids::IdCommand),
@@ -60,6 +63,7 @@ fn main() -> ExitCode {
     let code = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => run::run(&url, args).await,
+            Command::Elect(args) => elect::elect(&url, args).await,
             Command::Id(command) => ids::id(&url, command).await,
             Command::Demo(args) => demo::demo(&url, args).await,
             Command::DemoWorker(args) => demo::worker(&url, args).await,

@@ -109,16 +109,43 @@ async fn run_locked(client: &Client, args: RunArgs) -> u8 {
     exit::fail(&acquired)
 }
 
+/// What a command runs under: a lock's guard here, a leadership in `polylock elect`. One
+/// supervision loop serves both: signals passed on, SIGTERM when the hold is lost, the hold
+/// given back when the command exits.
+pub(crate) trait Held {
+    /// Variables for the command's environment; `None` removes one.
+    fn env(&self) -> Vec<(&'static str, Option<String>)>;
+    /// Resolves when the hold is lost, with why.
+    async fn lost(&self) -> String;
+    async fn release(self) -> polylock::Result<()>;
+}
+
+impl<K: HoldKind> Held for Guard<K> {
+    fn env(&self) -> Vec<(&'static str, Option<String>)> {
+        // RedLock has no fencing token: the variable is then absent, never a number that looks like one.
+        vec![("POLYLOCK_FENCING_TOKEN", self.fencing_token_opt().map(|token| token.to_string()))]
+    }
+
+    async fn lost(&self) -> String {
+        Guard::lost(self).await.to_string()
+    }
+
+    async fn release(self) -> polylock::Result<()> {
+        Guard::release(self).await
+    }
+}
+
 /// Run the command while `guard` holds; `what` names the hold in messages.
-async fn run_holding<K: HoldKind>(guard: Guard<K>, what: String, command: Vec<String>) -> u8 {
+pub(crate) async fn run_holding<H: Held>(guard: H, what: String, command: Vec<String>) -> u8 {
     let (program, program_args) = command.split_first().expect("clap requires a command");
     let mut to_run = Command::new(program);
     to_run.args(program_args);
-    // RedLock has no fencing token: the variable is then absent, never a number that looks like one.
-    match guard.fencing_token_opt() {
-        Some(token) => to_run.env("POLYLOCK_FENCING_TOKEN", token.to_string()),
-        None => to_run.env_remove("POLYLOCK_FENCING_TOKEN"),
-    };
+    for (name, value) in guard.env() {
+        match value {
+            Some(value) => to_run.env(name, value),
+            None => to_run.env_remove(name),
+        };
+    }
     let mut child = match to_run.spawn() {
         Ok(child) => child,
         Err(err) => {

@@ -6,6 +6,7 @@
 mod common;
 
 mod cli;
+mod elect;
 mod etcd;
 mod ids_backends;
 mod redis;
