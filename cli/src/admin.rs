@@ -156,8 +156,8 @@ fn status_text(name: &str, kind: LockKind, url: &str, status: &LockStatus) -> St
     row("held:", if status.held { "yes".into() } else { "no".into() });
     row("holder:", status.holder.clone().unwrap_or_else(|| "-".into()));
     row("fencing token:", status.fencing_token.map_or_else(|| "-".into(), |t| t.to_string()));
-    if let Some(last) = status.last_token_issued {
-        row("last token issued:", last.to_string());
+    if let Some(last) = status.token_counter {
+        row("token counter:", last.to_string());
     }
     row("remaining lease:", lease_text(status.held, status.remaining_lease));
     row("waiters:", status.waiters.map_or_else(|| "unknown".into(), |w| w.to_string()));
@@ -185,7 +185,7 @@ fn status_json(name: &str, kind: LockKind, backend: &str, status: &LockStatus) -
         ("held", status.held.to_string()),
         ("holder", status.holder.as_deref().map_or_else(|| "null".into(), json_string)),
         ("fencing_token", json_number(status.fencing_token)),
-        ("last_token_issued", json_number(status.last_token_issued)),
+        ("token_counter", json_number(status.token_counter)),
         ("remaining_lease_ms", json_number(lease_millis(status.remaining_lease))),
         ("lease_expires", (status.remaining_lease.is_some_and(|left| left != Duration::MAX)).to_string()),
         ("waiters", json_number(status.waiters)),

@@ -20,8 +20,9 @@ pub struct LockStatus {
     pub holder: Option<String>,
     /// The holder's fencing token where the layout records it.
     pub fencing_token: Option<u64>,
-    /// The last token the name's counter issued (any holder, any family), where it has one.
-    pub last_token_issued: Option<u64>,
+    /// The name's fencing counter, where it has one: no token issued so far (any holder, any
+    /// family) is above it (it may count a token set aside for a handoff and never issued).
+    pub token_counter: Option<u64>,
     /// `Some(Duration::MAX)` for a hold the store keeps without expiry (a session's).
     pub remaining_lease: Option<Duration>,
     /// How many contenders wait, where the backend can count them.

@@ -21,6 +21,7 @@ mod election;
 mod endpoint;
 mod fence;
 mod hold;
+mod inspect;
 mod latch;
 mod mutex;
 mod rw_lock;
@@ -293,6 +294,10 @@ impl HoldStore for EtcdBackend {
 
 #[async_trait]
 impl Store for EtcdBackend {
+    fn inspect(self: Arc<Self>) -> Option<Arc<dyn crate::spi::InspectStore>> {
+        Some(self)
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             rw_locks: true,

@@ -15,6 +15,7 @@
 
 mod counters;
 mod endpoint;
+mod inspect;
 mod latch;
 mod link;
 mod pubsub;
@@ -352,6 +353,10 @@ impl HoldStore for RedisBackend {
 
 #[async_trait]
 impl Store for RedisBackend {
+    fn inspect(self: Arc<Self>) -> Option<Arc<dyn crate::spi::InspectStore>> {
+        Some(self)
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             rw_locks: true,

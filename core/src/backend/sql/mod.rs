@@ -70,6 +70,7 @@ mod config;
 mod counters;
 mod dialect;
 mod errors;
+mod inspect;
 mod latch;
 #[cfg(feature = "mysql")]
 mod mysql;
@@ -98,6 +99,10 @@ use values::SqlValues;
 /// What the SQL backend offers: mutexes of two kinds, read-write locks and semaphores.
 #[async_trait]
 impl<D: Dialect> Store for SqlStore<D> {
+    fn inspect(self: Arc<Self>) -> Option<Arc<dyn crate::spi::InspectStore>> {
+        inspect::inspector(self)
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             rw_locks: true,

@@ -29,7 +29,7 @@ impl InspectStore for SqliteBackend {
             })
             .await?;
         let mut status = LockStatus {
-            last_token_issued: last_token.and_then(|t| u64::try_from(t).ok()),
+            token_counter: last_token.and_then(|t| u64::try_from(t).ok()),
             layout: "SQLite row in polylock_locks",
             ..LockStatus::default()
         };

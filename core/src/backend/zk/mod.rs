@@ -16,6 +16,7 @@
 
 mod config;
 mod counters;
+mod inspect;
 mod election;
 mod latch;
 mod path;
@@ -212,6 +213,10 @@ impl HoldStore for ZkBackend {
 
 #[async_trait]
 impl Store for ZkBackend {
+    fn inspect(self: Arc<Self>) -> Option<Arc<dyn crate::spi::InspectStore>> {
+        Some(self)
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             rw_locks: true,
