@@ -26,7 +26,7 @@ pub use cancel::AcquireCancel;
 pub use client::{connect, Client, LockOptions, SemaphoreOptions};
 pub use errors::error_codes;
 pub use guard::Guard;
-pub use idempotency::{decode_run_response, BeginResult, Idempotency, IdempotencyOptions, Ticket};
+pub use idempotency::{decode_run_response, throw_run_error, BeginResult, Idempotency, IdempotencyOptions, Ticket};
 pub use leased_snowflake::{LeasedSnowflake, LeasedSnowflakeOptions, SnowflakeLayoutOptions};
 pub use lock::{AcquireOptions, Lock};
 pub use multi_lock::{MultiGuard, MultiLock, MultiLockPartOptions, PartToken};
