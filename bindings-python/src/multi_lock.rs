@@ -11,6 +11,9 @@ use crate::errors::{binding_error, to_py_err, IntoPyResult};
 use crate::lock::acquire_options;
 use crate::shared::{ClientShared, NativeClient};
 
+/// (name, fencing token or None) of each part, in canonical order.
+type PartTokens = Vec<(String, Option<u64>)>;
+
 #[pyclass(module = "polylock._polylock", frozen)]
 pub struct NativeMultiLock {
     shared: Arc<ClientShared>,
@@ -64,7 +67,7 @@ impl NativeMultiLock {
         owner: u64,
         wait: Option<f64>,
         lease: Option<f64>,
-    ) -> PyResult<Option<Vec<(String, Option<u64>)>>> {
+    ) -> PyResult<Option<PartTokens>> {
         let multi = self.owned_by(owner)?;
         let options = acquire_options(wait, lease)?;
         // Detached inside the future: a wait given up (KeyboardInterrupt) drops the whole
@@ -90,7 +93,7 @@ impl NativeMultiLock {
     }
 
     /// (name, fencing token or None) of `owner`'s current hold of each part, in canonical order.
-    fn fencing_tokens(&self, owner: u64) -> PyResult<Vec<(String, Option<u64>)>> {
+    fn fencing_tokens(&self, owner: u64) -> PyResult<PartTokens> {
         Ok(self.owned_by(owner)?.fencing_tokens())
     }
 }
