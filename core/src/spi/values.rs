@@ -121,6 +121,57 @@ pub(crate) mod contract {
     //! What every `CounterStore` and `VersionStore` must do, run by each backend's tests.
     use super::*;
 
+    /// A backend's store with every key under a prefix of this run's own, so the contract's
+    /// fixed keys start afresh on a server other runs share.
+    pub struct Prefixed<S> {
+        inner: S,
+        prefix: String,
+    }
+
+    impl<S> Prefixed<S> {
+        pub fn new(inner: S, prefix: impl Into<String>) -> Prefixed<S> {
+            Prefixed { inner, prefix: prefix.into() }
+        }
+
+        fn key(&self, key: &str) -> String {
+            format!("{}{key}", self.prefix)
+        }
+    }
+
+    #[async_trait]
+    impl<S: CounterStore> CounterStore for Prefixed<S> {
+        async fn reserve(&self, key: &str, count: u64) -> Result<Range<u64>> {
+            self.inner.reserve(&self.key(key), count).await
+        }
+
+        async fn current(&self, key: &str) -> Result<u64> {
+            self.inner.current(&self.key(key)).await
+        }
+    }
+
+    #[async_trait]
+    impl<S: VersionStore> VersionStore for Prefixed<S> {
+        async fn get(&self, key: &str) -> Result<Option<Versioned>> {
+            self.inner.get(&self.key(key)).await
+        }
+
+        async fn compare_and_set(&self, key: &str, expected: Option<u64>, value: &[u8]) -> Result<Write> {
+            self.inner.compare_and_set(&self.key(key), expected, value).await
+        }
+
+        async fn delete(&self, key: &str, expected: u64) -> Result<bool> {
+            self.inner.delete(&self.key(key), expected).await
+        }
+
+        async fn now_millis(&self) -> Result<Option<u64>> {
+            self.inner.now_millis().await
+        }
+
+        async fn changes(&self, key: &str) -> Result<Option<Box<dyn ValueChanges>>> {
+            self.inner.changes(&self.key(key)).await
+        }
+    }
+
     pub async fn counters(store: &dyn CounterStore) {
         assert_eq!(store.current("ids").await.unwrap(), 0);
         assert_eq!(store.reserve("ids", 10).await.unwrap(), 0..10);

@@ -141,30 +141,12 @@ impl ValueChanges for EtcdChanges {
 mod tests {
     use super::*;
     use crate::backend::etcd::counters::tests::{client, run_prefix, server_urls};
-    use crate::spi::contract;
-
-    struct Prefixed {
-        inner: EtcdValues,
-        prefix: String,
-    }
-
-    #[async_trait]
-    impl VersionStore for Prefixed {
-        async fn get(&self, key: &str) -> Result<Option<Versioned>> {
-            self.inner.get(&format!("{}{key}", self.prefix)).await
-        }
-        async fn compare_and_set(&self, key: &str, expected: Option<u64>, value: &[u8]) -> Result<Write> {
-            self.inner.compare_and_set(&format!("{}{key}", self.prefix), expected, value).await
-        }
-        async fn delete(&self, key: &str, expected: u64) -> Result<bool> {
-            self.inner.delete(&format!("{}{key}", self.prefix), expected).await
-        }
-    }
+    use crate::spi::contract::{self, Prefixed};
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn values_keep_the_contract() {
         for (server, url) in server_urls() {
-            let values = Prefixed { inner: EtcdValues { client: client(&url).await }, prefix: run_prefix(server) };
+            let values = Prefixed::new(EtcdValues { client: client(&url).await }, run_prefix(server));
             contract::versions(&values).await;
         }
     }

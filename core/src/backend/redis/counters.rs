@@ -65,24 +65,7 @@ impl CounterStore for RedisCounters {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::spi::contract;
-
-    /// A store's counters with every key under a prefix of this run's own, so the contract's
-    /// fixed keys start at zero on a shared server.
-    struct Prefixed {
-        inner: Arc<dyn CounterStore>,
-        prefix: String,
-    }
-
-    #[async_trait]
-    impl CounterStore for Prefixed {
-        async fn reserve(&self, key: &str, count: u64) -> Result<Range<u64>> {
-            self.inner.reserve(&format!("{}{key}", self.prefix), count).await
-        }
-        async fn current(&self, key: &str) -> Result<u64> {
-            self.inner.current(&format!("{}{key}", self.prefix)).await
-        }
-    }
+    use crate::spi::contract::{self, Prefixed};
 
     fn env_url(var: &str, default: &str) -> String {
         std::env::var(var).unwrap_or_else(|_| default.to_string())
@@ -123,9 +106,9 @@ pub(super) mod tests {
     async fn counters_keep_the_contract_on_every_redis_deployment() {
         for (server, url) in server_urls() {
             let backend = open(&url).await;
-            let counters = Arc::new(RedisCounters { link: backend.link.clone() });
-            contract::counters(&Prefixed { inner: counters.clone(), prefix: run_prefix(server) }).await;
-            contract::counters_never_overlap(Arc::new(Prefixed { inner: counters, prefix: run_prefix(server) })).await;
+            let counters = || RedisCounters { link: backend.link.clone() };
+            contract::counters(&Prefixed::new(counters(), run_prefix(server))).await;
+            contract::counters_never_overlap(Arc::new(Prefixed::new(counters(), run_prefix(server)))).await;
         }
     }
 

@@ -161,33 +161,14 @@ impl ValueChanges for RedisChanges {
 mod tests {
     use super::*;
     use crate::backend::redis::counters::tests::{open, run_prefix, server_urls};
-    use crate::spi::contract;
-
-    /// A store's values with every key under a prefix of this run's own.
-    struct Prefixed {
-        inner: RedisValues,
-        prefix: String,
-    }
-
-    #[async_trait]
-    impl VersionStore for Prefixed {
-        async fn get(&self, key: &str) -> Result<Option<Versioned>> {
-            self.inner.get(&format!("{}{key}", self.prefix)).await
-        }
-        async fn compare_and_set(&self, key: &str, expected: Option<u64>, value: &[u8]) -> Result<Write> {
-            self.inner.compare_and_set(&format!("{}{key}", self.prefix), expected, value).await
-        }
-        async fn delete(&self, key: &str, expected: u64) -> Result<bool> {
-            self.inner.delete(&format!("{}{key}", self.prefix), expected).await
-        }
-    }
+    use crate::spi::contract::{self, Prefixed};
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn values_keep_the_contract_on_every_redis_deployment() {
         for (server, url) in server_urls() {
             let backend = open(&url).await;
             let values = RedisValues::new(backend.link.clone(), backend.subscriptions.clone());
-            contract::versions(&Prefixed { inner: values, prefix: run_prefix(server) }).await;
+            contract::versions(&Prefixed::new(values, run_prefix(server))).await;
         }
     }
 

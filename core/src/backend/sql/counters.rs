@@ -92,7 +92,7 @@ fn is_out_of_range(err: &sqlx::Error) -> bool {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::spi::contract;
+    use crate::spi::contract::{self, Prefixed};
     use crate::url::ConnectUrl;
 
     pub(in crate::backend::sql) fn postgres_url() -> String {
@@ -114,29 +114,10 @@ pub(super) mod tests {
         format!("t{}-{}:", std::process::id(), fastrand::u32(..))
     }
 
-    struct Prefixed<D: Dialect> {
-        inner: SqlCounters<D>,
-        prefix: String,
-    }
-
-    #[async_trait]
-    impl<D: Dialect> CounterStore for Prefixed<D> {
-        async fn reserve(&self, key: &str, count: u64) -> Result<Range<u64>> {
-            self.inner.reserve(&format!("{}{key}", self.prefix), count).await
-        }
-        async fn current(&self, key: &str) -> Result<u64> {
-            self.inner.current(&format!("{}{key}", self.prefix)).await
-        }
-    }
-
     async fn keeps_the_contract<D: Dialect>(url: &str) {
         let store = open::<D>(url).await;
-        contract::counters(&Prefixed { inner: SqlCounters::new(store.clone()), prefix: run_prefix() }).await;
-        contract::counters_never_overlap(Arc::new(Prefixed {
-            inner: SqlCounters::new(store.clone()),
-            prefix: run_prefix(),
-        }))
-        .await;
+        contract::counters(&Prefixed::new(SqlCounters::new(store.clone()), run_prefix())).await;
+        contract::counters_never_overlap(Arc::new(Prefixed::new(SqlCounters::new(store.clone()), run_prefix()))).await;
         let err = SqlCounters::new(store.clone()).reserve(&"x".repeat(TAG_CHARS + 1), 1).await.unwrap_err();
         assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
         store.shut_down().await;

@@ -117,29 +117,11 @@ impl<D: Dialect> VersionStore for SqlValues<D> {
 mod tests {
     use super::*;
     use crate::backend::sql::counters::tests::{mariadb_url, open, postgres_url, run_prefix};
-    use crate::spi::contract;
-
-    struct Prefixed<D: Dialect> {
-        inner: SqlValues<D>,
-        prefix: String,
-    }
-
-    #[async_trait]
-    impl<D: Dialect> VersionStore for Prefixed<D> {
-        async fn get(&self, key: &str) -> Result<Option<Versioned>> {
-            self.inner.get(&format!("{}{key}", self.prefix)).await
-        }
-        async fn compare_and_set(&self, key: &str, expected: Option<u64>, value: &[u8]) -> Result<Write> {
-            self.inner.compare_and_set(&format!("{}{key}", self.prefix), expected, value).await
-        }
-        async fn delete(&self, key: &str, expected: u64) -> Result<bool> {
-            self.inner.delete(&format!("{}{key}", self.prefix), expected).await
-        }
-    }
+    use crate::spi::contract::{self, Prefixed};
 
     async fn keeps_the_contract<D: Dialect>(url: &str) {
         let store = open::<D>(url).await;
-        contract::versions(&Prefixed { inner: SqlValues::new(store.clone()), prefix: run_prefix() }).await;
+        contract::versions(&Prefixed::new(SqlValues::new(store.clone()), run_prefix())).await;
 
         // Bytes round-trip, an empty value is a value, and names differ by case.
         let values = SqlValues::new(store.clone());

@@ -154,7 +154,7 @@ impl CounterStore for ZkCounters {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::spi::contract;
+    use crate::spi::contract::{self, Prefixed};
 
     pub(in crate::backend::zk) fn server_urls() -> Vec<(&'static str, String)> {
         let env_url = |var: &str, default: &str| std::env::var(var).unwrap_or_else(|_| default.to_string());
@@ -176,26 +176,11 @@ pub(super) mod tests {
         format!("test-{server}-{}-{}:", std::process::id(), fastrand::u64(..))
     }
 
-    struct Prefixed {
-        inner: ZkCounters,
-        prefix: String,
-    }
-
-    #[async_trait]
-    impl CounterStore for Prefixed {
-        async fn reserve(&self, key: &str, count: u64) -> Result<Range<u64>> {
-            self.inner.reserve(&format!("{}{key}", self.prefix), count).await
-        }
-        async fn current(&self, key: &str) -> Result<u64> {
-            self.inner.current(&format!("{}{key}", self.prefix)).await
-        }
-    }
-
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn counters_keep_the_contract() {
         for (server, url) in server_urls() {
             let backend = open(&url).await;
-            let counters = || Prefixed { inner: ZkCounters { backend: backend.clone() }, prefix: run_prefix(server) };
+            let counters = || Prefixed::new(ZkCounters { backend: backend.clone() }, run_prefix(server));
             contract::counters(&counters()).await;
             contract::counters_never_overlap(Arc::new(counters())).await;
         }

@@ -219,30 +219,12 @@ impl ValueChanges for ZkChanges {
 mod tests {
     use super::*;
     use crate::backend::zk::counters::tests::{open, run_prefix, server_urls};
-    use crate::spi::contract;
-
-    struct Prefixed {
-        inner: ZkValues,
-        prefix: String,
-    }
-
-    #[async_trait]
-    impl VersionStore for Prefixed {
-        async fn get(&self, key: &str) -> Result<Option<Versioned>> {
-            self.inner.get(&format!("{}{key}", self.prefix)).await
-        }
-        async fn compare_and_set(&self, key: &str, expected: Option<u64>, value: &[u8]) -> Result<Write> {
-            self.inner.compare_and_set(&format!("{}{key}", self.prefix), expected, value).await
-        }
-        async fn delete(&self, key: &str, expected: u64) -> Result<bool> {
-            self.inner.delete(&format!("{}{key}", self.prefix), expected).await
-        }
-    }
+    use crate::spi::contract::{self, Prefixed};
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn values_keep_the_contract() {
         for (server, url) in server_urls() {
-            contract::versions(&Prefixed { inner: ZkValues::new(open(&url).await), prefix: run_prefix(server) }).await;
+            contract::versions(&Prefixed::new(ZkValues::new(open(&url).await), run_prefix(server))).await;
         }
     }
 
