@@ -5,6 +5,7 @@
 
 mod common;
 
+mod admin;
 mod cli;
 mod elect;
 mod etcd;
