@@ -6,6 +6,7 @@
 mod common;
 
 mod etcd;
+mod election;
 mod etcd_rw_semaphore;
 mod ids_segments;
 mod ids_snowflake_lease;
