@@ -5,8 +5,8 @@
 
 mod common;
 
+mod election_interop;
 mod etcd;
-mod election;
 mod etcd_rw_semaphore;
 mod ids_segments;
 mod ids_snowflake_lease;
