@@ -5,6 +5,7 @@
 
 mod common;
 
+mod election;
 mod election_interop;
 mod etcd;
 mod etcd_rw_semaphore;
