@@ -3,10 +3,11 @@
 //! non-zero only when something fails.
 //!
 //! ```text
-//! polylock-bench [snowflake|sqlite|redis|etcd|zookeeper|postgres|mysql|all] [--quick] [--url redis://...]
+//! polylock-bench [snowflake|sqlite|redis|etcd|zookeeper|postgres|mysql|election|all] [--quick] [--url redis://...]
 //!                [--etcd-url etcd://...]
 //! ```
 
+mod election_failover;
 mod etcd;
 mod flock;
 mod lock_side;
@@ -34,7 +35,7 @@ use zookeeper::ZkBudget;
 pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 const USAGE: &str =
-    "usage: polylock-bench [snowflake|sqlite|redis|etcd|zookeeper|postgres|mysql|all] [--quick] [--url redis://...]
+    "usage: polylock-bench [snowflake|sqlite|redis|etcd|zookeeper|postgres|mysql|election|all] [--quick] [--url redis://...]
                       [--etcd-url etcd://...]
 
   snowflake  IDs/s of polylock's Snowflake beside rs-snowflake, against the 4096/ms ceiling;
@@ -53,6 +54,9 @@ const USAGE: &str =
              lock written by hand with sqlx: p50/p99 and pairs/s; 8 workers contending for one
              name ($POLYLOCK_TEST_POSTGRES_URL, else services.sh's); skipped if none answers
   mysql      the same on MySQL/MariaDB with GET_LOCK ($POLYLOCK_TEST_MARIADB_URL)
+  election   leader election fail-over per backend: a leader process SIGKILLed, the time until
+             the waiting process leads, beside the session TTL/timeout or lease (2 s) bounding it;
+             servers from the $POLYLOCK_TEST_*_URL variables; a backend with no server is skipped
   all        every section (the default)
   --quick    a smoke run for CI: about 1 s per section, about 10 s for redis
   --url URL  the redis section's server (default: $POLYLOCK_TEST_REDIS_URL, else
@@ -71,6 +75,7 @@ enum Sections {
     Zookeeper,
     Postgres,
     MySql,
+    Election,
     All,
 }
 
@@ -85,6 +90,8 @@ struct Budget {
     etcd: etcd::EtcdBudget,
     zookeeper: ZkBudget,
     sql: SqlBudget,
+    /// Fail-overs measured per backend in the election section.
+    election_rounds: usize,
 }
 
 /// About 40 s for snowflake and sqlite, as much again for redis.
@@ -104,6 +111,7 @@ const FULL: Budget = Budget {
     etcd: etcd::EtcdBudget { latency: Duration::from_secs(3), contended: Duration::from_secs(5) },
     zookeeper: ZkBudget { uncontended: Duration::from_secs(3), contended: Duration::from_secs(5) },
     sql: SqlBudget { series: Duration::from_secs(2), contended: Duration::from_secs(3) },
+    election_rounds: 3,
 };
 
 /// About 1 s per section, about 10 s for redis (its peers start interpreters).
@@ -123,6 +131,7 @@ const QUICK: Budget = Budget {
     etcd: etcd::EtcdBudget { latency: Duration::from_millis(500), contended: Duration::from_secs(1) },
     zookeeper: ZkBudget { uncontended: Duration::from_millis(300), contended: Duration::from_millis(500) },
     sql: SqlBudget { series: Duration::from_millis(150), contended: Duration::from_millis(300) },
+    election_rounds: 1,
 };
 
 // Made once per run, so the size of the Bench variant costs nothing.
@@ -137,12 +146,16 @@ enum Invocation {
         etcd: Option<String>,
     },
     Worker(Vec<String>),
+    ElectionCandidate(Vec<String>),
     Help,
 }
 
 fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
     if args.first().map(String::as_str) == Some(locks::WORKER_COMMAND) {
         return Ok(Invocation::Worker(args[1..].to_vec()));
+    }
+    if args.first().map(String::as_str) == Some(election_failover::CANDIDATE_COMMAND) {
+        return Ok(Invocation::ElectionCandidate(args[1..].to_vec()));
     }
     let mut sections = None;
     let mut budget = FULL;
@@ -155,7 +168,7 @@ fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
             "-h" | "--help" => return Ok(Invocation::Help),
             "--url" => url = Some(args.next().ok_or("--url needs a value: redis://host:port")?),
             "--etcd-url" => etcd_url = Some(args.next().ok_or("--etcd-url needs a value: etcd://host:port")?),
-            "snowflake" | "sqlite" | "redis" | "etcd" | "zookeeper" | "postgres" | "mysql" | "all"
+            "snowflake" | "sqlite" | "redis" | "etcd" | "zookeeper" | "postgres" | "mysql" | "election" | "all"
                 if sections.is_some() =>
             {
                 return Err(format!("name one section, not several (got '{arg}' too)"));
@@ -167,6 +180,7 @@ fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
             "zookeeper" => sections = Some(Sections::Zookeeper),
             "postgres" => sections = Some(Sections::Postgres),
             "mysql" => sections = Some(Sections::MySql),
+            "election" => sections = Some(Sections::Election),
             "all" => sections = Some(Sections::All),
             other => match other.strip_prefix("--url=") {
                 Some(value) => url = Some(value.to_string()),
@@ -182,7 +196,8 @@ fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
         | Sections::Etcd
         | Sections::Zookeeper
         | Sections::Postgres
-        | Sections::MySql => None,
+        | Sections::MySql
+        | Sections::Election => None,
     };
     let etcd = matches!(sections, Sections::Etcd | Sections::All).then(|| etcd_url.unwrap_or_else(etcd::default_url));
     Ok(Invocation::Bench { sections, budget, redis, etcd })
@@ -218,6 +233,9 @@ fn run(sections: Sections, budget: Budget, redis: Option<&RedisTarget>, etcd: Op
             sql::run(db, budget.sql, &db.default_url())?;
         }
     }
+    if matches!(sections, Sections::Election | Sections::All) {
+        election_failover::run(budget.election_rounds)?;
+    }
     println!("# done in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
 }
@@ -236,6 +254,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Invocation::Worker(args) => locks::worker_main(&args),
+        Invocation::ElectionCandidate(args) => election_failover::candidate_main(&args),
         Invocation::Bench { sections, budget, redis, etcd } => run(sections, budget, redis.as_deref(), etcd.as_deref()),
     };
     match result {

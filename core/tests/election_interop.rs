@@ -243,7 +243,9 @@ async fn an_etcd_leader_whose_key_is_deleted_or_whose_session_ends_is_lost() {
     assert!(leadership.is_leader(), "the leader is untouched");
     let leader_lease = format!("{:x}", keys[0].3);
     assert!(etcdctl().args(["lease", "revoke", &leader_lease]).stdout(Stdio::null()).status().unwrap().success());
-    timeout(Duration::from_secs(20), leadership.lost_watch().wait()).await.expect("the leader learns its session ended");
+    timeout(Duration::from_secs(20), leadership.lost_watch().wait())
+        .await
+        .expect("the leader learns its session ended");
     assert!(!leadership.is_leader());
     // A later campaign of the same client leads under a new session.
     let again = election.campaign(b"again", Some(Duration::from_secs(10))).await.unwrap();

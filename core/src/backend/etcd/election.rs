@@ -48,7 +48,9 @@ pub(super) struct EtcdElections {
 
 /// How one campaign pass ended.
 enum Campaign {
-    Leads { revision: i64 },
+    Leads {
+        revision: i64,
+    },
     /// The deadline passed or the caller went away; our key is deleted.
     GaveUp,
     /// A key of this lane's session was left over from an earlier use: replaced, go again.
@@ -333,10 +335,7 @@ fn leadership_of(held: &HeldLeadership) -> Option<Arc<EtcdLeadership>> {
 }
 
 fn session_ended(session: &Session) -> Error {
-    Error::lost(format!(
-        "the etcd session of this candidate ended before it could lead ({})",
-        session.end_reason()
-    ))
+    Error::lost(format!("the etcd session of this candidate ended before it could lead ({})", session.end_reason()))
 }
 
 /// What writing a candidate key found.
@@ -373,7 +372,8 @@ async fn stand(client: &Client, prefix: &str, key: &str, value: &[u8], lease_id:
     let responses = answer.op_responses();
     if !answer.succeeded() {
         let Some(TxnOpResponse::Get(get)) = responses.first() else { return Err(unexpected()) };
-        let kv = get.kvs().first().ok_or_else(|| Error::backend("the candidate key vanished inside its transaction"))?;
+        let kv =
+            get.kvs().first().ok_or_else(|| Error::backend("the candidate key vanished inside its transaction"))?;
         return Ok(Stood::LeftOver { revision: kv.create_revision() });
     }
     let Some(TxnOpResponse::Get(get)) = responses.get(1) else { return Err(unexpected()) };

@@ -335,10 +335,7 @@ fn leadership_of(held: &HeldLeadership) -> Option<Arc<ZkLeadership>> {
 }
 
 fn session_ended(session: &Session) -> Error {
-    Error::lost(format!(
-        "the ZooKeeper session {} of this candidate ended before it could lead",
-        session.id
-    ))
+    Error::lost(format!("the ZooKeeper session {} of this candidate ended before it could lead", session.id))
 }
 
 struct AbortOnDrop(AbortHandle);
