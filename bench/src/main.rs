@@ -21,6 +21,7 @@ mod segments;
 mod snowflake;
 mod sql;
 mod sqlite_floor;
+mod values_cas;
 mod zookeeper;
 
 use std::process::ExitCode;
@@ -235,6 +236,9 @@ fn run(sections: Sections, budget: Budget, redis: Option<&RedisTarget>, etcd: Op
     }
     if matches!(sections, Sections::Election | Sections::All) {
         election_failover::run(budget.election_rounds)?;
+    }
+    if matches!(sections, Sections::Redis | Sections::Postgres | Sections::All) {
+        values_cas::run(budget.per_id_figure)?; // #22: CAS increments, idempotent run vs by hand
     }
     println!("# done in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
