@@ -4,6 +4,7 @@
 
 mod client;
 mod convert;
+mod election;
 mod error_details;
 mod errors;
 mod idempotency;
@@ -22,6 +23,8 @@ use pyo3::prelude::*;
 
 #[pymodule]
 mod _polylock {
+    #[pymodule_export]
+    use crate::election::{NativeElection, NativeLeaderChanges, NativeLeadership};
     #[pymodule_export]
     use crate::idempotency::{NativeIdempotency, NativeTicket};
     #[pymodule_export]

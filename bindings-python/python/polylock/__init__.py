@@ -50,9 +50,12 @@ from ._values import Acquired, Idempotency, InProgress, Mismatch, Replay, Ticket
 from ._values import install as _install_values
 from ._latch import Latch, MultiLock, RedLock, redlock
 from ._latch import install as _install_latch
+from ._election import Election, Leader, Leadership
+from ._election import install as _install_election
 
 _install_values(Client, aio.Client)  # client.value(), .idempotency(), .idempotent()
 _install_latch(Client, aio.Client)  # client.latch(), .multi_lock()
+_install_election(Client)  # client.election()
 
 __all__ = [
     "connect",
@@ -63,6 +66,9 @@ __all__ = [
     "Permit",
     "Value",
     "VersionedValue",
+    "Election",
+    "Leader",
+    "Leadership",
     "Latch",
     "MultiLock",
     "RedLock",
