@@ -128,7 +128,11 @@ async fn a_holder_stops_at_its_deadline_without_news_from_the_store() {
     let generator = client.snowflake(None, options(&clock, 50)).await.unwrap();
     generator.pause_renewals_for_tests(true);
     generator.next_id().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(generator.lost_reason().await, None);
+    // The lost signal fires by itself at the deadline, before any call finds it.
+    let reason = tokio::time::timeout(Duration::from_secs(5), generator.lost()).await.expect("lost() fired");
+    assert!(reason.contains("deadline"), "{reason}");
+    assert_eq!(generator.lost_reason().await.as_deref(), Some(reason.as_str()));
     let err = generator.next_id().await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Lost, "{err}");
     assert!(err.to_string().contains("deadline"), "{err}");
