@@ -126,6 +126,7 @@ fn term_of(line: &str) -> u64 {
 fn one_failover(target: &Target, round: usize) -> Result<Duration> {
     let name = format!("bench-failover-{}-{round}-{}", std::process::id(), unix_nanos());
     let mut first = Candidate::start(&target.url, &name, "first")?;
+    first.expect("CAMPAIGNING")?;
     let first_term = term_of(&first.expect("LEADER")?);
     let second = Candidate::start(&target.url, &name, "second")?;
     second.expect("CAMPAIGNING")?;
