@@ -31,7 +31,11 @@ fn stdout(out: &Output) -> String {
 fn json_field<'a>(json: &'a str, field: &str) -> &'a str {
     let start = json.find(&format!("\"{field}\":")).unwrap_or_else(|| panic!("no {field} in {json}")) + field.len() + 3;
     let rest = &json[start..];
-    let end = if rest.starts_with('"') { rest[1..].find('"').unwrap() + 2 } else { rest.find([',', '}']).unwrap() };
+    let end = if let Some(quoted) = rest.strip_prefix('"') {
+        quoted.find('"').unwrap() + 2
+    } else {
+        rest.find([',', '}']).unwrap()
+    };
     &rest[..end]
 }
 
