@@ -149,7 +149,11 @@ impl CallCore {
     fn abandon(&self) -> bool {
         let mut state = lock(&self.state);
         let _runtime = self.runtime.enter();
-        match std::mem::replace(&mut *state, CallState::Cancelled) {
+        // A `let`, not the function's tail expression: a tail expression's temporaries are
+        // dropped after the locals, which would drop the call outside `_runtime`, and dropping
+        // a pending acquisition spawns its release.
+        let previous = std::mem::replace(&mut *state, CallState::Cancelled);
+        let stopped = match previous {
             CallState::Polling(future) if self.abandon == Abandon::RunToEnd => {
                 self.runtime.spawn(async move {
                     let _ = future.await;
@@ -158,12 +162,16 @@ impl CallCore {
             }
             // Dropped inside the runtime: the core futures are cancel-safe, and a guard nobody
             // collected releases its hold in the background.
-            CallState::Polling(_) | CallState::Finished(_) => true,
+            call @ (CallState::Polling(_) | CallState::Finished(_)) => {
+                drop(call);
+                true
+            }
             other => {
                 *state = other;
                 false
             }
-        }
+        };
+        stopped
     }
 }
 
