@@ -62,7 +62,11 @@ impl LockTarget {
     }
 
     pub fn is_held(&self) -> bool {
-        self.fencing_token().is_some()
+        match self {
+            LockTarget::Lock(lock) => lock.is_held(),
+            LockTarget::Read(rw) => rw.read().is_held(),
+            LockTarget::Write(rw) => rw.write().is_held(),
+        }
     }
 
     pub fn hold_count(&self) -> u32 {

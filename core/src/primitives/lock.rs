@@ -113,9 +113,10 @@ impl Lock {
         self.handle.fencing_token().is_some()
     }
 
-    /// The fencing token of this owner's current hold.
+    /// The fencing token of this owner's current hold: `None` while it holds nothing, and on
+    /// a backend that issues no fencing tokens (RedLock; see [`Guard::has_fencing_token`]).
     pub fn fencing_token(&self) -> Option<u64> {
-        self.handle.fencing_token()
+        self.handle.fencing_token().filter(|_| self.handle.engine().fencing_tokens())
     }
 
     /// The lost latch of this owner's current hold, lost or not.
