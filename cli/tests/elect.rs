@@ -96,7 +96,8 @@ fn a_frozen_leader_is_replaced_and_its_command_terminated_when_it_resumes() {
         let url = format!("{url}{}lease=900ms", if url.contains('?') { '&' } else { '?' });
         let name = unique("frozen");
         let marker = dir.path().join(format!("{name}.terminated"));
-        let script = format!("trap 'echo terminated > {}; exit 143' TERM; while true; do sleep 0.05; done", marker.display());
+        let script =
+            format!("trap 'echo terminated > {}; exit 143' TERM; while true; do sleep 0.05; done", marker.display());
         let mut old = polylock()
             .args(["--url", &url, "elect", "--name", &name, "--value", "old", "--", "sh", "-c", &script])
             .spawn()

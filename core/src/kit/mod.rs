@@ -17,8 +17,8 @@
 //! - the error table is [`crate::ErrorKind::ALL`] with its stable names and numbers.
 
 pub mod cancel;
-pub mod ids;
 pub mod idempotency_codec;
+pub mod ids;
 pub mod owner_ids;
 pub mod redlock_url;
 pub mod runtime;

@@ -38,8 +38,8 @@ pub use lost::{LostNotifier, LostReason, LostWatch};
 pub use plain_permits::PlainPermitStore;
 #[cfg(test)]
 pub(crate) use values::contract;
-pub use values::{CounterStore, ValueChanges, VersionStore, Versioned, Write};
 pub(crate) use values::MeasuredClock;
+pub use values::{CounterStore, ValueChanges, VersionStore, Versioned, Write};
 
 /// One backend, opened from a URL.
 #[async_trait]
@@ -83,13 +83,6 @@ pub trait Store: Send + Sync + 'static {
         None
     }
 
-    /// Leader elections in a layout of the backend's own (etcd, ZooKeeper), if
-    /// [`Capabilities::elections`]; `None` (the default) builds them from a lock hold and a
-    /// versioned value (see `primitives/election.rs`).
-    fn elections(self: Arc<Self>) -> Option<Arc<dyn ElectionStore>> {
-        None
-    }
-
     /// Reading mutex layouts whoever holds them (status, list), where the backend can;
     /// `None` leaves the engine's generic answers (`is_locked`, `remaining_lease`).
     fn inspect(self: Arc<Self>) -> Option<Arc<dyn InspectStore>> {
@@ -99,6 +92,13 @@ pub trait Store: Send + Sync + 'static {
     /// Countdown latches (Redisson's `RCountDownLatch`); `None` (the default) where the
     /// backend has none.
     fn latches(self: Arc<Self>) -> Option<Arc<dyn LatchStore>> {
+        None
+    }
+
+    /// Leader elections in a layout of the backend's own (etcd, ZooKeeper), if
+    /// [`Capabilities::elections`]; `None` (the default) builds them from a lock hold and a
+    /// versioned value (see `primitives/election.rs`).
+    fn elections(self: Arc<Self>) -> Option<Arc<dyn ElectionStore>> {
         None
     }
 

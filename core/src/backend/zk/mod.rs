@@ -16,8 +16,8 @@
 
 mod config;
 mod counters;
-mod inspect;
 mod election;
+mod inspect;
 mod latch;
 mod path;
 mod query;
