@@ -129,7 +129,7 @@ cargo run --release --locked -q -p polylock-bench -- all --quick
 node bindings-node/bench/bench.mjs --quick
 node bindings-wasm/bench/bench.mjs --quick
 bindings-jvm/bench/bench.sh --quick
-bindings-go/bench.sh
+bindings-go/bench.sh --quick
 
 print_stage_times
 printf '\n==> done in %ss\n' "$(( $(date +%s) - started ))"
