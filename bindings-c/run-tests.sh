@@ -56,7 +56,7 @@ cmake -S "$here/tests" -B "$build" -DPOLYLOCK_LIB_DIR="$target/release" \
 cmake --build "$build" -j 2
 
 # Fresh sqlite database per run; its stale locks would only slow the tests down.
-rm -f "$build"/c-tests.db*
+rm -rf "$build"/c-tests.db*   # the database, its WAL and its -locks folder (SQLite mutex files)
 
 echo "== ctest"
 ctest --test-dir "$build" --output-on-failure
