@@ -1028,6 +1028,9 @@ def main():
             finally:
                 cleanup()
             print("%s %-28s %5.1fs  %s" % (verdict, title, now() - t0, figures), flush=True)
+    except SystemExit:
+        print("faults: interrupted; cleaning up its servers, processes and iptables rules", flush=True)
+        raise
     finally:
         cleanup()
         if not opts.keep and not failed:
