@@ -458,6 +458,9 @@ def case_pause(backend, kind, frees):
         check(code_a == 143, "A's polylock run exited %s, want 143 (its command SIGTERMed)" % code_a)
         check("lost" in a.output(), "A's polylock run did not say it lost the lock")
         check(gap <= LEASE + 3, "B got the lock %s after A's pause (lease %s)" % (ms(gap), ms(LEASE)))
+        # A renewed at most a third of a lease before it was paused: the lock cannot be free
+        # sooner than two thirds of a lease later.
+        check(gap >= 2 * LEASE / 3 - 0.2, "B got the lock only %s after A's pause: before A's lease could end" % ms(gap))
         check(after_resume and all(not w["ok"] for w in after_resume), "A's writes after resuming: %s" % after_resume)
         return "waiter got it %s after the pause; A told lost %s after SIGCONT, exit %d; A's writes refused %d (%d after resume); tokens %d<%d" % (
             ms(gap), ms(told), code_a, refused, len(after_resume), sa["token"], sb["token"])
@@ -502,6 +505,8 @@ def case_kill(backend, kind, bound):
     check(code_b == 0, "B exited %s" % code_b)
     check(secs["B"]["token"] > secs["A"]["token"], "tokens did not grow")
     check(freed <= bound + 1.5, "the lock freed %s after SIGKILL, bound %s + 1.5s" % (ms(freed), ms(bound)))
+    if bound:  # renewed at most a third of a lease before the kill
+        check(freed >= 2 * bound / 3 - 0.2, "the lock freed only %s after SIGKILL, before the lease could end" % ms(freed))
     return "freed %s after SIGKILL (bound: %s %s); tokens %d<%d" % (
         ms(freed), "connection close" if bound == 0 else "lease/session", ms(bound), secs["A"]["token"],
         secs["B"]["token"])
