@@ -942,6 +942,31 @@ def case_cluster(backend, fault):
     return figures
 
 
+def case_member_down(backend, runs=10):
+    """A follower of a 3-member cluster is dead (SIGKILL, no election involved): fresh clients
+    naming all three members must all connect and lock: a refused member is retried on another."""
+    cl = Cluster(backend)
+    lead = cl.leader()
+    victim = (lead + 1) % 3
+    killpg(cl.procs[victim], signal.SIGKILL)
+    cl.procs[victim].wait(10)
+    led = Ledger("member-down-" + backend)
+    url = with_query(cl.url(), **({"ttl": "5s"} if backend == "etcd" else {"session_timeout": "5s"}))
+    name = "%s-member-down-%s" % (PREFIX, backend)
+    failures, t0 = [], now()
+    for i in range(runs):
+        h = Holder(led, url, name, "r%d" % i, hold=0, every=0)
+        code = h.wait(30)
+        if code != 0:
+            failures.append("run %d exit %s: %s" % (i, code, h.output().strip()[:220]))
+    secs = led.sections()
+    tokens = [s["token"] for s in secs]
+    figures = "follower m%d of 3 dead: %d/%d fresh polylock runs succeeded in %.1fs; tokens growing: %s" % (
+        victim, runs - len(failures), runs, now() - t0, all(y > x for x, y in zip(tokens, tokens[1:])))
+    check(not failures, figures + "; " + failures[0] if failures else figures)
+    return figures
+
+
 # ---------------------------------------------------------------------------------------
 # The runner
 
@@ -977,6 +1002,7 @@ for _b, _k, _f in PARTITION_TARGETS:
 for _b in ("etcd", "zookeeper"):
     for _f in ("kill", "freeze"):
         add("cluster", "%s/leader-%s" % (_b, _f), case_cluster, _b, _f)
+    add("cluster", "%s/follower-down" % _b, case_member_down, _b)
 
 
 def cleanup():
