@@ -805,6 +805,7 @@ class Cluster:
         self.peer = [free_port() for _ in range(3)]
         self.elect = [free_port() for _ in range(3)]
         self.procs = [None] * 3
+        self.frozen = set()  # members stopped with SIGSTOP: not asked (they would not answer)
         CLEANUPS.append(self.stop)
         if kind == "etcd":
             if not shutil.which("etcd"):
@@ -860,11 +861,12 @@ class Cluster:
 
     def leader(self):
         """The index of the leading member, if all living members agree there is one."""
+        alive = [i for i in range(3) if self.procs[i].poll() is None and i not in self.frozen]
         if self.kind == "zookeeper":
-            modes = [self.zk_mode(i) if self.procs[i].poll() is None else None for i in range(3)]
+            modes = [self.zk_mode(i) if i in alive else None for i in range(3)]
             leaders = [i for i, m in enumerate(modes) if m == "leader"]
             return leaders[0] if len(leaders) == 1 else None
-        eps = ",".join("127.0.0.1:%d" % self.client[i] for i in range(3) if self.procs[i].poll() is None)
+        eps = ",".join("127.0.0.1:%d" % self.client[i] for i in alive)
         r = subprocess.run(["etcdctl", "--endpoints", eps, "--dial-timeout", "1s", "--command-timeout", "2s",
                             "endpoint", "status", "-w", "json"], capture_output=True, text=True)
         try:
@@ -872,7 +874,7 @@ class Cluster:
         except ValueError:
             return None
         for row in rows:
-            if row["Status"]["header"]["member_id"] == row["Status"]["leader"]:
+            if row["Status"]["header"]["member_id"] == row["Status"].get("leader"):
                 port = int(row["Endpoint"].rsplit(":", 1)[1])
                 return self.client.index(port)
         return None
@@ -911,11 +913,14 @@ def case_cluster(backend, fault):
         killpg(cl.procs[leader], signal.SIGKILL)
     else:
         killpg(cl.procs[leader], signal.SIGSTOP)  # frozen: cut off both ways, as an isolated member
-    new_leader = wait_for(lambda: (lambda x: x if x is not None and x != leader else None)(cl.leader()), 30, 0.2)
+        cl.frozen.add(leader)
+    # (a list, so that member 0 is not taken for "no leader")
+    new_leader = wait_for(lambda: (lambda x: [x] if x is not None and x != leader else None)(cl.leader()), 30, 0.2)
     t_elected = now() - t_f if new_leader is not None else None
     if fault == "freeze":
         time.sleep(max(0.0, CLUSTER_LEASE + 1 - (now() - t_f)))
         killpg(cl.procs[leader], signal.SIGCONT)  # the partition heals: the old leader rejoins
+        cl.frozen.discard(leader)
     c = Holder(led, url, name, "C", hold=0.5, extra=["--wait", "40s"])
     codes = {h.tag: h.wait(60) for h in (a, b, c)}
     until = now()
