@@ -1035,10 +1035,11 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the work folder (ledgers, logs)")
     opts = ap.parse_args()
     selected = [c for c in CASES if not opts.only or any(o in c[0] for o in opts.only)]
-    if opts.list:
-        print("\n".join(c[0] for c in selected))
-        return 0
-    if not os.access(CLI, os.X_OK):
+    if opts.list or not os.access(CLI, os.X_OK):
+        shutil.rmtree(WORK, ignore_errors=True)
+        if opts.list:
+            print("\n".join(c[0] for c in selected))
+            return 0
         print("faults: no polylock CLI at %s (set POLYLOCK_CLI)" % CLI, file=sys.stderr)
         return 2
     for sig in (signal.SIGTERM, signal.SIGHUP):
