@@ -7,6 +7,7 @@
 mod blocking;
 mod client;
 mod complete;
+mod election;
 mod entry;
 mod idempotency;
 mod latch;

@@ -92,6 +92,17 @@ public final class PolylockClient implements AutoCloseable {
     }
 
     /**
+     * The leader election {@code name} (Redisson has none; see {@link RLeaderElection} for its names and layouts):
+     * campaign with a value, lead for a term whose number is a fencing token, read and observe the leader. On etcd it
+     * is etcd's own {@code concurrency.Election}, on ZooKeeper Curator's {@code LeaderLatch}. {@link
+     * ErrorCode#UNSUPPORTED} on RedLock.
+     */
+    public RLeaderElection getLeaderElection(String name) {
+        Objects.requireNonNull(name, "name");
+        return new NativeLeaderElection(this, name);
+    }
+
+    /**
      * A Snowflake ID generator for {@code workerId} (Twitter layout: 41 bits of milliseconds, 10 of worker, 12 of
      * sequence). IDs are positive {@code long}s.
      */
