@@ -139,8 +139,11 @@ impl<K: HoldKind> LocalWaiters<K> {
     ///
     /// It must be called while the lock is still held: waiters drop their store attempts on
     /// the signal, which is harmless only while those attempts cannot have succeeded.
-    pub fn keep_off_for_others(&self, key: &str, kind: K, round_trip: Duration) {
-        let keep_off = (round_trip * STAND_ASIDE_ROUND_TRIPS).clamp(STAND_ASIDE_MIN, STAND_ASIDE_MAX);
+    /// Where waiters elsewhere poll instead of hearing a message (`others_poll`, their longest
+    /// pause between attempts), the stand-aside also covers one whole pause.
+    pub fn keep_off_for_others(&self, key: &str, kind: K, round_trip: Duration, others_poll: Option<Duration>) {
+        let keep_off = (round_trip * STAND_ASIDE_ROUND_TRIPS).clamp(STAND_ASIDE_MIN, STAND_ASIDE_MAX)
+            + others_poll.unwrap_or_default();
         let until = Instant::now() + keep_off;
         let queue_key = (key.to_string(), kind);
         {

@@ -146,6 +146,15 @@ pub trait HoldStore<K: HoldKind = LockKind>: Send + Sync + 'static {
         false
     }
 
+    /// How long a waiter for `kind` in another client may go between two attempts when no
+    /// release message reaches it: `Some` where such waiters poll (MySQL's lease rows: MySQL
+    /// has no NOTIFY), `None` where a release wakes them. A run of local handoffs that ends
+    /// stands aside at least this long, or a polling waiter elsewhere would rarely try while
+    /// the lock is free and could wait forever (see engine/handoff.rs).
+    fn others_poll_within(&self, _kind: K) -> Option<Duration> {
+        None
+    }
+
     /// Whether anyone (any client, any owner) holds the lock `key` right now.
     async fn is_locked(&self, _key: &str, _kind: K) -> Result<bool> {
         Err(not_supported("is_locked"))

@@ -53,6 +53,9 @@ pub(crate) trait Dialect: Send + Sync + Sized + 'static {
     const SQLX_OPTIONS: &'static [&'static str];
     /// The pause between lease attempts when no release is announced.
     const LEASE_BACKOFF: Backoff;
+    /// Whether releases of lease rows reach waiters in other processes as a message
+    /// (`watch_releases` is `Some`); where not, those waiters poll within `LEASE_BACKOFF.max`.
+    const ANNOUNCES_RELEASES: bool;
 
     /// The statements for ShedLock's table named `table`.
     fn new(table: String) -> Self;

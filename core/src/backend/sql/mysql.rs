@@ -185,6 +185,7 @@ impl Dialect for MySqlDialect {
         "statement-cache-capacity",
     ];
     const LEASE_BACKOFF: Backoff = Backoff { min: Duration::from_millis(2), max: Duration::from_millis(100) };
+    const ANNOUNCES_RELEASES: bool = false;
 
     fn new(table: String) -> Self {
         MySqlDialect { table, share_clause: OnceLock::new() }

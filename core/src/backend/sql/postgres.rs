@@ -51,6 +51,7 @@ impl Dialect for Pg {
     /// Lease waiters are woken by NOTIFY; this catches releases that announce nothing (a
     /// ShedLock client's unlock) and is bounded by the holder's `lock_until`.
     const LEASE_BACKOFF: Backoff = Backoff { min: Duration::from_millis(10), max: Duration::from_millis(250) };
+    const ANNOUNCES_RELEASES: bool = true;
 
     fn new(table: String) -> Self {
         Pg { table }

@@ -297,6 +297,12 @@ impl<D: Dialect> HoldStore for SqlStore<D> {
         matches!(Keeping::of::<D>(kind), Ok(Keeping::Session))
     }
 
+    /// Lease waiters elsewhere hear of a release only where the database announces it.
+    fn others_poll_within(&self, kind: LockKind) -> Option<Duration> {
+        let polled = matches!(Keeping::of::<D>(kind), Ok(Keeping::LeaseRow)) && !D::ANNOUNCES_RELEASES;
+        polled.then_some(D::LEASE_BACKOFF.max)
+    }
+
     fn transfers(&self, kind: LockKind) -> bool {
         Keeping::of::<D>(kind).is_ok()
     }
