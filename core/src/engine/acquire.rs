@@ -320,7 +320,8 @@ impl<K: HoldKind> Handle<K> {
             if holds_left == 0 {
                 // The store may still have our record (say, renewals failed on a flaky
                 // network); removing it is harmless and frees the lock sooner.
-                let _ = store.release(&held, 0).await;
+                // Bounded: over a partition the call would hang until the network heals.
+                let _ = tokio::time::timeout(super::hold::GIVE_BACK_WAIT, store.release(&held, 0)).await;
             }
             return Err(lost_error(reason));
         }
@@ -336,7 +337,8 @@ impl<K: HoldKind> Handle<K> {
                     Transferred::Held { round_trip } => round_trip,
                     Transferred::Gone => Duration::ZERO,
                 };
-                engine.family::<K>().waiters.keep_off_for_others(&self.key, held.kind, round_trip);
+                let poll = store.others_poll_within(held.kind);
+                engine.family::<K>().waiters.keep_off_for_others(&self.key, held.kind, round_trip, poll);
             }
             store.release(&held, 0).await?
         } else {

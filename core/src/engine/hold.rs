@@ -281,11 +281,16 @@ impl<K: HoldKind> Drop for TidyOnDrop<'_, K> {
     }
 }
 
+/// How long giving back a hold that is already lost or surrendered may take: best effort, as
+/// the store frees it at its lease end anyway, and a store cut off by a partition must not
+/// keep the caller (`polylock run` exiting after its command) waiting for the network.
+pub(crate) const GIVE_BACK_WAIT: Duration = Duration::from_secs(2);
+
 /// Give up a hold at client close: mark it lost, then release it in the store.
 pub(crate) async fn surrender<K: HoldKind>(store: &dyn HoldStore<K>, hold: Hold<K>) {
     hold.lost.mark(LostReason::ClientClosed);
     let (held, run) = (hold.held.clone(), hold.run.clone());
     drop(hold);
     // Best effort and bounded: a store that is down lets the lease run out instead.
-    let _ = tokio::time::timeout(Duration::from_secs(2), super::handoff::give_back(store, &held, &run.transfer)).await;
+    let _ = tokio::time::timeout(GIVE_BACK_WAIT, super::handoff::give_back(store, &held, &run.transfer)).await;
 }

@@ -222,7 +222,9 @@ impl Engine {
         surrender_all(&self.locks).await;
         surrender_all(&self.rw_locks).await;
         surrender_all(&self.semaphores).await;
-        self.store.close().await;
+        // Bounded too: closing connections to a server that cannot be reached (a partition)
+        // waits for the network otherwise.
+        let _ = tokio::time::timeout(CLOSE_WAIT, self.store.close()).await;
     }
 
     /// Every sixth of the watchdog lease, start the watchdogs of the holds that still need
