@@ -15,7 +15,8 @@ use tokio::task::AbortHandle;
 use tokio::time::{sleep, timeout, Instant};
 use tokio_util::sync::CancellationToken;
 
-use super::map_error;
+use super::{map_error, RETRY_MAX, RETRY_MIN};
+use crate::error::ErrorKind;
 use crate::error::Result;
 
 /// A hold taken under a session, as the session sees it (backend/etcd/hold.rs has the
@@ -41,14 +42,32 @@ pub(super) struct Session {
 
 static NEXT_HOLD_ID: AtomicU64 = AtomicU64::new(1);
 
+/// Grant a session lease within `call_timeout`. A grant refused on a connection error is tried
+/// again: with several members, the client's balancer may have picked one that is down, and
+/// the next call goes to another (a client given three members must connect while one of
+/// them is stopped).
+async fn grant_lease(client: &Client, ttl_secs: i64, call_timeout: Duration) -> Result<etcd_client::LeaseGrantResponse> {
+    let deadline = Instant::now() + call_timeout;
+    let mut pause = RETRY_MIN;
+    loop {
+        let mut lease = client.lease_client();
+        let failed = match tokio::time::timeout_at(deadline, lease.grant(ttl_secs, None)).await {
+            Err(_) => return Err(crate::Error::connection("etcd did not answer the session lease grant in time")),
+            Ok(Ok(granted)) => return Ok(granted),
+            Ok(Err(e)) => map_error("granting the session lease", e),
+        };
+        if failed.kind() != ErrorKind::Connection || Instant::now() + pause >= deadline {
+            return Err(failed);
+        }
+        sleep(pause).await;
+        pause = (pause * 2).min(RETRY_MAX);
+    }
+}
+
 impl Session {
     /// Grant the lease and start keeping it alive.
     pub async fn start(client: &Client, ttl_secs: i64, call_timeout: Duration) -> Result<Arc<Session>> {
-        let mut lease = client.lease_client();
-        let granted = timeout(call_timeout, lease.grant(ttl_secs, None))
-            .await
-            .map_err(|_| crate::Error::connection("etcd did not answer the session lease grant in time"))?
-            .map_err(|e| map_error("granting the session lease", e))?;
+        let granted = grant_lease(client, ttl_secs, call_timeout).await?;
         let session = Arc::new(Session {
             lease_id: granted.id(),
             // The server may grant a longer TTL than asked (its minimum); keep to what it says.
