@@ -3,7 +3,7 @@
 //! non-zero only when something fails.
 //!
 //! ```text
-//! polylock-bench [snowflake|sqlite|redis|etcd|zookeeper|postgres|mysql|election|all] [--quick] [--url redis://...]
+//! polylock-bench [snowflake|sqlite|observe|redis|etcd|zookeeper|postgres|mysql|election|all] [--quick] [--url redis://...]
 //!                [--etcd-url etcd://...]
 //! ```
 
@@ -13,6 +13,7 @@ mod flock;
 mod lock_side;
 mod locks;
 mod measure;
+mod observe_cost;
 mod polylock_side;
 mod process_handoffs;
 mod redis;
@@ -36,13 +37,15 @@ use zookeeper::ZkBudget;
 pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 const USAGE: &str =
-    "usage: polylock-bench [snowflake|sqlite|redis|etcd|zookeeper|postgres|mysql|election|all] [--quick] [--url redis://...]
+    "usage: polylock-bench [snowflake|sqlite|observe|redis|etcd|zookeeper|postgres|mysql|election|all] [--quick] [--url redis://...]
                       [--etcd-url etcd://...]
 
   snowflake  IDs/s of polylock's Snowflake beside rs-snowflake, against the 4096/ms ceiling;
              segment IDs/s from one process on sqlite:// beside mem://
   sqlite     lock+unlock pairs/s of polylock on sqlite:// beside flock(2), in one process
              and across 4 processes
+  observe    what tracing and metrics cost: lock+unlock pairs/s on mem:// and sqlite:// with
+             both off, then metrics on, a subscriber at warn, one at debug (JSON to a sink)
   redis      polylock on Redis beside redis-py's Lock and node-redlock, with redis-benchmark's
              ceiling: pairs/s with 64 workers on a name each, and 8 workers contending for
              one name (utilisation, hand-over latency, shares); skipped if no redis answers
@@ -71,6 +74,7 @@ Figures and ratios (polylock / peer) from one run; nothing passes or fails.";
 enum Sections {
     Snowflake,
     Sqlite,
+    Observe,
     Redis,
     Etcd,
     Zookeeper,
@@ -169,13 +173,15 @@ fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
             "-h" | "--help" => return Ok(Invocation::Help),
             "--url" => url = Some(args.next().ok_or("--url needs a value: redis://host:port")?),
             "--etcd-url" => etcd_url = Some(args.next().ok_or("--etcd-url needs a value: etcd://host:port")?),
-            "snowflake" | "sqlite" | "redis" | "etcd" | "zookeeper" | "postgres" | "mysql" | "election" | "all"
+            "snowflake" | "sqlite" | "observe" | "redis" | "etcd" | "zookeeper" | "postgres" | "mysql" | "election"
+            | "all"
                 if sections.is_some() =>
             {
                 return Err(format!("name one section, not several (got '{arg}' too)"));
             }
             "snowflake" => sections = Some(Sections::Snowflake),
             "sqlite" => sections = Some(Sections::Sqlite),
+            "observe" => sections = Some(Sections::Observe),
             "redis" => sections = Some(Sections::Redis),
             "etcd" => sections = Some(Sections::Etcd),
             "zookeeper" => sections = Some(Sections::Zookeeper),
@@ -194,6 +200,7 @@ fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
         Sections::Redis | Sections::All => Some(Box::new(RedisTarget::parse(&url.unwrap_or_else(redis::default_url))?)),
         Sections::Snowflake
         | Sections::Sqlite
+        | Sections::Observe
         | Sections::Etcd
         | Sections::Zookeeper
         | Sections::Postgres
@@ -219,6 +226,9 @@ fn run(sections: Sections, budget: Budget, redis: Option<&RedisTarget>, etcd: Op
     }
     if matches!(sections, Sections::Sqlite | Sections::All) {
         locks::run(budget.locks)?;
+    }
+    if matches!(sections, Sections::Observe | Sections::All) {
+        observe_cost::run(budget.per_id_figure)?;
     }
     if let Some(target) = redis {
         redis::run(budget.redis, target)?;
