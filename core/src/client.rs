@@ -53,7 +53,7 @@ impl Client {
         let span = tracing::debug_span!("connect", backend = %scheme, url = %shown);
         let connected = Self::connect_inner(url).instrument(span).await;
         crate::metrics::connected(&scheme, connected.is_ok());
-        let elapsed_ms = started.elapsed().as_secs_f64() * 1e3;
+        let elapsed_ms = crate::metrics::millis(started.elapsed());
         match &connected {
             Ok(client) => tracing::info!(op = "connect", backend = %scheme, url = %shown, client = %client.id(),
                 elapsed_ms, "connected"),

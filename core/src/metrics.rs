@@ -37,6 +37,11 @@ pub const LOST_REASONS: [&str; 5] = ["lease_expired", "taken", "renewal_failed",
 /// How acquisitions end, as labels.
 pub const ACQUIRE_OUTCOMES: [&str; 5] = ["acquired", "reentered", "timeout", "error", "cancelled"];
 
+/// A duration in milliseconds to the microsecond, as log fields show it.
+pub(crate) fn millis(duration: Duration) -> f64 {
+    duration.as_micros() as f64 / 1e3
+}
+
 /// How one acquisition ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Outcome {

@@ -344,7 +344,7 @@ impl<K: HoldKind> Handle<K> {
         }
         let subject = &self.subject;
         subject.series.release(Some(held_for));
-        let held_ms = held_for.as_secs_f64() * 1e3;
+        let held_ms = crate::metrics::millis(held_for);
         match released {
             Ok(()) => tracing::debug!(op = "release", name = %subject.name, backend = %subject.backend,
                 kind = subject.kind, held_ms, outcome = "released", "released"),
@@ -504,7 +504,7 @@ impl AcquireWatch<'_> {
     fn settle(&mut self, answer: &Result<(Granted, bool)>) {
         self.settled = true;
         let waited = self.started.elapsed();
-        let (subject, wait_ms) = (self.subject, waited.as_secs_f64() * 1e3);
+        let (subject, wait_ms) = (self.subject, crate::metrics::millis(waited));
         let outcome = match answer {
             Ok((_, true)) => Outcome::Reentered,
             Ok((_, false)) => Outcome::Acquired,
@@ -536,7 +536,7 @@ impl Drop for AcquireWatch<'_> {
             let subject = self.subject;
             subject.series.acquire(Outcome::Cancelled, waited);
             tracing::debug!(op = "acquire", name = %subject.name, backend = %subject.backend, kind = subject.kind,
-                outcome = "cancelled", wait_ms = waited.as_secs_f64() * 1e3, "the caller went away while acquiring");
+                outcome = "cancelled", wait_ms = crate::metrics::millis(waited), "the caller went away while acquiring");
         }
     }
 }

@@ -142,8 +142,8 @@ async fn watchdog<K: HoldKind>(
                 if let Some(s) = &subject {
                     s.series.renewal(lateness);
                     tracing::debug!(op = "renew", name = %s.name, backend = %s.backend, kind = s.kind,
-                        lateness_ms = lateness.as_secs_f64() * 1e3, margin_ms = margin.as_secs_f64() * 1e3,
-                        took_ms = sent.elapsed().as_secs_f64() * 1e3, "renewed");
+                        lateness_ms = crate::metrics::millis(lateness), margin_ms = crate::metrics::millis(margin),
+                        took_ms = crate::metrics::millis(sent.elapsed()), "renewed");
                 }
                 lease_end = sent + lease;
                 next = sent + interval;
@@ -157,7 +157,7 @@ async fn watchdog<K: HoldKind>(
                     s.series.renewal_failed();
                     s.series.error(err.kind());
                     tracing::warn!(op = "renew", name = %s.name, backend = %s.backend, kind = s.kind,
-                        lateness_ms = lateness.as_secs_f64() * 1e3, margin_ms = margin.as_secs_f64() * 1e3,
+                        lateness_ms = crate::metrics::millis(lateness), margin_ms = crate::metrics::millis(margin),
                         error_kind = err.kind().as_str(), error = %err.message(), "renewal failed");
                 }
                 if Instant::now() + retry >= lease_end {
