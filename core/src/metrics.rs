@@ -436,6 +436,11 @@ pub struct BackendSnapshot {
     pub failovers: u64,
 }
 
+/// Which histogram or count of a series (or a backend) a family shows.
+type HistogramOf = fn(&SeriesSnapshot) -> &HistogramSnapshot;
+type CountOf = fn(&SeriesSnapshot) -> u64;
+type BackendCountOf = fn(&BackendSnapshot) -> u64;
+
 /// `snapshot` in Prometheus' text exposition format (version 0.0.4): every family with its
 /// `# HELP` and `# TYPE`, counters ending in `_total`, histograms in seconds.
 pub fn render_prometheus(snapshot: &Snapshot) -> String {
@@ -451,7 +456,7 @@ pub fn render_prometheus(snapshot: &Snapshot) -> String {
             let _ = writeln!(out, "polylock_acquires_total{{{},outcome=\"{outcome}\"}} {n}", labels(s));
         }
     }
-    let histograms: [(&str, &str, fn(&SeriesSnapshot) -> &HistogramSnapshot); 3] = [
+    let histograms: [(&str, &str, HistogramOf); 3] = [
         ("acquire_wait_seconds", "How long granted acquisitions waited.", |s| &s.acquire_wait),
         ("hold_seconds", "How long holds lasted, from grant to release.", |s| &s.hold_time),
         ("renewal_lateness_seconds", "How long after its due time each watchdog renewal went out.", |s| {
@@ -464,7 +469,7 @@ pub fn render_prometheus(snapshot: &Snapshot) -> String {
             write_histogram(&mut out, name, &labels(s), pick(s));
         }
     }
-    let counters: [(&str, &str, fn(&SeriesSnapshot) -> u64); 3] = [
+    let counters: [(&str, &str, CountOf); 3] = [
         ("releases_total", "Holds given back (lost or not).", |s| s.releases),
         ("renewals_total", "Watchdog renewals that succeeded.", |s| s.renewals),
         ("renewal_failures_total", "Watchdog renewals that failed (retried within the lease).", |s| s.renewal_failures),
@@ -487,7 +492,7 @@ pub fn render_prometheus(snapshot: &Snapshot) -> String {
             let _ = writeln!(out, "polylock_backend_errors_total{{{},error=\"{error}\"}} {n}", labels(s));
         }
     }
-    let backend_counters: [(&str, &str, fn(&BackendSnapshot) -> u64); 4] = [
+    let backend_counters: [(&str, &str, BackendCountOf); 4] = [
         ("connects_total", "Clients connected.", |b| b.connects),
         ("connect_failures_total", "Connections that failed.", |b| b.connect_failures),
         ("reconnects_total", "Sessions or connections re-established.", |b| b.reconnects),
