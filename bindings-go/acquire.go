@@ -49,8 +49,23 @@ func acquireBounded(ctx context.Context, options []AcquireOption,
 	if settings.lease > 0 && settings.lease < time.Millisecond {
 		return errorOf(ErrInvalidArgument, "a lease must be at least 1ms, got "+settings.lease.String())
 	}
-	waitMs := millisRoundedUp(settings.wait)
-	deadlineBound := false
+	leaseMs := C.int64_t(millisRoundedUp(settings.lease))
+	_, err := waitBounded(ctx, settings.wait, func(waitMs C.int64_t, cancel *C.polylock_cancel) C.polylock_status {
+		return start(waitMs, leaseMs, cancel)
+	})
+	return err
+}
+
+// waitBounded runs one blocking C wait (start) bounded by wait (negative: no limit) and
+// ctx, as acquireBounded describes; deadlineBound says whether ctx's deadline was the
+// limit passed to C (so that a wait that says "ran out" means the deadline passed).
+func waitBounded(ctx context.Context, wait time.Duration,
+	start func(waitMs C.int64_t, cancel *C.polylock_cancel) C.polylock_status,
+) (deadlineBound bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return false, contextError(err, "the wait was given up before it started")
+	}
+	waitMs := millisRoundedUp(wait)
 	if deadline, ok := ctx.Deadline(); ok {
 		// Rounded up, so that the core's wait never ends before the context does.
 		untilDeadline := millisRoundedUp(max(time.Until(deadline), 0))
@@ -58,13 +73,12 @@ func acquireBounded(ctx context.Context, options []AcquireOption,
 			waitMs, deadlineBound = untilDeadline, true
 		}
 	}
-	leaseMs := millisRoundedUp(settings.lease)
 
 	var cancel *C.polylock_cancel
 	stopWatching := func() {}
 	if ctx.Done() != nil {
 		if err := call(func() C.polylock_status { return C.polylock_cancel_new(&cancel) }); err != nil {
-			return err
+			return deadlineBound, err
 		}
 		fired := make(chan struct{})
 		stop := context.AfterFunc(ctx, func() {
@@ -78,8 +92,8 @@ func acquireBounded(ctx context.Context, options []AcquireOption,
 			C.polylock_cancel_free(cancel)
 		}
 	}
-	err := call(func() C.polylock_status {
-		return start(C.int64_t(waitMs), C.int64_t(leaseMs), cancel)
+	err = call(func() C.polylock_status {
+		return start(C.int64_t(waitMs), cancel)
 	})
 	stopWatching()
 	if err != nil {
@@ -98,9 +112,9 @@ func acquireBounded(ctx context.Context, options []AcquireOption,
 				e.cause = ctx.Err()
 			}
 		}
-		return err
+		return deadlineBound, err
 	}
-	return nil
+	return deadlineBound, nil
 }
 
 // millisRoundedUp is d in whole milliseconds, rounded up; negative stays -1 (forever).

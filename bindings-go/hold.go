@@ -73,7 +73,10 @@ func (h *Hold) Lost() <-chan struct{} {
 		// Released already: never lost from now on.
 		return s.lost
 	}
-	s.watcher = s.client.watchers.start(s.ptr, s.lost)
+	ptr := s.ptr
+	s.watcher = s.client.watchers.start(func(cancel *C.polylock_cancel, isLost *C.bool) C.polylock_status {
+		return C.polylock_hold_wait_lost(ptr, -1, cancel, isLost)
+	}, s.lost)
 	return s.lost
 }
 

@@ -66,6 +66,13 @@ func TestRedLock(t *testing.T) {
 	if _, err := client.RWLock(name); !errors.Is(err, polylock.ErrUnsupported) {
 		t.Fatalf("rw lock on RedLock: %v, want ErrUnsupported", err)
 	}
+	// Nor does RedLock keep elections or latches: a majority of independent servers keeps no record.
+	if _, err := client.Election(name); !errors.Is(err, polylock.ErrUnsupported) {
+		t.Fatalf("election on RedLock: %v, want ErrUnsupported", err)
+	}
+	if _, err := client.Latch(name); !errors.Is(err, polylock.ErrUnsupported) {
+		t.Fatalf("latch on RedLock: %v, want ErrUnsupported", err)
+	}
 	lock := mustLock(t, client, name, polylock.WithKind(polylock.KindToken))
 	otherLock := mustLock(t, other, name, polylock.WithKind(polylock.KindToken))
 	hold, err := lock.Acquire(ctx)

@@ -113,6 +113,38 @@ export interface Guard {
   [Symbol.asyncDispose](): Promise<void>
 }
 
+export interface CampaignOptions {
+  /** Stops the campaign: the Promise rejects with `signal.reason` and no candidacy is left behind. */
+  signal?: AbortSignal
+}
+
+export interface LatchAwaitOptions {
+  /** Stops the wait: the Promise rejects with `signal.reason`. */
+  signal?: AbortSignal
+}
+
+/**
+ * The leader now and after every change (`null` while nobody leads), from `election.observe()`.
+ * `for await` ends when the client closes; `break` (or `close()`) stops the watch.
+ */
+export interface LeaderObserver extends AsyncIterableIterator<Leader | null> {
+  return(): Promise<IteratorReturnResult<undefined>>
+  /** Stop watching: a pending `next()` resolves `{ done: true }`. */
+  close(): void
+}
+
+export interface Election {
+  /** The leader now and after every change, as an async iterator. */
+  observe(): LeaderObserver
+}
+
+export interface Leadership {
+  /** Resolves, with a `POLYLOCK_LOST` error, when the leadership is lost; stays pending if resigned first. */
+  readonly lost: Promise<PolylockError>
+  /** `await using leadership = await election.campaign(value)` resigns at the end of the scope. */
+  [Symbol.asyncDispose](): Promise<void>
+}
+
 export interface Client {
   /** `await using client = await connect(url)` closes the client at the end of the scope. */
   [Symbol.asyncDispose](): Promise<void>

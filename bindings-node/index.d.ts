@@ -113,6 +113,38 @@ export interface Guard {
   [Symbol.asyncDispose](): Promise<void>
 }
 
+export interface CampaignOptions {
+  /** Stops the campaign: the Promise rejects with `signal.reason` and no candidacy is left behind. */
+  signal?: AbortSignal
+}
+
+export interface LatchAwaitOptions {
+  /** Stops the wait: the Promise rejects with `signal.reason`. */
+  signal?: AbortSignal
+}
+
+/**
+ * The leader now and after every change (`null` while nobody leads), from `election.observe()`.
+ * `for await` ends when the client closes; `break` (or `close()`) stops the watch.
+ */
+export interface LeaderObserver extends AsyncIterableIterator<Leader | null> {
+  return(): Promise<IteratorReturnResult<undefined>>
+  /** Stop watching: a pending `next()` resolves `{ done: true }`. */
+  close(): void
+}
+
+export interface Election {
+  /** The leader now and after every change, as an async iterator. */
+  observe(): LeaderObserver
+}
+
+export interface Leadership {
+  /** Resolves, with a `POLYLOCK_LOST` error, when the leadership is lost; stays pending if resigned first. */
+  readonly lost: Promise<PolylockError>
+  /** `await using leadership = await election.campaign(value)` resigns at the end of the scope. */
+  [Symbol.asyncDispose](): Promise<void>
+}
+
 export interface Client {
   /** `await using client = await connect(url)` closes the client at the end of the scope. */
   [Symbol.asyncDispose](): Promise<void>
@@ -174,6 +206,16 @@ export declare class Client {
    */
   multiLock(parts: Array<string | MultiLockPartOptions>): MultiLock
   /**
+   * A handle on the leader election `name`: `campaign`, `leader`, `observe`. Throws
+   * `POLYLOCK_UNSUPPORTED` if the backend has no elections (RedLock).
+   */
+  election(name: string): Election
+  /**
+   * A handle on the countdown latch `name` (Redisson's `RCountDownLatch` on Redis). Throws
+   * `POLYLOCK_UNSUPPORTED` if the backend has no latches (RedLock).
+   */
+  latch(name: string): Latch
+  /**
    * Stop the watchdogs, give every hold back and close the backend. Calls on the client
    * afterwards fail with `POLYLOCK_CONNECTION`. Closing twice is harmless.
    */
@@ -183,6 +225,19 @@ export declare class Client {
   get closed(): boolean
   /** This client's random id: the first half of every owner it acquires as. */
   get clientId(): string
+}
+
+/** A named election as seen by one client. Each campaign is a candidate of its own. */
+export declare class Election {
+  get name(): string
+  /**
+   * Campaign with `value` until this candidate leads (at most `waitMs`); resolves to the
+   * leadership. Rejects with `POLYLOCK_TIMEOUT` if `waitMs` runs out and with the signal's
+   * reason if `signal` aborts the campaign; either way no candidacy is left behind.
+   */
+  campaign(value: Buffer | Uint8Array | string, options?: CampaignOptions): Promise<Leadership>
+  /** The current leader, or `null` when nobody leads. */
+  leader(): Promise<Leader | null>
 }
 
 export declare class Guard {
@@ -218,6 +273,72 @@ export declare class Guard {
 /** Idempotency keys of one namespace. */
 export declare class Idempotency {
   get namespace(): string
+}
+
+/**
+ * A handle on the countdown latch `name`. Nothing is owned and nothing expires: a latch
+ * whose counters never count down stays closed, so give waits a timeout.
+ */
+export declare class Latch {
+  get name(): string
+  /**
+   * Set the count to `count` if the latch is open (at zero, or never set); whether it was
+   * set. Rejects with `POLYLOCK_INVALID_ARGUMENT` for a count below 1.
+   */
+  trySetCount(count: number | bigint): Promise<boolean>
+  /** Take one off the count (never below zero); at zero every waiter is released. */
+  countDown(): Promise<void>
+  /** The count now; 0 when the latch is open. */
+  count(): Promise<number>
+  /**
+   * Wait until the count is zero: `true` once it is, `false` if `timeoutMs` ran out first
+   * (absent or `null`: no bound; 0: look once). Rejects with the signal's reason if
+   * `options.signal` aborts, and with `POLYLOCK_CONNECTION` if the client closes meanwhile.
+   * (`index.js` turns the signal into `cancel`.)
+   */
+  await(timeoutMs?: number | null, options?: LatchAwaitOptions): Promise<boolean>
+}
+
+/** @internal The leader after each change, one `next()` at a time; `close()` ends it. */
+export declare class LeaderChanges {
+  /**
+   * The next change, or `{ ended: true }` once the stream is over. Rejects with the
+   * stream's error, which ends it.
+   */
+  next(): Promise<LeaderChange>
+  /** End the stream: a pending `next()` resolves `{ ended: true }`, and so does every later one. */
+  close(): void
+}
+
+/**
+ * One won campaign, for one term. `resign()` hands over to the next candidate; a
+ * leadership garbage-collected without it resigns in the background.
+ */
+export declare class Leadership {
+  /** The election's name. */
+  get name(): string
+  /** The term: a fencing token strictly greater than every earlier leader's term. */
+  get term(): bigint
+  /** The value this leader campaigned with or last proclaimed. */
+  get value(): Buffer
+  /** True until resigned or lost; once false, never true again. */
+  get isLeader(): boolean
+  /** True once the store no longer has this leader (lease passed, session ended, taken). */
+  get isLost(): boolean
+  /** Why the leadership was lost, or `null` while it is not. */
+  get lostReason(): string | null
+  /** While the backend cannot tell whether this is still the leader (ZooKeeper's SUSPENDED). */
+  get isSuspended(): boolean
+  /**
+   * Replace the leader's value, keeping the term. Rejects with `POLYLOCK_LOST` if this is no
+   * longer the leader, `POLYLOCK_NOT_OWNER` once resigned.
+   */
+  proclaim(value: Buffer | Uint8Array | string): Promise<void>
+  /**
+   * Stop leading, so that the next candidate leads. Resigning twice is harmless; rejects
+   * with `POLYLOCK_LOST` if the leadership had been lost before.
+   */
+  resign(): Promise<void>
 }
 
 /**
@@ -441,6 +562,14 @@ export interface BeginResult {
   retryAfterMs?: number
 }
 
+export interface CampaignOptions {
+  /**
+   * How long to campaign, in ms. Absent: until this candidate leads; 0: try once. A wait
+   * that runs out rejects with `POLYLOCK_TIMEOUT` and leaves no candidacy behind.
+   */
+  waitMs?: number
+}
+
 /**
  * Connect to the backend `url` names (`sqlite://path.db`, `redis://host:port`, `etcd://...`,
  * ...); without one, to `$POLYLOCK_URL`, else `sqlite://polylock.db`.
@@ -461,6 +590,22 @@ export interface IdempotencyOptions {
    * in ms (default 60 s).
    */
   inProgressTtlMs?: number
+}
+
+/** The leader of an election: the value it campaigned with or last proclaimed, and its term. */
+export interface Leader {
+  value: Buffer
+  /** The leader's term (a fencing token: greater for every new leader). */
+  term: bigint
+}
+
+/**
+ * One step of an observed election: the leader after a change (`null`: nobody leads), or
+ * `ended` once the stream is over (closed, or its client closed).
+ */
+export interface LeaderChange {
+  ended: boolean
+  leader?: Leader
 }
 
 export interface LeasedSnowflakeOptions {

@@ -22,6 +22,10 @@ const {
   Ticket,
   MultiLock,
   MultiGuard,
+  Election,
+  Leadership,
+  LeaderChanges,
+  Latch,
 } = native
 
 /** A snowflake generator on a worker id you assign; bad options throw a PolylockError. */
@@ -143,7 +147,7 @@ function wrapAsync(prototype, names) {
   }
 }
 
-wrapSync(Client.prototype, ['lock', 'rwLock', 'semaphore', 'segment', 'value', 'idempotency', 'multiLock'])
+wrapSync(Client.prototype, ['lock', 'rwLock', 'semaphore', 'segment', 'value', 'idempotency', 'multiLock', 'election', 'latch'])
 wrapAsync(Client.prototype, ['close', 'snowflake'])
 wrapAsync(Guard.prototype, ['release', 'reenter'])
 wrapAsync(MultiGuard.prototype, ['release'])
@@ -153,9 +157,32 @@ wrapAsync(LeasedSnowflake.prototype, ['nextId', 'nextIdString', 'nextIds', 'work
 wrapSync(LeasedSnowflake.prototype, ['parse'])
 wrapAsync(Value.prototype, ['get', 'create', 'compareAndSet', 'delete', 'writeFenced'])
 wrapAsync(Ticket.prototype, ['complete', 'abandon', 'extend'])
+wrapAsync(Election.prototype, ['leader'])
+wrapAsync(Leadership.prototype, ['proclaim', 'resign'])
+wrapAsync(Latch.prototype, ['trySetCount', 'countDown', 'count'])
 
 // acquire and tryAcquire take an AbortSignal: it becomes a native cancellation, and an abort
 // rejects with the signal's reason, as Node's own APIs do.
+// Election.campaign(value, options) and Latch.await(timeoutMs, options) the same way: the
+// native call takes its leading arguments as given, then the cancellation.
+function withSignal(call, self, leading, options) {
+  const signal = options == null ? undefined : options.signal
+  if (signal == null) {
+    return translatedAsync(() => call.call(self, ...leading))
+  }
+  if (typeof signal.aborted !== 'boolean' || typeof signal.addEventListener !== 'function') {
+    return Promise.reject(new PolylockError('POLYLOCK_INVALID_ARGUMENT', 'signal must be an AbortSignal'))
+  }
+  if (signal.aborted) {
+    return Promise.reject(signal.reason)
+  }
+  const cancel = new AcquireCancel()
+  const onAbort = () => cancel.cancel()
+  signal.addEventListener('abort', onAbort, { once: true })
+  return translatedAsync(() => call.call(self, ...leading, cancel), signal).finally(() =>
+    signal.removeEventListener('abort', onAbort),
+  )
+}
 for (const [prototype, name] of [
   [Lock.prototype, 'acquire'],
   [Lock.prototype, 'tryAcquire'],
@@ -165,27 +192,19 @@ for (const [prototype, name] of [
   [MultiLock.prototype, 'tryAcquire'],
 ]) {
   const call = prototype[name]
-  Object.defineProperty(prototype, name, {
-    value: function (options) {
-      const signal = options == null ? undefined : options.signal
-      if (signal == null) {
-        return translatedAsync(() => call.call(this, options))
-      }
-      if (typeof signal.aborted !== 'boolean' || typeof signal.addEventListener !== 'function') {
-        return Promise.reject(new PolylockError('POLYLOCK_INVALID_ARGUMENT', 'signal must be an AbortSignal'))
-      }
-      if (signal.aborted) {
-        return Promise.reject(signal.reason)
-      }
-      const cancel = new AcquireCancel()
-      const onAbort = () => cancel.cancel()
-      signal.addEventListener('abort', onAbort, { once: true })
-      return translatedAsync(() => call.call(this, options, cancel), signal).finally(() =>
-        signal.removeEventListener('abort', onAbort),
-      )
-    },
-    writable: true,
-    configurable: true,
+  defineMethod(prototype, name, function (options) {
+    return withSignal(call, this, [options], options)
+  })
+}
+{
+  const campaign = Election.prototype.campaign
+  defineMethod(Election.prototype, 'campaign', function (value, options) {
+    return withSignal(campaign, this, [value, options], options)
+  })
+  const awaitZero = Latch.prototype.await
+  defineMethod(Latch.prototype, 'await', function (timeoutMs, options) {
+    // The native call takes (timeoutMs, cancel): the options object itself stays here.
+    return withSignal(awaitZero, this, [timeoutMs], options)
   })
 }
 
@@ -235,6 +254,30 @@ const lostGetter = {
 }
 Object.defineProperty(Guard.prototype, 'lost', lostGetter)
 Object.defineProperty(MultiGuard.prototype, 'lost', lostGetter)
+Object.defineProperty(Leadership.prototype, 'lost', lostGetter)
+
+// observe(): the native stream of leader changes as an async iterator. `for await` ends when
+// the stream does (the client closed); `break` (return()) or close() stops the watch.
+defineMethod(Election.prototype, 'observe', function observe() {
+  const changes = translated(() => this.observeNative())
+  const close = () => {
+    changes.close()
+    return Promise.resolve({ done: true, value: undefined })
+  }
+  return {
+    next: () =>
+      translatedAsync(() => changes.next()).then((change) =>
+        change.ended ? { done: true, value: undefined } : { done: false, value: change.leader ?? null },
+      ),
+    return: close,
+    close: () => {
+      changes.close()
+    },
+    [Symbol.asyncIterator]() {
+      return this
+    },
+  }
+})
 
 // Idempotency keys. A fingerprint is bytes (a Buffer, Uint8Array or string, as given) or,
 // for any other payload, its JSON; the core's codec turns either into what is stored
@@ -309,6 +352,16 @@ for (const prototype of [Guard.prototype, MultiGuard.prototype]) {
     configurable: true,
   })
 }
+
+// `await using leadership = await election.campaign(value)` resigns at the end of the scope
+// (resigning twice is harmless).
+Object.defineProperty(Leadership.prototype, asyncDispose, {
+  value: function () {
+    return this.resign()
+  },
+  writable: true,
+  configurable: true,
+})
 
 Object.defineProperty(Client.prototype, asyncDispose, {
   value: function () {
@@ -395,6 +448,10 @@ module.exports = {
   Ticket,
   MultiLock,
   MultiGuard,
+  Election,
+  Leadership,
+  LeaderChanges,
+  Latch,
   AcquireCancel,
   errorCodes,
   MAX_NAME_LEN,

@@ -3,13 +3,14 @@
 //! non-zero only when something fails.
 //!
 //! ```text
-//! polylock-bench [snowflake|sqlite|observe|redis|etcd|zookeeper|postgres|mysql|election|all] [--quick] [--url redis://...]
+//! polylock-bench [snowflake|ids|sqlite|observe|redis|etcd|zookeeper|postgres|mysql|election|all] [--quick] [--url redis://...]
 //!                [--etcd-url etcd://...]
 //! ```
 
 mod election_failover;
 mod etcd;
 mod flock;
+mod ids_leased;
 mod lock_side;
 mod locks;
 mod measure;
@@ -19,9 +20,11 @@ mod process_handoffs;
 mod redis;
 mod report;
 mod segments;
+mod segments_servers;
 mod snowflake;
 mod sql;
 mod sqlite_floor;
+mod uuid_ulid;
 mod values_cas;
 mod zookeeper;
 
@@ -37,11 +40,15 @@ use zookeeper::ZkBudget;
 pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 const USAGE: &str =
-    "usage: polylock-bench [snowflake|sqlite|observe|redis|etcd|zookeeper|postgres|mysql|election|all] [--quick] [--url redis://...]
+    "usage: polylock-bench [snowflake|ids|sqlite|observe|redis|etcd|zookeeper|postgres|mysql|election|all] [--quick] [--url redis://...]
                       [--etcd-url etcd://...]
 
   snowflake  IDs/s of polylock's Snowflake beside rs-snowflake, against the 4096/ms ceiling;
              segment IDs/s from one process on sqlite:// beside mem://
+  ids        segment IDs/s from 1 and 8 processes on sqlite, postgres, mysql and redis beside
+             mem://, with the server's own statement counts per 1,000 IDs; Snowflake on a
+             leased worker id beside a fixed one; UUIDv7 and ULID beside the uuid crate
+             (servers from $POLYLOCK_TEST_*_URL; one not exported is skipped)
   sqlite     lock+unlock pairs/s of polylock on sqlite:// beside flock(2), in one process
              and across 4 processes
   observe    what tracing and metrics cost: lock+unlock pairs/s on mem:// and sqlite:// with
@@ -73,6 +80,7 @@ Figures and ratios (polylock / peer) from one run; nothing passes or fails.";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Sections {
     Snowflake,
+    Ids,
     Sqlite,
     Observe,
     Redis,
@@ -151,6 +159,7 @@ enum Invocation {
         etcd: Option<String>,
     },
     Worker(Vec<String>),
+    SegmentWorker(Vec<String>),
     ElectionCandidate(Vec<String>),
     Help,
 }
@@ -158,6 +167,9 @@ enum Invocation {
 fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
     if args.first().map(String::as_str) == Some(locks::WORKER_COMMAND) {
         return Ok(Invocation::Worker(args[1..].to_vec()));
+    }
+    if args.first().map(String::as_str) == Some(segments_servers::WORKER_COMMAND) {
+        return Ok(Invocation::SegmentWorker(args[1..].to_vec()));
     }
     if args.first().map(String::as_str) == Some(election_failover::CANDIDATE_COMMAND) {
         return Ok(Invocation::ElectionCandidate(args[1..].to_vec()));
@@ -173,13 +185,14 @@ fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
             "-h" | "--help" => return Ok(Invocation::Help),
             "--url" => url = Some(args.next().ok_or("--url needs a value: redis://host:port")?),
             "--etcd-url" => etcd_url = Some(args.next().ok_or("--etcd-url needs a value: etcd://host:port")?),
-            "snowflake" | "sqlite" | "observe" | "redis" | "etcd" | "zookeeper" | "postgres" | "mysql" | "election"
-            | "all"
+            "snowflake" | "ids" | "sqlite" | "observe" | "redis" | "etcd" | "zookeeper" | "postgres" | "mysql"
+            | "election" | "all"
                 if sections.is_some() =>
             {
                 return Err(format!("name one section, not several (got '{arg}' too)"));
             }
             "snowflake" => sections = Some(Sections::Snowflake),
+            "ids" => sections = Some(Sections::Ids),
             "sqlite" => sections = Some(Sections::Sqlite),
             "observe" => sections = Some(Sections::Observe),
             "redis" => sections = Some(Sections::Redis),
@@ -199,6 +212,7 @@ fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
     let redis = match sections {
         Sections::Redis | Sections::All => Some(Box::new(RedisTarget::parse(&url.unwrap_or_else(redis::default_url))?)),
         Sections::Snowflake
+        | Sections::Ids
         | Sections::Sqlite
         | Sections::Observe
         | Sections::Etcd
@@ -223,6 +237,12 @@ fn run(sections: Sections, budget: Budget, redis: Option<&RedisTarget>, etcd: Op
     if matches!(sections, Sections::Snowflake | Sections::All) {
         snowflake::run(budget.per_id_figure)?;
         segments::run(budget.per_id_figure)?;
+    }
+    if matches!(sections, Sections::Ids | Sections::All) {
+        // #19: segments on every server from 1 and 8 processes, leased Snowflake, UUIDv7/ULID
+        segments_servers::run(budget.per_id_figure.max(Duration::from_millis(300)))?;
+        ids_leased::run(budget.per_id_figure)?;
+        uuid_ulid::run(budget.per_id_figure)?;
     }
     if matches!(sections, Sections::Sqlite | Sections::All) {
         locks::run(budget.locks)?;
@@ -268,6 +288,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Invocation::Worker(args) => locks::worker_main(&args),
+        Invocation::SegmentWorker(args) => segments_servers::worker_main(&args),
         Invocation::ElectionCandidate(args) => election_failover::candidate_main(&args),
         Invocation::Bench { sections, budget, redis, etcd } => run(sections, budget, redis.as_deref(), etcd.as_deref()),
     };

@@ -152,6 +152,13 @@ typedef struct polylock_cancel polylock_cancel;
 typedef struct polylock_client polylock_client;
 
 /**
+ * A handle on one named election of one client. Campaigning through it takes part; the
+ * handle itself holds nothing. Safe to share between threads; free it with
+ * `polylock_election_free()`.
+ */
+typedef struct polylock_election polylock_election;
+
+/**
  * One acquisition, owned by itself (not by a thread): any thread may inspect, re-enter,
  * release or free it. Release it with `polylock_hold_release()`, then free it with
  * `polylock_hold_free()` (freeing an unreleased hold releases it in the background).
@@ -163,6 +170,19 @@ typedef struct polylock_hold polylock_hold;
  * `polylock_idempotency_free()`.
  */
 typedef struct polylock_idempotency polylock_idempotency;
+
+/**
+ * A handle on one named latch of one client. Holds and reads nothing by itself; safe to
+ * share between threads. Free it with `polylock_latch_free()`.
+ */
+typedef struct polylock_latch polylock_latch;
+
+/**
+ * One won campaign: the proof of leading for one term. Any thread may use it. Resign with
+ * `polylock_leadership_resign()`, then free it with `polylock_leadership_free()` (freeing
+ * a leadership not resigned resigns it in the background).
+ */
+typedef struct polylock_leadership polylock_leadership;
 
 /**
  * A Snowflake generator holding a leased worker id. Safe to share between threads. Close
@@ -188,6 +208,12 @@ typedef struct polylock_multi_hold polylock_multi_hold;
  * share between threads. Free it with `polylock_multi_lock_free()`.
  */
 typedef struct polylock_multi_lock polylock_multi_lock;
+
+/**
+ * The leader changes of one election, as `polylock_election_observe()` started them. Free
+ * it with `polylock_observer_free()`, which stops the observation.
+ */
+typedef struct polylock_observer polylock_observer;
 
 /**
  * A handle on one named read-write lock of one client. Holds nothing by itself; may be
@@ -268,6 +294,26 @@ typedef struct {
    */
   uint64_t retry_after_ms;
 } polylock_error_details;
+
+/**
+ * The leader of an election as `polylock_election_leader()` or `polylock_observer_next()`
+ * found it.
+ */
+typedef struct {
+  /**
+   * False when nobody leads (the other fields are then empty and 0).
+   */
+  bool found;
+  /**
+   * The value the leader campaigned with or last proclaimed, owned by the caller: free it
+   * with `polylock_bytes_free()`.
+   */
+  polylock_bytes value;
+  /**
+   * The leader's term (its fencing token).
+   */
+  uint64_t term;
+} polylock_leader;
 
 /**
  * The result of `polylock_idempotency_begin()`.
@@ -405,6 +451,201 @@ void polylock_client_free(polylock_client *client);
  * `out` is NULL or writable.
  */
 polylock_status polylock_last_error_details(polylock_error_details *out);
+
+/**
+ * A handle on the election `name`.
+ *
+ * @param out  receives the handle on success; untouched on failure.
+ * @return `POLYLOCK_INVALID_ARGUMENT` for a NULL argument or a bad name,
+ *         `POLYLOCK_UNSUPPORTED` if the backend has no elections (RedLock).
+ *
+ * # Safety
+ * `client` is NULL or live; `name` is NULL or NUL-terminated; `out` is NULL or writable.
+ */
+polylock_status polylock_client_election(polylock_client *client,
+                                         const char *name,
+                                         polylock_election **out);
+
+/**
+ * Campaign with `len` bytes at `data` (borrowed for the call) as this candidate's value,
+ * until it leads. Each call is a candidate of its own, even two through one handle.
+ *
+ * @param timeout_ms  how long to wait: negative without limit, 0 one try.
+ * @param cancel      NULL, or a token another thread may fire to give up.
+ * @param out         receives the leadership on success; untouched on failure.
+ * @return `POLYLOCK_TIMEOUT` when another candidate still led at the timeout,
+ *         `POLYLOCK_CANCELLED` when `cancel` fired first (either way no candidacy is left
+ *         behind), `POLYLOCK_CONNECTION` when the client was closed.
+ *
+ * # Safety
+ * `election` and `cancel` are NULL or live; `data` is NULL (with `len` 0) or `len`
+ * readable bytes; `out` is NULL or writable.
+ */
+polylock_status polylock_election_campaign(polylock_election *election,
+                                           const uint8_t *data,
+                                           size_t len,
+                                           int64_t timeout_ms,
+                                           const polylock_cancel *cancel,
+                                           polylock_leadership **out);
+
+/**
+ * The current leader: `out->found` is false when nobody leads. `out->value` is the
+ * caller's to free with `polylock_bytes_free()`.
+ *
+ * # Safety
+ * `election` is NULL or live; `out` is NULL or writable.
+ */
+polylock_status polylock_election_leader(polylock_election *election, polylock_leader *out);
+
+/**
+ * Start observing the leader: the observer's first `polylock_observer_next()` gives the
+ * leader now, and each later one the leader after a change (a new leader, a proclaimed
+ * value, nobody leading).
+ *
+ * @param out  receives the observer on success; untouched on failure.
+ *
+ * # Safety
+ * `election` is NULL or live; `out` is NULL or writable.
+ */
+polylock_status polylock_election_observe(polylock_election *election, polylock_observer **out);
+
+/**
+ * Free an election handle (leaderships and observers made from it stay valid). NULL is
+ * ignored.
+ *
+ * # Safety
+ * `election` is NULL or from `polylock_client_election()` and not freed yet.
+ */
+void polylock_election_free(polylock_election *election);
+
+/**
+ * The next leader change: the leader now on the first call, then the leader after each
+ * change. `out->found` is false when nobody leads; `out->value` is the caller's to free
+ * with `polylock_bytes_free()`.
+ *
+ * @param timeout_ms  how long to wait: negative without limit, 0 only what is there.
+ * @param cancel      NULL, or a token another thread may fire to stop waiting.
+ * @return `POLYLOCK_TIMEOUT` when nothing changed within `timeout_ms` (nothing is missed:
+ *         the next call gives the change), `POLYLOCK_CANCELLED` when `cancel` fired first,
+ *         `POLYLOCK_CONNECTION` once the client is closed (the observation has ended), or the
+ *         error that ended the observation.
+ *
+ * # Safety
+ * `observer` and `cancel` are NULL or live for the whole call; `out` is NULL or writable.
+ */
+polylock_status polylock_observer_next(polylock_observer *observer,
+                                       int64_t timeout_ms,
+                                       const polylock_cancel *cancel,
+                                       polylock_leader *out);
+
+/**
+ * Free an observer, stopping its observation. NULL is ignored.
+ *
+ * # Safety
+ * `observer` is NULL or from `polylock_election_observe()`, not freed yet, and no call on it
+ * is still running.
+ */
+void polylock_observer_free(polylock_observer *observer);
+
+/**
+ * The leadership's term: a fencing token strictly greater than every earlier leader's
+ * term of this election; 0 for NULL. It stays readable after a resign or a loss.
+ *
+ * # Safety
+ * `leadership` is NULL or live.
+ */
+uint64_t polylock_leadership_term(const polylock_leadership *leadership);
+
+/**
+ * True until the leadership is resigned or lost; once false, never true again. False for
+ * NULL.
+ *
+ * # Safety
+ * `leadership` is NULL or live.
+ */
+bool polylock_leadership_is_leader(const polylock_leadership *leadership);
+
+/**
+ * Whether the store no longer has this leader (lease passed, session ended, taken over,
+ * client closed). False for NULL.
+ *
+ * # Safety
+ * `leadership` is NULL or live.
+ */
+bool polylock_leadership_is_lost(const polylock_leadership *leadership);
+
+/**
+ * Whether the connection is down and the backend cannot tell yet whether this is still
+ * the leader (ZooKeeper's SUSPENDED): act as "not sure". False for NULL.
+ *
+ * # Safety
+ * `leadership` is NULL or live.
+ */
+bool polylock_leadership_is_suspended(const polylock_leadership *leadership);
+
+/**
+ * The value this leader campaigned with or last proclaimed, into `out` (the caller frees
+ * it with `polylock_bytes_free()`).
+ *
+ * # Safety
+ * `leadership` is NULL or live; `out` is NULL or writable.
+ */
+polylock_status polylock_leadership_value(const polylock_leadership *leadership,
+                                          polylock_bytes *out);
+
+/**
+ * Block until the leadership is lost, or the wait ends otherwise.
+ *
+ * @param timeout_ms  how long to wait: negative forever.
+ * @param cancel      NULL, or a token another thread may fire to stop waiting.
+ * @param lost        receives true when the leadership is (or already was) lost, false
+ *                    when it was resigned or freed meanwhile (it can no longer be lost).
+ * @return `POLYLOCK_OK` (see `lost`), `POLYLOCK_TIMEOUT` when `timeout_ms` ran out first,
+ *         `POLYLOCK_CANCELLED` when `cancel` fired first, `POLYLOCK_CONNECTION` when the
+ *         client was freed.
+ *
+ * # Safety
+ * `leadership` and `cancel` are NULL or live for the whole call; `lost` is NULL or writable.
+ */
+polylock_status polylock_leadership_wait_lost(const polylock_leadership *leadership,
+                                              int64_t timeout_ms,
+                                              const polylock_cancel *cancel,
+                                              bool *lost);
+
+/**
+ * Replace the leader's value (`len` bytes at `data`, borrowed for the call), without a new
+ * election or term.
+ *
+ * @return `POLYLOCK_LOST` if this is no longer the leader (and then it never is again),
+ *         `POLYLOCK_NOT_OWNER` if it was resigned.
+ *
+ * # Safety
+ * `leadership` is NULL or live; `data` is NULL (with `len` 0) or `len` readable bytes.
+ */
+polylock_status polylock_leadership_proclaim(const polylock_leadership *leadership,
+                                             const uint8_t *data,
+                                             size_t len);
+
+/**
+ * Stop leading, so that the next candidate leads. Resigning twice is harmless. The
+ * leadership must still be freed.
+ *
+ * @return `POLYLOCK_LOST` if the leadership had been lost before.
+ *
+ * # Safety
+ * `leadership` is NULL or live.
+ */
+polylock_status polylock_leadership_resign(const polylock_leadership *leadership);
+
+/**
+ * Free a leadership. One not resigned yet resigns in the background (its outcome
+ * unknown). NULL is ignored.
+ *
+ * # Safety
+ * `leadership` is NULL or from `polylock_election_campaign()`, not freed yet, and no call on
+ * it is still running.
+ */
+void polylock_leadership_free(polylock_leadership *leadership);
 
 /**
  * Acquire the lock as a new owner of its own (not the calling thread): the result is a hold
@@ -704,6 +945,75 @@ polylock_status polylock_idempotency_decode_response(const uint8_t *stored,
  * (or the thread's exit); copy it to keep it longer. Do not free it.
  */
 const char *polylock_last_error(void);
+
+/**
+ * A handle on the latch `name`.
+ *
+ * @param out  receives the handle on success; untouched on failure.
+ * @return `POLYLOCK_INVALID_ARGUMENT` for a NULL argument or a bad name,
+ *         `POLYLOCK_UNSUPPORTED` if the backend has no latches (RedLock).
+ *
+ * # Safety
+ * `client` is NULL or live; `name` is NULL or NUL-terminated; `out` is NULL or writable.
+ */
+polylock_status polylock_client_latch(polylock_client *client,
+                                      const char *name,
+                                      polylock_latch **out);
+
+/**
+ * Set the count to `count` if the latch is open (at zero, or never set); Redisson's
+ * `trySetCount`.
+ *
+ * @param set  receives whether it was set (false: the latch was closed already); may be NULL.
+ * @return `POLYLOCK_INVALID_ARGUMENT` for a count of 0 or above 2^63-1.
+ *
+ * # Safety
+ * `latch` is NULL or live; `set` is NULL or writable.
+ */
+polylock_status polylock_latch_try_set_count(polylock_latch *latch, uint64_t count, bool *set);
+
+/**
+ * Take one off the count (never below zero); the waiters are released when it reaches zero.
+ *
+ * # Safety
+ * `latch` is NULL or live.
+ */
+polylock_status polylock_latch_count_down(polylock_latch *latch);
+
+/**
+ * The count now (0: the latch is open).
+ *
+ * # Safety
+ * `latch` is NULL or live; `count` is NULL or writable.
+ */
+polylock_status polylock_latch_count(polylock_latch *latch, uint64_t *count);
+
+/**
+ * Block until the count reaches zero.
+ *
+ * @param timeout_ms  how long to wait: negative without limit, 0 only a look.
+ * @param cancel      NULL, or a token another thread may fire to stop waiting.
+ * @param reached     receives true once the count is zero, false when `timeout_ms` ran out
+ *                    first (a timeout is no error here, as in Redisson's `await`).
+ * @return `POLYLOCK_CANCELLED` when `cancel` fired first, `POLYLOCK_CONNECTION` when the
+ *         client was closed meanwhile.
+ *
+ * # Safety
+ * `latch` and `cancel` are NULL or live for the whole call; `reached` is NULL or writable.
+ */
+polylock_status polylock_latch_await(polylock_latch *latch,
+                                     int64_t timeout_ms,
+                                     const polylock_cancel *cancel,
+                                     bool *reached);
+
+/**
+ * Free a latch handle. NULL is ignored.
+ *
+ * # Safety
+ * `latch` is NULL or from `polylock_client_latch()`, not freed yet, and no call on it is
+ * still running.
+ */
+void polylock_latch_free(polylock_latch *latch);
 
 /**
  * A handle on the reentrant lock `name` (same as `polylock_client_lock_kind(client, name,

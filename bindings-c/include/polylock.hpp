@@ -132,6 +132,18 @@ struct MultiHoldFree {
 struct SnowflakeFree {
     void operator()(polylock_snowflake *generator) const noexcept { polylock_snowflake_free(generator); }
 };
+struct ElectionFree {
+    void operator()(polylock_election *election) const noexcept { polylock_election_free(election); }
+};
+struct LeadershipFree {
+    void operator()(polylock_leadership *leadership) const noexcept { polylock_leadership_free(leadership); }
+};
+struct ObserverFree {
+    void operator()(polylock_observer *observer) const noexcept { polylock_observer_free(observer); }
+};
+struct LatchFree {
+    void operator()(polylock_latch *latch) const noexcept { polylock_latch_free(latch); }
+};
 }  // namespace detail
 
 /** A lock handle: cheap, holds nothing by itself; acquire with a Guard or by hand. */
@@ -454,6 +466,133 @@ class MultiGuard {
     std::unique_ptr<polylock_multi_hold, detail::MultiHoldFree> raw_;
 };
 
+/** An election's leader: the value it campaigned with or last proclaimed, and its term. */
+struct Leader {
+    std::string value;
+    std::uint64_t term = 0;
+};
+
+namespace detail {
+/** A leader the C library filled in: nullopt when nobody leads (its bytes freed either way). */
+inline std::optional<Leader> take_leader(polylock_leader &found) {
+    std::string value = take_bytes(found.value);
+    if (!found.found) return std::nullopt;
+    return Leader{std::move(value), found.term};
+}
+}  // namespace detail
+
+/** One won campaign: leads until resign(), a loss, or the end of its scope (which resigns;
+ *  any thread may use it). */
+class Leadership {
+  public:
+    explicit Leadership(polylock_leadership *raw) : raw_(raw) {}
+    ~Leadership() {
+        if (raw_) polylock_leadership_resign(raw_.get());
+    }
+    Leadership(Leadership &&) noexcept = default;
+    Leadership(const Leadership &) = delete;
+    Leadership &operator=(const Leadership &) = delete;
+    Leadership &operator=(Leadership &&) = delete;
+    /** The term: a fencing token greater than every earlier leader's. */
+    std::uint64_t term() const noexcept { return polylock_leadership_term(raw_.get()); }
+    /** True until resigned or lost; once false, never true again. */
+    bool is_leader() const noexcept { return polylock_leadership_is_leader(raw_.get()); }
+    bool is_lost() const noexcept { return polylock_leadership_is_lost(raw_.get()); }
+    /** ZooKeeper's SUSPENDED: the connection is down, leadership not sure. */
+    bool is_suspended() const noexcept { return polylock_leadership_is_suspended(raw_.get()); }
+    std::string value() const {
+        polylock_bytes bytes{nullptr, 0};
+        detail::check(polylock_leadership_value(raw_.get(), &bytes));
+        return detail::take_bytes(bytes);
+    }
+    /** A new value, same term; throws LOST if this is no longer the leader. */
+    void proclaim(const std::string &value) {
+        detail::check(polylock_leadership_proclaim(raw_.get(), detail::data_of(value), value.size()));
+    }
+    /** Wait until lost (true) or resigned (false); throws TIMEOUT after `timeout_ms` (negative: forever). */
+    bool wait_lost(std::int64_t timeout_ms = -1) const {
+        bool lost = false;
+        detail::check(polylock_leadership_wait_lost(raw_.get(), timeout_ms, nullptr, &lost));
+        return lost;
+    }
+    /** Stop leading now and throw if that failed (LOST: it had been lost before). */
+    void resign() { detail::check(polylock_leadership_resign(raw_.get())); }
+
+  private:
+    std::unique_ptr<polylock_leadership, detail::LeadershipFree> raw_;
+};
+
+/** The leader changes of one election; stops observing when destroyed. */
+class Observer {
+  public:
+    explicit Observer(polylock_observer *raw) : raw_(raw) {}
+    /** The leader now on the first call, then after each change (nullopt: nobody leads);
+     *  throws TIMEOUT when nothing changed within `timeout_ms` (negative: no limit). */
+    std::optional<Leader> next(std::int64_t timeout_ms = -1) {
+        polylock_leader found;
+        detail::check(polylock_observer_next(raw_.get(), timeout_ms, nullptr, &found));
+        return detail::take_leader(found);
+    }
+
+  private:
+    std::unique_ptr<polylock_observer, detail::ObserverFree> raw_;
+};
+
+/** A named leader election. */
+class Election {
+  public:
+    explicit Election(polylock_election *raw) : raw_(raw) {}
+    /** Campaign until leading; throws TIMEOUT after `timeout_ms` (negative: no limit, 0: one
+     *  try), leaving no candidacy behind. */
+    Leadership campaign(const std::string &value, std::int64_t timeout_ms = -1) {
+        polylock_leadership *raw = nullptr;
+        detail::check(
+            polylock_election_campaign(raw_.get(), detail::data_of(value), value.size(), timeout_ms, nullptr, &raw));
+        return Leadership(raw);
+    }
+    /** The current leader, nullopt when nobody leads. */
+    std::optional<Leader> leader() {
+        polylock_leader found;
+        detail::check(polylock_election_leader(raw_.get(), &found));
+        return detail::take_leader(found);
+    }
+    Observer observe() {
+        polylock_observer *raw = nullptr;
+        detail::check(polylock_election_observe(raw_.get(), &raw));
+        return Observer(raw);
+    }
+
+  private:
+    std::unique_ptr<polylock_election, detail::ElectionFree> raw_;
+};
+
+/** A named countdown latch (Redisson's RCountDownLatch on Redis). */
+class Latch {
+  public:
+    explicit Latch(polylock_latch *raw) : raw_(raw) {}
+    /** Set the count if the latch is open; whether it was set. */
+    bool try_set_count(std::uint64_t count) {
+        bool set = false;
+        detail::check(polylock_latch_try_set_count(raw_.get(), count, &set));
+        return set;
+    }
+    void count_down() { detail::check(polylock_latch_count_down(raw_.get())); }
+    std::uint64_t count() {
+        std::uint64_t count = 0;
+        detail::check(polylock_latch_count(raw_.get(), &count));
+        return count;
+    }
+    /** Wait for zero: true once reached, false when `timeout_ms` ran out (negative: no limit). */
+    bool await(std::int64_t timeout_ms = -1) {
+        bool reached = false;
+        detail::check(polylock_latch_await(raw_.get(), timeout_ms, nullptr, &reached));
+        return reached;
+    }
+
+  private:
+    std::unique_ptr<polylock_latch, detail::LatchFree> raw_;
+};
+
 /** A connection to one backend, shareable between threads. */
 class Client {
   public:
@@ -508,6 +647,18 @@ class Client {
         polylock_multi_lock *raw = nullptr;
         detail::check(polylock_client_multi_lock(raw_.get(), pointers.data(), pointers.size(), &raw));
         return MultiLock(raw);
+    }
+    /** A leader election (throws UNSUPPORTED on RedLock). */
+    Election election(const std::string &name) {
+        polylock_election *raw = nullptr;
+        detail::check(polylock_client_election(raw_.get(), name.c_str(), &raw));
+        return Election(raw);
+    }
+    /** A countdown latch (throws UNSUPPORTED on RedLock). */
+    Latch latch(const std::string &name) {
+        polylock_latch *raw = nullptr;
+        detail::check(polylock_client_latch(raw_.get(), name.c_str(), &raw));
+        return Latch(raw);
     }
     void close() { detail::check(polylock_client_close(raw_.get())); }
     polylock_client *get() const noexcept { return raw_.get(); }

@@ -4,7 +4,8 @@
 //!
 //! Ownership follows pthread recursive mutexes: the owner of a hold is the calling thread.
 //! Beside that, `polylock_hold` is an acquisition that is its own owner, cancellable with a
-//! `polylock_cancel` (for languages whose threads are no owners, such as Go).
+//! `polylock_cancel` (for languages whose threads are no owners, such as Go). Leader
+//! elections (`polylock_election`) and countdown latches (`polylock_latch`) wait the same way.
 //! The header `include/polylock.h` is generated from these sources by `build.rs`.
 
 mod args;
@@ -13,10 +14,12 @@ mod bytes;
 mod cancel;
 mod client;
 mod details;
+mod election;
 mod hold;
 mod idempotency;
 mod idempotency_codec;
 mod last_error;
+mod latch;
 mod lock;
 mod multi_lock;
 mod runtime;
@@ -34,6 +37,14 @@ pub use bytes::{polylock_bytes, polylock_bytes_free};
 pub use cancel::{polylock_cancel, polylock_cancel_fire, polylock_cancel_free, polylock_cancel_new};
 pub use client::{polylock_client, polylock_client_close, polylock_client_free, polylock_connect};
 pub use details::{polylock_details_kind, polylock_error_details, polylock_last_error_details};
+pub use election::{
+    polylock_client_election, polylock_election, polylock_election_campaign, polylock_election_free,
+    polylock_election_leader, polylock_election_observe, polylock_leader, polylock_leadership,
+    polylock_leadership_free, polylock_leadership_is_leader, polylock_leadership_is_lost,
+    polylock_leadership_is_suspended, polylock_leadership_proclaim, polylock_leadership_resign,
+    polylock_leadership_term, polylock_leadership_value, polylock_leadership_wait_lost, polylock_observer,
+    polylock_observer_free, polylock_observer_next,
+};
 pub use hold::{
     polylock_hold, polylock_hold_fencing_token, polylock_hold_free, polylock_hold_is_lost, polylock_hold_permit_id,
     polylock_hold_reenter, polylock_hold_release, polylock_hold_wait_lost, polylock_lock_acquire_hold,
@@ -48,6 +59,10 @@ pub use idempotency_codec::{
     polylock_idempotency_decode_response, polylock_idempotency_encode_response, polylock_idempotency_fingerprint,
 };
 pub use last_error::polylock_last_error;
+pub use latch::{
+    polylock_client_latch, polylock_latch, polylock_latch_await, polylock_latch_count, polylock_latch_count_down,
+    polylock_latch_free, polylock_latch_try_set_count,
+};
 pub use lock::{
     polylock_client_lock, polylock_client_lock_kind, polylock_lock, polylock_lock_acquire, polylock_lock_free,
     polylock_lock_hold_count, polylock_lock_is_held, polylock_lock_is_lost, polylock_lock_release,

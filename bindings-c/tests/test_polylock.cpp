@@ -156,6 +156,40 @@ int main(int argc, char **argv) {
         }
         polylock::MultiGuard again(both, 5000);
         again.release();
+
+        // An election: the leader's view, a second candidate refused, and the end of a
+        // leadership's scope resigns it, so the next campaign leads with a greater term.
+        polylock::Election election = client.election(name + ":elect");
+        polylock::Observer observer = election.observe();
+        EXPECT(!observer.next(30000));
+        std::uint64_t term = 0;
+        {
+            polylock::Leadership leading = election.campaign("one", 10000);
+            term = leading.term();
+            EXPECT(term > 0 && leading.is_leader() && leading.value() == "one");
+            auto seen = observer.next(30000);
+            EXPECT(seen && seen->value == "one" && seen->term == term);
+            try {
+                election.campaign("two", 0);
+                EXPECT(false);
+            } catch (const polylock::Error &err) {
+                EXPECT(err.status() == POLYLOCK_TIMEOUT);
+            }
+            leading.proclaim("uno");
+            auto now = election.leader();
+            EXPECT(now && now->value == "uno" && now->term == term);
+        }
+        polylock::Leadership next = election.campaign("two", 10000);
+        EXPECT(next.term() > term);
+        next.resign();
+        EXPECT(!next.is_leader() && !next.wait_lost(1000));
+
+        // A countdown latch.
+        polylock::Latch latch = client.latch(name + ":latch");
+        EXPECT(latch.try_set_count(1) && !latch.try_set_count(3) && latch.count() == 1);
+        EXPECT(!latch.await(50));
+        latch.count_down();
+        EXPECT(latch.await(1000) && latch.count() == 0);
     }
 
     polylock::Snowflake ids(3);

@@ -504,6 +504,12 @@ static void test_redlock(void) {
     /* Read-write locks are no RedLock kind: refused when the handle is made. */
     polylock_rwlock *rw = NULL;
     CHECK_STATUS(polylock_client_rwlock(client, name, &rw), POLYLOCK_UNSUPPORTED);
+    /* Nor are elections and latches (a majority of independent servers keeps no record). */
+    polylock_election *election = NULL;
+    polylock_latch *latch = NULL;
+    CHECK_STATUS(polylock_client_election(client, name, &election), POLYLOCK_UNSUPPORTED);
+    CHECK_STATUS(polylock_client_latch(client, name, &latch), POLYLOCK_UNSUPPORTED);
+    CHECK(election == NULL && latch == NULL);
 
     polylock_lock_free(lock);
     polylock_lock_free(other);

@@ -5,8 +5,10 @@ use napi_derive::napi;
 use polylock::kit::LockTarget;
 use polylock::LockKind;
 
+use crate::election::Election;
 use crate::errors::{detailed, Detailed, IntoNapiResult};
 use crate::idempotency::{self, Idempotency, IdempotencyOptions};
+use crate::latch::Latch;
 use crate::leased_snowflake::{self, LeasedSnowflake, LeasedSnowflakeOptions};
 use crate::lock::Lock;
 use crate::multi_lock::{self, MultiLock, MultiLockPartOptions};
@@ -120,6 +122,20 @@ impl Client {
     pub fn multi_lock(&self, parts: Vec<Either<String, MultiLockPartOptions>>) -> Result<MultiLock> {
         let parts = parts.into_iter().map(multi_lock::core_part).collect::<Result<Vec<_>>>()?;
         Ok(MultiLock::new(self.client.multi_lock_of(parts).into_napi()?))
+    }
+
+    /// A handle on the leader election `name`: `campaign`, `leader`, `observe`. Throws
+    /// `POLYLOCK_UNSUPPORTED` if the backend has no elections (RedLock).
+    #[napi]
+    pub fn election(&self, name: String) -> Result<Election> {
+        Ok(Election::new(self.client.election(&name).into_napi()?))
+    }
+
+    /// A handle on the countdown latch `name` (Redisson's `RCountDownLatch` on Redis). Throws
+    /// `POLYLOCK_UNSUPPORTED` if the backend has no latches (RedLock).
+    #[napi]
+    pub fn latch(&self, name: String) -> Result<Latch> {
+        Ok(Latch::new(self.client.latch(&name).into_napi()?))
     }
 
     /// Stop the watchdogs, give every hold back and close the backend. Calls on the client

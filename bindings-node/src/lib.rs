@@ -6,9 +6,11 @@
 mod cancel;
 mod client;
 mod convert;
+mod election;
 mod errors;
 mod guard;
 mod idempotency;
+mod latch;
 mod leased_snowflake;
 mod lock;
 mod multi_lock;
@@ -24,9 +26,11 @@ mod values;
 
 pub use cancel::AcquireCancel;
 pub use client::{connect, Client, LockOptions, SemaphoreOptions};
+pub use election::{CampaignOptions, Election, Leader, LeaderChange, LeaderChanges, Leadership};
 pub use errors::error_codes;
 pub use guard::Guard;
 pub use idempotency::{decode_run_response, throw_run_error, BeginResult, Idempotency, IdempotencyOptions, Ticket};
+pub use latch::Latch;
 pub use leased_snowflake::{LeasedSnowflake, LeasedSnowflakeOptions, SnowflakeLayoutOptions};
 pub use lock::{AcquireOptions, Lock};
 pub use multi_lock::{MultiGuard, MultiLock, MultiLockPartOptions, PartToken};

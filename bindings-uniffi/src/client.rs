@@ -5,9 +5,11 @@ use std::sync::Arc;
 use polylock::kit::LockTarget;
 use polylock::LockKind;
 
+use crate::election::Election;
 use crate::errors::{PolylockError, Result};
 use crate::id_generators::{LeasedSnowflake, Segment};
 use crate::idempotency::Idempotency;
+use crate::latch::Latch;
 use crate::lock::{Lock, RwLock};
 use crate::multi_lock::MultiLock;
 use crate::semaphore::Semaphore;
@@ -74,6 +76,18 @@ impl Client {
     pub fn value(&self, name: String) -> Result<Arc<Value>> {
         let value = self.shared.client().value(&name)?;
         Ok(Value::new(self.shared.clone(), value))
+    }
+
+    /// The leader election `name`; `Unsupported` if the backend has none (RedLock).
+    pub fn election(&self, name: String) -> Result<Arc<Election>> {
+        let election = self.shared.client().election(&name)?;
+        Ok(Election::new(self.shared.clone(), election))
+    }
+
+    /// The countdown latch `name`; `Unsupported` if the backend has none (RedLock).
+    pub fn latch(&self, name: String) -> Result<Arc<Latch>> {
+        let latch = self.shared.client().latch(&name)?;
+        Ok(Latch::new(self.shared.clone(), latch))
     }
 
     /// Idempotency keys of `namespace` (retention and in-progress TTL in seconds; nil: the

@@ -12,10 +12,12 @@
 uniffi::setup_scaffolding!();
 
 mod client;
+mod election;
 mod errors;
 mod id_generators;
 mod idempotency;
 mod ids;
+mod latch;
 mod lock;
 mod multi_lock;
 mod options;

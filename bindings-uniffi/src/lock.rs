@@ -26,6 +26,12 @@ pub struct LostSubscription {
     cancel: CancellationToken,
 }
 
+impl LostSubscription {
+    pub fn new(cancel: CancellationToken) -> Arc<LostSubscription> {
+        Arc::new(LostSubscription { cancel })
+    }
+}
+
 #[uniffi::export]
 impl LostSubscription {
     pub fn cancel(&self) {

@@ -20,11 +20,12 @@ pub struct AcquireOptions {
 
 impl AcquireOptions {
     pub fn to_core(self) -> Result<polylock::AcquireOptions> {
-        Ok(polylock::AcquireOptions { wait: wait(self.wait_seconds)?, lease: lease(self.lease_seconds)? })
+        Ok(polylock::AcquireOptions { wait: wait_from_seconds(self.wait_seconds)?, lease: lease(self.lease_seconds)? })
     }
 }
 
-fn wait(seconds: Option<f64>) -> Result<Option<Duration>> {
+/// A wait in seconds as Ruby passes it: `nil` waits as long as it takes, 0 tries once.
+pub fn wait_from_seconds(seconds: Option<f64>) -> Result<Option<Duration>> {
     let Some(seconds) = seconds else { return Ok(None) };
     Duration::try_from_secs_f64(seconds).map(Some).map_err(|_| {
         Error::invalid_argument(format!(

@@ -21,6 +21,15 @@ async function main(url: string): Promise<void> {
       await using held = await lock.acquire()
       await held.release()
     }
+    // Leaving the scope resigns a leadership: the election has no leader then.
+    const election = client.election(`await-using-election:${process.pid}`)
+    let term: bigint
+    {
+      await using leadership = await election.campaign('me', { waitMs: 5000 })
+      term = leadership.term
+      assert.equal((await election.leader())?.term, term)
+    }
+    assert.equal(await election.leader(), null, 'leaving the scope resigned')
   }
   console.log('ok')
 }

@@ -8,6 +8,8 @@ import {
   redlockUrl,
   type BeginOutcome,
   type Guard,
+  type Leader,
+  type Leadership,
   type MultiGuard,
   type PolylockErrorCode,
   type RedLock,
@@ -102,6 +104,33 @@ async function main(): Promise<void> {
     return none
   }
   console.log(segmentId, segmentIds, segmentText, leasedWorker, leasedId, fencedVersion, charged, partToken, url, useRedlock)
+
+  // Leader election: the term is a fencing token; values are bytes (a string is its UTF-8).
+  const election = client.election('scheduler')
+  const leadership: Leadership = await election.campaign('node-a', { waitMs: 30_000, signal: controller.signal })
+  const term: bigint = leadership.term
+  const leading: boolean = leadership.isLeader && !leadership.isLost
+  leadership.lost.then((err: PolylockError) => console.error(err.code))
+  await leadership.proclaim(Buffer.from('node-a:v2'))
+  const current: Leader | null = await election.leader()
+  const currentValue: Buffer | undefined = current?.value
+  const observer = election.observe()
+  for await (const change of observer) {
+    const changeTerm: bigint | undefined = change?.term
+    console.log(changeTerm)
+    break
+  }
+  observer.close()
+  await leadership.resign()
+
+  // Countdown latch.
+  const latch = client.latch('batch-42')
+  const set: boolean = await latch.trySetCount(3)
+  await latch.countDown()
+  const left: number = await latch.count()
+  const opened: boolean = await latch.await(30_000, { signal: controller.signal })
+  const forever: boolean = await latch.await()
+  console.log(term, leading, currentValue, set, left, opened, forever)
 
   await client.close()
 }

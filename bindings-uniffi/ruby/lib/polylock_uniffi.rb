@@ -313,6 +313,46 @@ private_constant :UniffiHandleMap
     end
   end
 
+  # The Record type LeaderChange.
+
+  def self.check_lower_TypeLeaderChange(v)
+    
+    RustBuffer.check_lower_OptionalTypeLeaderInfo(v.leader)
+  end
+
+  def self.alloc_from_TypeLeaderChange(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_TypeLeaderChange(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_TypeLeaderChange
+    consumeWithStream do |stream|
+      return stream.read_TypeLeaderChange
+    end
+  end
+
+  # The Record type LeaderInfo.
+
+  def self.check_lower_TypeLeaderInfo(v)
+    
+    
+  end
+
+  def self.alloc_from_TypeLeaderInfo(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_TypeLeaderInfo(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_TypeLeaderInfo
+    consumeWithStream do |stream|
+      return stream.read_TypeLeaderInfo
+    end
+  end
+
   # The Record type MultiPart.
 
   def self.check_lower_TypeMultiPart(v)
@@ -513,6 +553,27 @@ private_constant :UniffiHandleMap
   def consume_into_OptionalTypeTicket
     consumeWithStream do |stream|
       return stream.read_OptionalTypeTicket
+    end
+  end
+
+  # The Optional<T> type for TypeLeaderInfo.
+
+  def self.check_lower_OptionalTypeLeaderInfo(v)
+    if !v.nil?
+      RustBuffer.check_lower_TypeLeaderInfo(v)
+    end
+  end
+
+  def self.alloc_from_OptionalTypeLeaderInfo(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_OptionalTypeLeaderInfo(v)
+      return builder.finalize()
+    end
+  end
+
+  def consume_into_OptionalTypeLeaderInfo
+    consumeWithStream do |stream|
+      return stream.read_OptionalTypeLeaderInfo
     end
   end
 
@@ -721,6 +782,10 @@ class RustBufferStream
     unpack_from 8, 'Q>'
   end
 
+  def read_i64
+    unpack_from 8, 'q>'
+  end
+
   def read_f64
     unpack_from 8, 'G'
   end
@@ -757,11 +822,39 @@ class RustBufferStream
     return Client.uniffi_lift(handle)
   end
 
+  # The Object type Election.
+
+  def read_TypeElection
+    handle = unpack_from 8, 'Q>'
+    return Election.uniffi_lift(handle)
+  end
+
   # The Object type Idempotency.
 
   def read_TypeIdempotency
     handle = unpack_from 8, 'Q>'
     return Idempotency.uniffi_lift(handle)
+  end
+
+  # The Object type Latch.
+
+  def read_TypeLatch
+    handle = unpack_from 8, 'Q>'
+    return Latch.uniffi_lift(handle)
+  end
+
+  # The Object type LeaderObserver.
+
+  def read_TypeLeaderObserver
+    handle = unpack_from 8, 'Q>'
+    return LeaderObserver.uniffi_lift(handle)
+  end
+
+  # The Object type Leadership.
+
+  def read_TypeLeadership
+    handle = unpack_from 8, 'Q>'
+    return Leadership.uniffi_lift(handle)
   end
 
   # The Object type LeasedSnowflake.
@@ -869,6 +962,24 @@ class RustBufferStream
     ErrorKindInfo.new(
       name: read_string,
       code: read_u8
+    )
+  end
+
+  # The Record type LeaderChange.
+
+  def read_TypeLeaderChange
+    LeaderChange.new(
+      ended: read_bool,
+      leader: read_OptionalTypeLeaderInfo
+    )
+  end
+
+  # The Record type LeaderInfo.
+
+  def read_TypeLeaderInfo
+    LeaderInfo.new(
+      value: read_bytes,
+      term: read_u64
     )
   end
 
@@ -1079,6 +1190,21 @@ class RustBufferStream
   end
 
   
+  # The Optional<T> type for TypeLeaderInfo.
+
+  def read_OptionalTypeLeaderInfo
+    flag = unpack_from 1, 'c'
+
+    if flag == 0
+      return nil
+    elsif flag == 1
+      return read_TypeLeaderInfo
+    else
+      raise InternalError, 'Unexpected flag byte for OptionalTypeLeaderInfo'
+    end
+  end
+
+  
   # The Optional<T> type for TypePermitInfo.
 
   def read_OptionalTypePermitInfo
@@ -1248,6 +1374,11 @@ class RustBufferBuilder
     pack_into(8, 'Q>', v)
   end
 
+  def write_i64(v)
+    v = ::PolylockUniffi::uniffi_in_range(v, "i64", -2**63, 2**63)
+    pack_into(8, 'q>', v)
+  end
+
   def write_f64(v)
     pack_into(8, 'G', v)
   end
@@ -1275,10 +1406,38 @@ class RustBufferBuilder
     pack_into(8, 'Q>', handle)
   end
 
+  # The Object type Election.
+
+  def write_TypeElection(obj)
+    handle = Election.uniffi_lower obj
+    pack_into(8, 'Q>', handle)
+  end
+
   # The Object type Idempotency.
 
   def write_TypeIdempotency(obj)
     handle = Idempotency.uniffi_lower obj
+    pack_into(8, 'Q>', handle)
+  end
+
+  # The Object type Latch.
+
+  def write_TypeLatch(obj)
+    handle = Latch.uniffi_lower obj
+    pack_into(8, 'Q>', handle)
+  end
+
+  # The Object type LeaderObserver.
+
+  def write_TypeLeaderObserver(obj)
+    handle = LeaderObserver.uniffi_lower obj
+    pack_into(8, 'Q>', handle)
+  end
+
+  # The Object type Leadership.
+
+  def write_TypeLeadership(obj)
+    handle = Leadership.uniffi_lower obj
     pack_into(8, 'Q>', handle)
   end
 
@@ -1380,6 +1539,20 @@ class RustBufferBuilder
   def write_TypeErrorKindInfo(v)
     self.write_string(v.name)
     self.write_u8(v.code)
+  end
+
+  # The Record type LeaderChange.
+
+  def write_TypeLeaderChange(v)
+    self.write_bool(v.ended)
+    self.write_OptionalTypeLeaderInfo(v.leader)
+  end
+
+  # The Record type LeaderInfo.
+
+  def write_TypeLeaderInfo(v)
+    self.write_bytes(v.value)
+    self.write_u64(v.term)
   end
 
   # The Record type MultiPart.
@@ -1549,6 +1722,17 @@ class RustBufferBuilder
     else
       pack_into(1, 'c', 1)
       self.write_TypeTicket(v)
+    end
+  end
+
+  # The Optional<T> type for TypeLeaderInfo.
+
+  def write_OptionalTypeLeaderInfo(v)
+    if v.nil?
+      pack_into(1, 'c', 0)
+    else
+      pack_into(1, 'c', 1)
+      self.write_TypeLeaderInfo(v)
     end
   end
 
@@ -2182,6 +2366,10 @@ module UniFFILib
     [:uint64, ],
     :uint64
   
+  attach_function :uniffi_polylock_uniffi_fn_method_client_election,
+    [:uint64, RustBuffer.by_value, RustCallStatus.by_ref],
+    :uint64
+  
   attach_function :uniffi_polylock_uniffi_fn_method_client_idempotency,
     [:uint64, RustBuffer.by_value, RustBuffer.by_value, RustBuffer.by_value, RustCallStatus.by_ref],
     :uint64
@@ -2189,6 +2377,10 @@ module UniFFILib
   attach_function :uniffi_polylock_uniffi_fn_method_client_is_closed,
     [:uint64, RustCallStatus.by_ref],
     :int8
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_client_latch,
+    [:uint64, RustBuffer.by_value, RustCallStatus.by_ref],
+    :uint64
   
   attach_function :uniffi_polylock_uniffi_fn_method_client_lock,
     [:uint64, RustBuffer.by_value, RustBuffer.by_value, RustCallStatus.by_ref],
@@ -2221,6 +2413,94 @@ module UniFFILib
   attach_function :uniffi_polylock_uniffi_fn_method_client_value,
     [:uint64, RustBuffer.by_value, RustCallStatus.by_ref],
     :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_clone_election,
+    [:uint64, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_free_election,
+    [:uint64, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_election_campaign,
+    [:uint64, RustBuffer.by_value, RustBuffer.by_value, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_election_leader,
+    [:uint64, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_election_name,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_election_observe,
+    [:uint64, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_clone_leaderobserver,
+    [:uint64, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_free_leaderobserver,
+    [:uint64, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_leaderobserver_close,
+    [:uint64, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_leaderobserver_next_change,
+    [:uint64, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_clone_leadership,
+    [:uint64, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_free_leadership,
+    [:uint64, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_leadership_is_leader,
+    [:uint64, RustCallStatus.by_ref],
+    :int8
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_leadership_is_lost,
+    [:uint64, RustCallStatus.by_ref],
+    :int8
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_leadership_is_suspended,
+    [:uint64, RustCallStatus.by_ref],
+    :int8
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_leadership_lost_reason,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_leadership_name,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_leadership_on_lost,
+    [:uint64, :uint64, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_leadership_proclaim,
+    [:uint64, RustBuffer.by_value, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_leadership_resign,
+    [:uint64, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_leadership_term,
+    [:uint64, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_leadership_value,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
   
   attach_function :uniffi_polylock_uniffi_fn_clone_leasedsnowflake,
     [:uint64, RustCallStatus.by_ref],
@@ -2344,6 +2624,34 @@ module UniFFILib
   
   attach_function :uniffi_polylock_uniffi_fn_method_snowflake_worker_id,
     [:uint64, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_clone_latch,
+    [:uint64, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_free_latch,
+    [:uint64, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_latch_await_zero,
+    [:uint64, RustBuffer.by_value, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_latch_count,
+    [:uint64, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_latch_count_down,
+    [:uint64, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_latch_name,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_latch_try_set_count,
+    [:uint64, :int64, ],
     :uint64
   
   attach_function :uniffi_polylock_uniffi_fn_clone_lock,
@@ -2822,11 +3130,19 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_polylock_uniffi_checksum_method_client_election,
+    [],
+    :uint16
+  
   attach_function :uniffi_polylock_uniffi_checksum_method_client_idempotency,
     [],
     :uint16
   
   attach_function :uniffi_polylock_uniffi_checksum_method_client_is_closed,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_client_latch,
     [],
     :uint16
   
@@ -2859,6 +3175,70 @@ module UniFFILib
     :uint16
   
   attach_function :uniffi_polylock_uniffi_checksum_method_client_value,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_election_campaign,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_election_leader,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_election_name,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_election_observe,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_leaderobserver_close,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_leaderobserver_next_change,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_leadership_is_leader,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_leadership_is_lost,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_leadership_is_suspended,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_leadership_lost_reason,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_leadership_name,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_leadership_on_lost,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_leadership_proclaim,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_leadership_resign,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_leadership_term,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_leadership_value,
     [],
     :uint16
   
@@ -2939,6 +3319,26 @@ module UniFFILib
     :uint16
   
   attach_function :uniffi_polylock_uniffi_checksum_method_snowflake_worker_id,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_latch_await_zero,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_latch_count,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_latch_count_down,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_latch_name,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_latch_try_set_count,
     [],
     :uint16
   
@@ -3195,6 +3595,50 @@ private_constant :CallbackInterfaceFfiConverter
   # Public interface members begin here.
 
   
+  
+  # Record type LeaderChange
+class LeaderChange
+  attr_reader :ended, :leader
+
+  def initialize(ended:, leader:)
+    @ended = ended
+    @leader = leader
+  end
+
+  def ==(other)
+    if @ended != other.ended
+      return false
+    end
+    if @leader != other.leader
+      return false
+    end
+
+    true
+  end
+  
+end
+  
+  # Record type LeaderInfo
+class LeaderInfo
+  attr_reader :value, :term
+
+  def initialize(value:, term:)
+    @value = value
+    @term = term
+  end
+
+  def ==(other)
+    if @value != other.value
+      return false
+    end
+    if @term != other.term
+      return false
+    end
+
+    true
+  end
+  
+end
   
   # Record type ErrorKindInfo
 class ErrorKindInfo
@@ -3585,6 +4029,12 @@ end
     PolylockError
     )
   end
+  def election(name)
+        name = ::PolylockUniffi::uniffi_utf8(name)
+        
+    result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_method_client_election,uniffi_clone_handle(),RustBuffer.alloc_from_string(name))
+    return Election.uniffi_lift(result)
+  end
   def idempotency(namespace, retention_seconds, in_progress_ttl_seconds)
         namespace = ::PolylockUniffi::uniffi_utf8(namespace)
         
@@ -3598,6 +4048,12 @@ end
   def is_closed()
     result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_client_is_closed,uniffi_clone_handle(),)
     return 1 == result
+  end
+  def latch(name)
+        name = ::PolylockUniffi::uniffi_utf8(name)
+        
+    result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_method_client_latch,uniffi_clone_handle(),RustBuffer.alloc_from_string(name))
+    return Latch.uniffi_lift(result)
   end
   def lock(name, kind)
         name = ::PolylockUniffi::uniffi_utf8(name)
@@ -3658,6 +4114,271 @@ end
         
     result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_method_client_value,uniffi_clone_handle(),RustBuffer.alloc_from_string(name))
     return Value.uniffi_lift(result)
+  end
+  
+end
+  
+  class Election
+
+  # A private helper for initializing instances of the class from a raw handle,
+  # bypassing any initialization logic and ensuring they are GC'd properly.
+  def self.uniffi_allocate(handle)
+    inst = allocate
+    inst.instance_variable_set :@handle, handle
+    ObjectSpace.define_finalizer(inst, uniffi_define_finalizer_by_handle(handle, inst.object_id))
+    return inst
+  end
+
+  # A private helper for registering an object finalizer.
+  # N.B. it's important that this does not capture a reference
+  # to the actual instance, only its underlying handle.
+  def self.uniffi_define_finalizer_by_handle(handle, object_id)
+    Proc.new do |_id|
+      ::PolylockUniffi.rust_call(
+        :uniffi_polylock_uniffi_fn_free_election,
+        handle
+      )
+    end
+  end
+  # A private helper for lowering instances into a raw handle.
+  # This does an explicit typecheck, because accidentally lowering a different type of
+  # object in a place where this type is expected, could lead to memory unsafety.
+  def self.uniffi_check_lower(inst)
+    if !inst.is_a? self
+      raise TypeError.new "Expected a Election instance, got #{inst}"
+    end
+  end
+
+  def uniffi_clone_handle()
+    return ::PolylockUniffi.rust_call(
+      :uniffi_polylock_uniffi_fn_clone_election,
+      @handle
+    )
+  end
+
+  def self.uniffi_lower(inst)
+    return inst.uniffi_clone_handle()
+  end
+
+  def self.uniffi_lift(handle)
+    uniffi_allocate handle
+  end
+
+  
+
+  
+  def campaign(value, wait_seconds)
+        value = ::PolylockUniffi::uniffi_bytes(value)
+        
+        wait_seconds = (wait_seconds ? wait_seconds : nil)
+        RustBuffer.check_lower_Optionalf64(wait_seconds)
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_election_campaign(uniffi_clone_handle(),RustBuffer.alloc_from_bytes(value),RustBuffer.alloc_from_Optionalf64(wait_seconds)),
+      :ffi_polylock_uniffi_rust_future_poll_u64,
+      :ffi_polylock_uniffi_rust_future_cancel_u64,
+      :ffi_polylock_uniffi_rust_future_complete_u64,
+      :ffi_polylock_uniffi_rust_future_free_u64,
+      Proc.new { |v| Leadership.uniffi_lift(v) },
+    PolylockError
+    )
+  end
+  
+  def leader()
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_election_leader(uniffi_clone_handle(),),
+      :ffi_polylock_uniffi_rust_future_poll_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_cancel_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_complete_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_free_rust_buffer,
+      Proc.new { |v| v.consume_into_OptionalTypeLeaderInfo },
+    PolylockError
+    )
+  end
+  def name()
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_election_name,uniffi_clone_handle(),)
+    return result.consume_into_string
+  end
+  def observe()
+    result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_method_election_observe,uniffi_clone_handle(),)
+    return LeaderObserver.uniffi_lift(result)
+  end
+  
+end
+  
+  class LeaderObserver
+
+  # A private helper for initializing instances of the class from a raw handle,
+  # bypassing any initialization logic and ensuring they are GC'd properly.
+  def self.uniffi_allocate(handle)
+    inst = allocate
+    inst.instance_variable_set :@handle, handle
+    ObjectSpace.define_finalizer(inst, uniffi_define_finalizer_by_handle(handle, inst.object_id))
+    return inst
+  end
+
+  # A private helper for registering an object finalizer.
+  # N.B. it's important that this does not capture a reference
+  # to the actual instance, only its underlying handle.
+  def self.uniffi_define_finalizer_by_handle(handle, object_id)
+    Proc.new do |_id|
+      ::PolylockUniffi.rust_call(
+        :uniffi_polylock_uniffi_fn_free_leaderobserver,
+        handle
+      )
+    end
+  end
+  # A private helper for lowering instances into a raw handle.
+  # This does an explicit typecheck, because accidentally lowering a different type of
+  # object in a place where this type is expected, could lead to memory unsafety.
+  def self.uniffi_check_lower(inst)
+    if !inst.is_a? self
+      raise TypeError.new "Expected a LeaderObserver instance, got #{inst}"
+    end
+  end
+
+  def uniffi_clone_handle()
+    return ::PolylockUniffi.rust_call(
+      :uniffi_polylock_uniffi_fn_clone_leaderobserver,
+      @handle
+    )
+  end
+
+  def self.uniffi_lower(inst)
+    return inst.uniffi_clone_handle()
+  end
+
+  def self.uniffi_lift(handle)
+    uniffi_allocate handle
+  end
+
+  
+
+  def close()
+      ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_leaderobserver_close,uniffi_clone_handle(),)
+  end
+  
+  
+  def next_change()
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_leaderobserver_next_change(uniffi_clone_handle(),),
+      :ffi_polylock_uniffi_rust_future_poll_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_cancel_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_complete_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_free_rust_buffer,
+      Proc.new { |v| v.consume_into_TypeLeaderChange },
+    PolylockError
+    )
+  end
+  
+end
+  
+  class Leadership
+
+  # A private helper for initializing instances of the class from a raw handle,
+  # bypassing any initialization logic and ensuring they are GC'd properly.
+  def self.uniffi_allocate(handle)
+    inst = allocate
+    inst.instance_variable_set :@handle, handle
+    ObjectSpace.define_finalizer(inst, uniffi_define_finalizer_by_handle(handle, inst.object_id))
+    return inst
+  end
+
+  # A private helper for registering an object finalizer.
+  # N.B. it's important that this does not capture a reference
+  # to the actual instance, only its underlying handle.
+  def self.uniffi_define_finalizer_by_handle(handle, object_id)
+    Proc.new do |_id|
+      ::PolylockUniffi.rust_call(
+        :uniffi_polylock_uniffi_fn_free_leadership,
+        handle
+      )
+    end
+  end
+  # A private helper for lowering instances into a raw handle.
+  # This does an explicit typecheck, because accidentally lowering a different type of
+  # object in a place where this type is expected, could lead to memory unsafety.
+  def self.uniffi_check_lower(inst)
+    if !inst.is_a? self
+      raise TypeError.new "Expected a Leadership instance, got #{inst}"
+    end
+  end
+
+  def uniffi_clone_handle()
+    return ::PolylockUniffi.rust_call(
+      :uniffi_polylock_uniffi_fn_clone_leadership,
+      @handle
+    )
+  end
+
+  def self.uniffi_lower(inst)
+    return inst.uniffi_clone_handle()
+  end
+
+  def self.uniffi_lift(handle)
+    uniffi_allocate handle
+  end
+
+  
+
+  def is_leader()
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_leadership_is_leader,uniffi_clone_handle(),)
+    return 1 == result
+  end
+  def is_lost()
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_leadership_is_lost,uniffi_clone_handle(),)
+    return 1 == result
+  end
+  def is_suspended()
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_leadership_is_suspended,uniffi_clone_handle(),)
+    return 1 == result
+  end
+  def lost_reason()
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_leadership_lost_reason,uniffi_clone_handle(),)
+    return result.consume_into_Optionalstring
+  end
+  def name()
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_leadership_name,uniffi_clone_handle(),)
+    return result.consume_into_string
+  end
+  def on_lost(listener)
+        listener = listener
+        
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_leadership_on_lost,uniffi_clone_handle(),(CallbackInterfaceLostListenerFfiConverter.lower listener))
+    return LostSubscription.uniffi_lift(result)
+  end
+  
+  def proclaim(value)
+        value = ::PolylockUniffi::uniffi_bytes(value)
+        
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_leadership_proclaim(uniffi_clone_handle(),RustBuffer.alloc_from_bytes(value)),
+      :ffi_polylock_uniffi_rust_future_poll_void,
+      :ffi_polylock_uniffi_rust_future_cancel_void,
+      :ffi_polylock_uniffi_rust_future_complete_void,
+      :ffi_polylock_uniffi_rust_future_free_void,
+      Proc.new { |v| nil },
+    PolylockError
+    )
+  end
+  
+  def resign()
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_leadership_resign(uniffi_clone_handle(),),
+      :ffi_polylock_uniffi_rust_future_poll_void,
+      :ffi_polylock_uniffi_rust_future_cancel_void,
+      :ffi_polylock_uniffi_rust_future_complete_void,
+      :ffi_polylock_uniffi_rust_future_free_void,
+      Proc.new { |v| nil },
+    PolylockError
+    )
+  end
+  def term()
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_leadership_term,uniffi_clone_handle(),)
+    return result.to_i
+  end
+  def value()
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_leadership_value,uniffi_clone_handle(),)
+    return result.consume_into_bytes
   end
   
 end
@@ -4104,6 +4825,113 @@ end
   def worker_id()
     result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_snowflake_worker_id,uniffi_clone_handle(),)
     return result.to_i
+  end
+  
+end
+  
+  class Latch
+
+  # A private helper for initializing instances of the class from a raw handle,
+  # bypassing any initialization logic and ensuring they are GC'd properly.
+  def self.uniffi_allocate(handle)
+    inst = allocate
+    inst.instance_variable_set :@handle, handle
+    ObjectSpace.define_finalizer(inst, uniffi_define_finalizer_by_handle(handle, inst.object_id))
+    return inst
+  end
+
+  # A private helper for registering an object finalizer.
+  # N.B. it's important that this does not capture a reference
+  # to the actual instance, only its underlying handle.
+  def self.uniffi_define_finalizer_by_handle(handle, object_id)
+    Proc.new do |_id|
+      ::PolylockUniffi.rust_call(
+        :uniffi_polylock_uniffi_fn_free_latch,
+        handle
+      )
+    end
+  end
+  # A private helper for lowering instances into a raw handle.
+  # This does an explicit typecheck, because accidentally lowering a different type of
+  # object in a place where this type is expected, could lead to memory unsafety.
+  def self.uniffi_check_lower(inst)
+    if !inst.is_a? self
+      raise TypeError.new "Expected a Latch instance, got #{inst}"
+    end
+  end
+
+  def uniffi_clone_handle()
+    return ::PolylockUniffi.rust_call(
+      :uniffi_polylock_uniffi_fn_clone_latch,
+      @handle
+    )
+  end
+
+  def self.uniffi_lower(inst)
+    return inst.uniffi_clone_handle()
+  end
+
+  def self.uniffi_lift(handle)
+    uniffi_allocate handle
+  end
+
+  
+
+  
+  def await_zero(wait_seconds)
+        wait_seconds = (wait_seconds ? wait_seconds : nil)
+        RustBuffer.check_lower_Optionalf64(wait_seconds)
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_latch_await_zero(uniffi_clone_handle(),RustBuffer.alloc_from_Optionalf64(wait_seconds)),
+      :ffi_polylock_uniffi_rust_future_poll_i8,
+      :ffi_polylock_uniffi_rust_future_cancel_i8,
+      :ffi_polylock_uniffi_rust_future_complete_i8,
+      :ffi_polylock_uniffi_rust_future_free_i8,
+      Proc.new { |v| 1 == v },
+    PolylockError
+    )
+  end
+  
+  def count()
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_latch_count(uniffi_clone_handle(),),
+      :ffi_polylock_uniffi_rust_future_poll_u64,
+      :ffi_polylock_uniffi_rust_future_cancel_u64,
+      :ffi_polylock_uniffi_rust_future_complete_u64,
+      :ffi_polylock_uniffi_rust_future_free_u64,
+      Proc.new { |v| v.to_i },
+    PolylockError
+    )
+  end
+  
+  def count_down()
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_latch_count_down(uniffi_clone_handle(),),
+      :ffi_polylock_uniffi_rust_future_poll_void,
+      :ffi_polylock_uniffi_rust_future_cancel_void,
+      :ffi_polylock_uniffi_rust_future_complete_void,
+      :ffi_polylock_uniffi_rust_future_free_void,
+      Proc.new { |v| nil },
+    PolylockError
+    )
+  end
+  def name()
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_latch_name,uniffi_clone_handle(),)
+    return result.consume_into_string
+  end
+  
+  def try_set_count(count)
+        count = ::PolylockUniffi::uniffi_in_range(count, "i64", -2**63, 2**63)
+        
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_latch_try_set_count(uniffi_clone_handle(),count),
+      :ffi_polylock_uniffi_rust_future_poll_i8,
+      :ffi_polylock_uniffi_rust_future_cancel_i8,
+      :ffi_polylock_uniffi_rust_future_complete_i8,
+      :ffi_polylock_uniffi_rust_future_free_i8,
+      Proc.new { |v| 1 == v },
+    PolylockError
+    )
   end
   
 end

@@ -148,6 +148,56 @@ class RedisInteropTest < Minitest::Test
     assert_equal 'taken', output.strip, 'free for Redisson after the Ruby unlock'
   end
 
+  # A latch is Redisson's RCountDownLatch layout: the key NAME holds the count, gone at zero.
+  def test_a_latch_keeps_redissons_layout
+    name = TestSupport.unique('latch-layout')
+    latch = @client.latch(name)
+    assert latch.try_set_count(2)
+    assert_equal '2', @redis.get(name)
+    latch.count_down
+    assert_equal '1', @redis.get(name)
+    latch.count_down
+    refute @redis.exists?(name), "the key goes at zero, as Redisson's script deletes it"
+    @redis.set(name, 3) # a count Redisson's trySetCount wrote
+    assert_equal 3, latch.count
+    refute latch.try_set_count(1)
+    @redis.del(name)
+  end
+
+  def test_a_ruby_latch_and_a_real_redisson_latch_are_one_latch
+    classpath = ENV.fetch('POLYLOCK_TEST_REDISSON_CLASSPATH', '')
+    skip 'no Redisson classpath (run-tests.sh fetches it with Maven when mvn and java exist)' if classpath.empty?
+    helper = File.join(__dir__, 'redisson', 'RedissonLatch.java')
+    redisson = ->(*args) { Open3.capture2('java', '-cp', classpath, helper, @url, *args).first.strip }
+    name = TestSupport.unique('real-redisson-latch')
+    latch = @client.latch(name)
+
+    # Redisson sets the count; a Ruby waiter is released by Redisson's count-downs.
+    assert_equal 'set', redisson.call(name, 'set', '2')
+    assert_equal 2, latch.count, "Ruby reads Redisson's count"
+    refute latch.try_set_count(9), 'and is refused while it counts down'
+    waiter = Thread.new { latch.await(60) }
+    assert_equal 'down', redisson.call(name, 'down')
+    assert_equal 1, latch.count
+    assert waiter.alive?, 'released at 1'
+    assert_equal 'down', redisson.call(name, 'down')
+    assert waiter.value, "released by Redisson's last count-down"
+
+    # Ruby sets the count; a Redisson waiter is released by Ruby's count-downs.
+    assert latch.try_set_count(2)
+    assert_equal '2', redisson.call(name, 'count')
+    assert_equal 'refused', redisson.call(name, 'set', '9')
+    stdin, stdout, java = Open3.popen2('java', '-cp', classpath, helper, @url, name, 'await', '60000')
+    stdin.close
+    assert_equal "waiting\n", Timeout.timeout(60) { stdout.gets }
+    latch.count_down
+    sleep 0.3
+    refute stdout.wait_readable(0), 'Redisson was released at 1'
+    latch.count_down
+    assert_equal "open\n", Timeout.timeout(60) { stdout.gets }, "Redisson's waiter is released by Ruby's count-down"
+    assert_predicate java.value, :success?
+  end
+
   def test_a_token_lock_and_a_redlock_style_set_nx_exclude_each_other
     name = TestSupport.unique('redlock')
     lock = @client.lock(name, kind: :token)

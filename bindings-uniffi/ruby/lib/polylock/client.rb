@@ -33,6 +33,16 @@ module Polylock
       Value.new(Native.call { @native.value(name) })
     end
 
+    # The leader election `name` (Election); Error::Unsupported on RedLock.
+    def election(name)
+      Election.new(Native.call { @native.election(name) })
+    end
+
+    # The countdown latch `name` (CountDownLatch); Error::Unsupported on RedLock.
+    def latch(name)
+      CountDownLatch.new(Native.call { @native.latch(name) })
+    end
+
     # Idempotency keys of `namespace` (retention and in_progress_ttl in seconds; nil: 24 h
     # and 60 s).
     def idempotency(namespace, retention: nil, in_progress_ttl: nil)

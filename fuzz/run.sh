@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Run every fuzz target, bounded; exit non-zero on a crash. One line per target.
+#
+#   fuzz/run.sh [--quick] [TARGET...]        CI: the stable runner (about 25 s a target)
+#   fuzz/run.sh --long SECONDS [TARGET...]   local: cargo fuzz (libFuzzer), SECONDS a target
+#
+# --quick (and no option) uses the stable runner (src/bin/stable.rs) on stable Rust: the
+# committed crash cases, the seed corpus, then deterministic mutations (a fixed sequence,
+# as much of it as the time allows).
+# --long builds and runs each target with cargo-fuzz (installed under $POLYLOCK_TOOLS) on the
+# same stable toolchain through RUSTC_BOOTSTRAP=1, with AddressSanitizer, and the seed corpus
+# copied to a working corpus under the target dir (the committed one stays small).
+# Environment: POLYLOCK_TOOLS (default ~/.cache/polylock/tools), POLYLOCK_FUZZ_TARGET_DIR
+# (the cargo target dir; default ~/.cache/polylock/target-fuzz), POLYLOCK_FUZZ_SECONDS
+# (stable runner: seconds a target; 25 with --quick, else 120), POLYLOCK_FUZZ_EXECS (stable
+# runner: a number of inputs instead, the same run on every machine), POLYLOCK_FUZZ_SANITIZER
+# (cargo fuzz --sanitizer: address, the default, or none).
+#
+# The targets run in a network namespace of their own with loopback only (`unshare -rn`)
+# where the kernel allows it: then URLs of network backends are connected to as well, and
+# nothing the fuzzer writes can reach beyond the machine. Elsewhere those URLs are checked
+# without connecting (the targets see the namespace for themselves).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+tools="${POLYLOCK_TOOLS:-$HOME/.cache/polylock/tools}"
+export CARGO_TARGET_DIR="${POLYLOCK_FUZZ_TARGET_DIR:-$HOME/.cache/polylock/target-fuzz}"
+
+mode=stable quick=0 long_seconds=0
+targets=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) quick=1 ;;
+        --long) mode=cargo-fuzz; long_seconds="${2:?--long needs SECONDS}"; shift ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+        *) targets+=("$1") ;;
+    esac
+    shift
+done
+[ ${#targets[@]} -gt 0 ] || targets=(url duration c_api)
+
+# c-abi/Cargo.toml compiles bindings-c's sources: it must have the same dependencies, with
+# the same features.
+deps() {
+    sed -n '/^\[dependencies\]/,/^\[/p' "$1" | grep -E '^[a-z0-9_-]+ *=' \
+        | sed -E 's/^([a-z0-9_-]+) *=.*features *= *\[([^]]*)\].*/\1 [\2]/; t; s/^([a-z0-9_-]+) *=.*/\1/' \
+        | sort | tr '\n' ' '
+}
+if [ "$(deps "$here/../bindings-c/Cargo.toml")" != "$(deps "$here/c-abi/Cargo.toml")" ]; then
+    echo "run.sh: bindings-c/Cargo.toml's [dependencies] ($(deps "$here/../bindings-c/Cargo.toml")) differ from" \
+         "fuzz/c-abi/Cargo.toml's ($(deps "$here/c-abi/Cargo.toml")): copy them over" >&2
+    exit 1
+fi
+
+# Loopback only, if this kernel lets an unprivileged user make a network namespace.
+isolate=()
+if unshare -rn true 2>/dev/null; then
+    isolate=(unshare -rn sh -c 'ip link set lo up 2>/dev/null || true; exec "$@"' isolated)
+fi
+
+cd "$here"
+if [ "$mode" = stable ]; then
+    if [ $quick = 1 ]; then seconds=25; else seconds=120; fi
+    execs=1000000000
+    if [ -n "${POLYLOCK_FUZZ_EXECS:-}" ]; then execs=$POLYLOCK_FUZZ_EXECS seconds=1000000; fi
+    seconds="${POLYLOCK_FUZZ_SECONDS:-$seconds}"
+    cargo build --release --locked --no-default-features --bin stable
+    exec ${isolate[@]+"${isolate[@]}"} "$CARGO_TARGET_DIR/release/stable" --execs "$execs" --seconds "$seconds" --dir "$here" "${targets[@]}"
+fi
+
+# --long: cargo fuzz.
+if [ ! -x "$tools/bin/cargo-fuzz" ]; then
+    cargo install cargo-fuzz --locked --root "$tools"
+fi
+# Its own target dir: the instrumented build and the stable one can then be built at once.
+export CARGO_TARGET_DIR="$CARGO_TARGET_DIR/libfuzzer" PATH="$tools/bin:$PATH" RUSTC_BOOTSTRAP=1
+sanitizer="${POLYLOCK_FUZZ_SANITIZER:-address}"
+status=0
+for t in "${targets[@]}"; do
+    cargo fuzz build --sanitizer "$sanitizer" --release "$t"
+    work="$CARGO_TARGET_DIR/corpus/$t"
+    mkdir -p "$work" "$here/artifacts/$t"
+    cp -n "$here/corpus/$t"/* "$work"/ 2>/dev/null || true
+    log="$CARGO_TARGET_DIR/fuzz-$t.log"
+    started=$(date +%s)
+    set +e
+    # The committed crash cases first (libFuzzer runs files given by name once each): each
+    # must pass now. Then the fuzzing proper, from the seeds and what earlier runs found.
+    crashes=("$here/crashes/$t"/*)
+    rc=0
+    if [ -e "${crashes[0]}" ]; then
+        ${isolate[@]+"${isolate[@]}"} cargo fuzz run --sanitizer "$sanitizer" --release "$t" "${crashes[@]}" >"$log" 2>&1
+        rc=$?
+    fi
+    if [ $rc = 0 ]; then
+        ${isolate[@]+"${isolate[@]}"} cargo fuzz run --sanitizer "$sanitizer" --release "$t" "$work" "$here/corpus/$t" -- \
+            -max_total_time="$long_seconds" -timeout=10 -rss_limit_mb=3072 \
+            -artifact_prefix="$here/artifacts/$t/" >>"$log" 2>&1
+        rc=$?
+    fi
+    set -e
+    execs=$(grep -oE '#[0-9]+' "$log" | tail -1 | tr -d '#')
+    if [ $rc = 0 ]; then outcome=ok; else outcome="CRASH (exit $rc; see $log and fuzz/artifacts/$t/)"; status=1; fi
+    echo "fuzz $t: ${execs:-0} execs in $(( $(date +%s) - started ))s (cargo fuzz, $sanitizer): $outcome"
+done
+exit $status
