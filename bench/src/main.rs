@@ -3,7 +3,7 @@
 //! non-zero only when something fails.
 //!
 //! ```text
-//! polylock-bench [snowflake|ids|sqlite|redis|etcd|zookeeper|postgres|mysql|election|all] [--quick] [--url redis://...]
+//! polylock-bench [snowflake|ids|sqlite|observe|redis|etcd|zookeeper|postgres|mysql|election|all] [--quick] [--url redis://...]
 //!                [--etcd-url etcd://...]
 //! ```
 
@@ -14,6 +14,7 @@ mod ids_leased;
 mod lock_side;
 mod locks;
 mod measure;
+mod observe_cost;
 mod polylock_side;
 mod process_handoffs;
 mod redis;
@@ -39,7 +40,7 @@ use zookeeper::ZkBudget;
 pub type Result<T> = std::result::Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 const USAGE: &str =
-    "usage: polylock-bench [snowflake|ids|sqlite|redis|etcd|zookeeper|postgres|mysql|election|all] [--quick] [--url redis://...]
+    "usage: polylock-bench [snowflake|ids|sqlite|observe|redis|etcd|zookeeper|postgres|mysql|election|all] [--quick] [--url redis://...]
                       [--etcd-url etcd://...]
 
   snowflake  IDs/s of polylock's Snowflake beside rs-snowflake, against the 4096/ms ceiling;
@@ -50,6 +51,8 @@ const USAGE: &str =
              (servers from $POLYLOCK_TEST_*_URL; one not exported is skipped)
   sqlite     lock+unlock pairs/s of polylock on sqlite:// beside flock(2), in one process
              and across 4 processes
+  observe    what tracing and metrics cost: lock+unlock pairs/s on mem:// and sqlite:// with
+             both off, then metrics on, a subscriber at warn, one at debug (JSON to a sink)
   redis      polylock on Redis beside redis-py's Lock and node-redlock, with redis-benchmark's
              ceiling: pairs/s with 64 workers on a name each, and 8 workers contending for
              one name (utilisation, hand-over latency, shares); skipped if no redis answers
@@ -79,6 +82,7 @@ enum Sections {
     Snowflake,
     Ids,
     Sqlite,
+    Observe,
     Redis,
     Etcd,
     Zookeeper,
@@ -181,8 +185,8 @@ fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
             "-h" | "--help" => return Ok(Invocation::Help),
             "--url" => url = Some(args.next().ok_or("--url needs a value: redis://host:port")?),
             "--etcd-url" => etcd_url = Some(args.next().ok_or("--etcd-url needs a value: etcd://host:port")?),
-            "snowflake" | "ids" | "sqlite" | "redis" | "etcd" | "zookeeper" | "postgres" | "mysql" | "election"
-            | "all"
+            "snowflake" | "ids" | "sqlite" | "observe" | "redis" | "etcd" | "zookeeper" | "postgres" | "mysql"
+            | "election" | "all"
                 if sections.is_some() =>
             {
                 return Err(format!("name one section, not several (got '{arg}' too)"));
@@ -190,6 +194,7 @@ fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
             "snowflake" => sections = Some(Sections::Snowflake),
             "ids" => sections = Some(Sections::Ids),
             "sqlite" => sections = Some(Sections::Sqlite),
+            "observe" => sections = Some(Sections::Observe),
             "redis" => sections = Some(Sections::Redis),
             "etcd" => sections = Some(Sections::Etcd),
             "zookeeper" => sections = Some(Sections::Zookeeper),
@@ -209,6 +214,7 @@ fn parse_args(args: Vec<String>) -> std::result::Result<Invocation, String> {
         Sections::Snowflake
         | Sections::Ids
         | Sections::Sqlite
+        | Sections::Observe
         | Sections::Etcd
         | Sections::Zookeeper
         | Sections::Postgres
@@ -240,6 +246,9 @@ fn run(sections: Sections, budget: Budget, redis: Option<&RedisTarget>, etcd: Op
     }
     if matches!(sections, Sections::Sqlite | Sections::All) {
         locks::run(budget.locks)?;
+    }
+    if matches!(sections, Sections::Observe | Sections::All) {
+        observe_cost::run(budget.per_id_figure)?;
     }
     if let Some(target) = redis {
         redis::run(budget.redis, target)?;

@@ -5,7 +5,9 @@ mod demo;
 mod elect;
 mod exit;
 mod ids;
+mod logging;
 mod run;
+mod serve_metrics;
 
 use std::process::ExitCode;
 
@@ -17,6 +19,22 @@ struct Cli {
     /// Backend URL; default $POLYLOCK_URL, else sqlite://polylock.db
     #[arg(long, global = true, value_name = "URL")]
     url: Option<String>,
+
+    /// Log polylock's events to stderr: -v info, -vv debug, -vvv trace (default: off, or $POLYLOCK_LOG)
+    #[arg(short = 'v', long = "verbose", global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+
+    /// Log level instead of -v: off, error, warn, info, debug or trace
+    #[arg(long, global = true, value_name = "LEVEL", value_parser = logging::level_arg)]
+    log_level: Option<tracing::level_filters::LevelFilter>,
+
+    /// How log lines look: text, or json (one object per line)
+    #[arg(long, global = true, value_name = "FORMAT", value_enum, default_value_t)]
+    log_format: logging::LogFormat,
+
+    /// Serve Prometheus metrics on http://ADDR/metrics while the command runs
+    #[arg(long, global = true, value_name = "ADDR")]
+    metrics_listen: Option<std::net::SocketAddr>,
 
     #[command(subcommand)]
     command: Command,
@@ -39,6 +57,8 @@ enum Command {
     Unlock(admin::UnlockArgs),
     /// The locks that exist, where the backend can enumerate them
     List(admin::ListArgs),
+    /// Serve this process's lock metrics in Prometheus' text format on GET /metrics
+    ServeMetrics(serve_metrics::ServeMetricsArgs),
     /// One worker process of `polylock demo` (started by it)
     #[command(hide = true)]
     DemoWorker(demo::WorkerArgs),
@@ -52,6 +72,7 @@ fn main() -> ExitCode {
             return if err.use_stderr() { ExitCode::from(exit::USAGE) } else { ExitCode::SUCCESS };
         }
     };
+    logging::init(logging::level(cli.verbose, cli.log_level), cli.log_format);
     let url = cli.url.unwrap_or_else(polylock::url::default_url);
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
@@ -61,6 +82,12 @@ fn main() -> ExitCode {
         }
     };
     let code = runtime.block_on(async {
+        if let Some(addr) = cli.metrics_listen {
+            match serve_metrics::bind(addr).await {
+                Ok(listener) => drop(tokio::spawn(serve_metrics::serve(listener))),
+                Err(code) => return code,
+            }
+        }
         match cli.command {
             Command::Run(args) => run::run(&url, args).await,
             Command::Elect(args) => elect::elect(&url, args).await,
@@ -70,6 +97,7 @@ fn main() -> ExitCode {
             Command::Status(args) => admin::status(&url, args).await,
             Command::Unlock(args) => admin::unlock(&url, args).await,
             Command::List(args) => admin::list(&url, args).await,
+            Command::ServeMetrics(args) => serve_metrics::serve_metrics(&url, args).await,
         }
     });
     ExitCode::from(code)

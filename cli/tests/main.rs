@@ -10,6 +10,7 @@ mod cli;
 mod elect;
 mod etcd;
 mod ids_backends;
+mod observe;
 mod redis;
 mod redlock;
 mod rw_and_semaphore;

@@ -14,6 +14,7 @@ use crate::primitives::{LeasedSnowflake, SegmentGenerator, SegmentOptions, Snowf
 use crate::primitives::{MultiLock, MultiLockPart};
 use crate::spi::{Capabilities, Primitive};
 use crate::url::{default_url, ConnectUrl};
+use tracing::Instrument;
 
 /// The watchdog's lease when the URL does not set one: Redisson's `lockWatchdogTimeout`.
 pub const DEFAULT_WATCHDOG_LEASE: Duration = Duration::from_secs(30);
@@ -43,6 +44,26 @@ impl Client {
     ///
     /// Must be called within a tokio runtime; the client spawns its watchdogs there.
     pub async fn connect(url: &str) -> Result<Client> {
+        let started = std::time::Instant::now();
+        // Only the redacted URL is ever logged; a URL that does not parse shows its scheme alone.
+        let (scheme, shown) = match ConnectUrl::parse(url) {
+            Ok(parsed) => (parsed.scheme().to_string(), parsed.redacted().to_string()),
+            Err(_) => (url.split_once("://").map_or("invalid", |(s, _)| s).to_string(), String::new()),
+        };
+        let span = tracing::debug_span!("connect", backend = %scheme, url = %shown);
+        let connected = Self::connect_inner(url).instrument(span).await;
+        crate::metrics::connected(&scheme, connected.is_ok());
+        let elapsed_ms = crate::metrics::millis(started.elapsed());
+        match &connected {
+            Ok(client) => tracing::info!(op = "connect", backend = %scheme, url = %shown, client = %client.id(),
+                elapsed_ms, "connected"),
+            Err(err) => tracing::warn!(op = "connect", backend = %scheme, url = %shown, elapsed_ms,
+                error_kind = err.kind().as_str(), error = %err.message(), "connect failed"),
+        }
+        connected
+    }
+
+    async fn connect_inner(url: &str) -> Result<Client> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
             Error::invalid_argument("polylock needs a tokio runtime: call Client::connect from inside one")
         })?;
@@ -79,6 +100,12 @@ impl Client {
     /// The URL this client connected to, with any password replaced by `***`.
     pub fn url(&self) -> &str {
         self.engine.url()
+    }
+
+    /// This client's own counts (acquisitions, holds, renewals, losses, errors), by kind;
+    /// [`crate::metrics::snapshot`] sums every client of the process.
+    pub fn metrics(&self) -> crate::metrics::Snapshot {
+        self.engine.metrics().snapshot()
     }
 
     /// The lease the watchdog keeps when an acquisition gives none.

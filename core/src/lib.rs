@@ -22,6 +22,7 @@ pub mod duration;
 mod engine;
 mod error;
 pub mod kit;
+pub mod metrics;
 /// Distributed IDs: the I/O-free `polylock-id` crate, re-exported.
 pub mod id {
     pub use polylock_id::*;

@@ -14,6 +14,7 @@ mod ids_snowflake_lease;
 mod latch;
 mod lock_contract;
 mod multi_lock;
+mod observe;
 mod redis;
 mod redis_rw_semaphore;
 mod redlock;

@@ -8,16 +8,18 @@ use std::time::Duration;
 
 use tokio::sync::OwnedMutexGuard;
 use tokio::time::Instant;
+use tracing::Instrument;
 
 use super::handoff::{self, Handover, Run};
 use super::hold::{self, Hold, LeaseMode};
 use super::transfer_watch::Transferred;
 use super::Engine;
 use crate::duration::{check_lease, check_wait};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
+use crate::metrics::{Outcome, Subject};
 use crate::owner::Owner;
 use crate::spi::{
-    lost_latch, AcquireRequest, Acquired, HeldLock, HoldKind, HoldStore, LostReason, LostWatch, Release, Renewal,
+    lost_latch_of, AcquireRequest, Acquired, HeldLock, HoldKind, HoldStore, LostReason, LostWatch, Release, Renewal,
 };
 
 /// How to acquire: how long to wait, and for how long to hold.
@@ -58,6 +60,8 @@ pub(crate) struct Handle<K: HoldKind> {
     key: Arc<str>,
     kind: K,
     owner: Owner,
+    /// The name, backend and kind its events and counts carry.
+    subject: Arc<Subject>,
 }
 
 impl<K: HoldKind> Clone for Handle<K> {
@@ -68,6 +72,7 @@ impl<K: HoldKind> Clone for Handle<K> {
             key: self.key.clone(),
             kind: self.kind,
             owner: self.owner,
+            subject: self.subject.clone(),
         }
     }
 }
@@ -85,7 +90,14 @@ impl<K: HoldKind> fmt::Debug for Handle<K> {
 impl<K: HoldKind> Handle<K> {
     /// The caller has checked that the backend offers the family and kind.
     pub fn new(engine: Arc<Engine>, name: &str, key: String, kind: K, owner: Owner) -> Self {
-        Handle { engine, name: name.into(), key: key.into(), kind, owner }
+        let name: Arc<str> = name.into();
+        let subject = Arc::new(Subject {
+            name: name.clone(),
+            backend: engine.scheme().clone(),
+            kind: kind.metric_label(),
+            series: engine.metrics().series(kind.metric_label()),
+        });
+        Handle { engine, name, key: key.into(), kind, owner, subject }
     }
 
     pub fn name(&self) -> &str {
@@ -129,6 +141,16 @@ impl<K: HoldKind> Handle<K> {
     /// `Timeout`. If this owner already holds it, the acquisition joins the hold
     /// (reentrancy), returns its token and keeps its lease mode.
     pub async fn acquire(&self, options: AcquireOptions) -> Result<Granted> {
+        let span = tracing::debug_span!("acquire", name = %self.name, backend = %self.subject.backend,
+            kind = self.subject.kind);
+        let mut watch = AcquireWatch { subject: &self.subject, started: Instant::now(), settled: false };
+        let answer = self.acquire_counted(options).instrument(span).await;
+        watch.settle(&answer);
+        answer.map(|(granted, _)| granted)
+    }
+
+    /// `acquire`, telling whether it joined a hold this owner had (a reentry).
+    async fn acquire_counted(&self, options: AcquireOptions) -> Result<(Granted, bool)> {
         // Before anything is written: a lease or wait no backend can honour is refused here.
         if let Some(lease) = options.lease {
             check_lease("a lease", lease)?;
@@ -142,9 +164,9 @@ impl<K: HoldKind> Handle<K> {
         let slot = hold::TidyOnDrop::new(self.holds(), &self.key, self.kind, self.owner);
         let turn = slot.turn.clone().lock_owned().await;
         if let Some(granted) = self.reenter(&slot).await? {
-            return Ok(granted);
+            return Ok((granted, true));
         }
-        self.acquire_fresh(&slot, options, turn).await
+        Ok((self.acquire_fresh(&slot, options, turn).await?, false))
     }
 
     /// Join this owner's live hold, if there is one.
@@ -187,7 +209,7 @@ impl<K: HoldKind> Handle<K> {
             Some(lease) => LeaseMode::Fixed { lease },
             None => LeaseMode::Watchdog { lease: engine.watchdog_lease },
         };
-        let (lost, watch) = lost_latch();
+        let (lost, watch) = lost_latch_of(Some(self.subject.clone()));
         let request = AcquireRequest {
             key: self.key.to_string(),
             owner: self.owner,
@@ -280,7 +302,6 @@ impl<K: HoldKind> Handle<K> {
     /// successor). Releasing what the owner does not hold is an error of kind `NotOwner`;
     /// releasing a hold that was lost is an error of kind `Lost`.
     pub async fn release(&self, token: Option<u64>) -> Result<()> {
-        let engine = &self.engine;
         let store = self.store()?.clone();
         let not_owner = || {
             Error::not_owner(format!(
@@ -298,7 +319,7 @@ impl<K: HoldKind> Handle<K> {
                 Some(hold) if token.is_none_or(|t| t == hold.held.token) => {
                     hold.count -= 1;
                     let holds_left = hold.count;
-                    let taken = (hold.held.clone(), hold.lost.clone(), holds_left, hold.run.clone());
+                    let taken = (hold.held.clone(), hold.lost.clone(), holds_left, hold.run.clone(), hold.granted);
                     if holds_left == 0 {
                         // The last release stops the keeper whatever the store says next.
                         drop(state.take());
@@ -309,7 +330,44 @@ impl<K: HoldKind> Handle<K> {
             }
         };
         holds.tidy(&self.key, self.kind, self.owner, slot);
-        let (held, lost, holds_left, run) = taken.ok_or_else(not_owner)?;
+        let (held, lost, holds_left, run, granted) = taken.ok_or_else(not_owner)?;
+        let released = self.release_taken(&store, held, lost, holds_left, run).await;
+        self.observe_release(holds_left, granted.elapsed(), &released);
+        released
+    }
+
+    /// Count and log one release of a hold this owner had (the last one, `holds_left == 0`,
+    /// gives it back).
+    fn observe_release(&self, holds_left: u32, held_for: Duration, released: &Result<()>) {
+        if holds_left > 0 {
+            return;
+        }
+        let subject = &self.subject;
+        subject.series.release(Some(held_for));
+        let held_ms = crate::metrics::millis(held_for);
+        match released {
+            Ok(()) => tracing::debug!(op = "release", name = %subject.name, backend = %subject.backend,
+                kind = subject.kind, held_ms, outcome = "released", "released"),
+            Err(err) => {
+                if err.kind() != ErrorKind::Lost {
+                    subject.series.error(err.kind());
+                }
+                tracing::warn!(op = "release", name = %subject.name, backend = %subject.backend,
+                    kind = subject.kind, held_ms, outcome = if err.kind() == ErrorKind::Lost { "lost" } else { "error" },
+                    error_kind = err.kind().as_str(), error = %err.message(), "release failed")
+            }
+        }
+    }
+
+    async fn release_taken(
+        &self,
+        store: &Arc<dyn HoldStore<K>>,
+        held: Arc<HeldLock<K>>,
+        lost: crate::spi::LostNotifier,
+        holds_left: u32,
+        run: Run,
+    ) -> Result<()> {
+        let engine = &self.engine;
         // A hold handed over optimistically is released only once its transfer has landed;
         // one that did not land was marked lost by the task that sent it.
         let landed = run.transfer.wait().await;
@@ -327,7 +385,7 @@ impl<K: HoldKind> Handle<K> {
         }
         let handoffs = holds_left == 0 && store.transfers(held.kind);
         let released = if handoffs && !run.is_over() {
-            self.hand_over_or_release(&store, held, run).await?
+            self.hand_over_or_release(store, held, run).await?
         } else if handoffs {
             // The run of handoffs is over: waiters of other clients get their turn. A store
             // that serves its waiters in order gives it to the oldest of them by itself; this
@@ -433,6 +491,55 @@ impl<K: HoldKind> Handle<K> {
         let slot = self.holds().existing(&self.key, self.kind, self.owner)?;
         let hold = slot.hold();
         hold.as_ref().filter(|hold| !hold.is_lost()).map(read)
+    }
+}
+
+/// Counts and logs how one acquisition ended; a caller that went away before the answer
+/// (the future dropped) is counted as `cancelled`.
+struct AcquireWatch<'a> {
+    subject: &'a Subject,
+    started: Instant,
+    settled: bool,
+}
+
+impl AcquireWatch<'_> {
+    fn settle(&mut self, answer: &Result<(Granted, bool)>) {
+        self.settled = true;
+        let waited = self.started.elapsed();
+        let (subject, wait_ms) = (self.subject, crate::metrics::millis(waited));
+        let outcome = match answer {
+            Ok((_, true)) => Outcome::Reentered,
+            Ok((_, false)) => Outcome::Acquired,
+            Err(err) if err.kind() == ErrorKind::Timeout => Outcome::Timeout,
+            Err(err) if err.kind() == ErrorKind::Cancelled => Outcome::Cancelled,
+            Err(_) => Outcome::Error,
+        };
+        subject.series.acquire(outcome, waited);
+        match answer {
+            Ok((granted, _)) => tracing::debug!(op = "acquire", name = %subject.name, backend = %subject.backend,
+                kind = subject.kind, outcome = outcome.label(), wait_ms, token = granted.token, "acquired"),
+            Err(err) if matches!(outcome, Outcome::Timeout | Outcome::Cancelled) => tracing::debug!(op = "acquire",
+                name = %subject.name, backend = %subject.backend, kind = subject.kind, outcome = outcome.label(),
+                wait_ms, "not acquired: {}", err.message()),
+            Err(err) => {
+                subject.series.error(err.kind());
+                tracing::warn!(op = "acquire", name = %subject.name, backend = %subject.backend, kind = subject.kind,
+                    outcome = outcome.label(), wait_ms, error_kind = err.kind().as_str(), error = %err.message(),
+                    "acquire failed")
+            }
+        }
+    }
+}
+
+impl Drop for AcquireWatch<'_> {
+    fn drop(&mut self) {
+        if !self.settled {
+            let waited = self.started.elapsed();
+            let subject = self.subject;
+            subject.series.acquire(Outcome::Cancelled, waited);
+            tracing::debug!(op = "acquire", name = %subject.name, backend = %subject.backend, kind = subject.kind,
+                outcome = "cancelled", wait_ms = crate::metrics::millis(waited), "the caller went away while acquiring");
+        }
     }
 }
 

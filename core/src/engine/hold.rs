@@ -29,6 +29,8 @@ pub(crate) struct Hold<K: HoldKind> {
     pub held: Arc<HeldLock<K>>,
     pub lost: LostNotifier,
     pub watch: LostWatch,
+    /// When it was recorded: the start of its hold time.
+    pub granted: Instant,
     keeper: Keeper<K>,
 }
 
@@ -71,7 +73,7 @@ impl<K: HoldKind> Hold<K> {
                 Keeper::Latch
             }
         };
-        Hold { count: 1, run, held: Arc::new(held), lost, watch, keeper }
+        Hold { count: 1, run, held: Arc::new(held), lost, watch, granted: Instant::now(), keeper }
     }
 
     pub fn is_lost(&self) -> bool {
@@ -119,18 +121,30 @@ async fn watchdog<K: HoldKind>(
     let retry = (interval / 4).clamp(Duration::from_millis(50), Duration::from_secs(1));
     let mut lease_end = attempt_started + lease;
     let mut next = attempt_started + interval;
+    let subject = lost.subject().cloned();
     loop {
         sleep_until(next).await;
         let sent = Instant::now();
+        // How late the renewal goes out after it was due, and how much lease is left then.
+        let (lateness, margin) = (sent.saturating_duration_since(next), lease_end.saturating_duration_since(sent));
         let outcome = match timeout_at(lease_end, store.renew(&held, lease)).await {
             Ok(outcome) => outcome,
             Err(_) => {
+                if let Some(s) = &subject {
+                    s.series.renewal_failed();
+                }
                 lost.mark(LostReason::RenewalFailed("the backend did not answer in time".into()));
                 return;
             }
         };
         match outcome {
             Ok(Renewal::Renewed) => {
+                if let Some(s) = &subject {
+                    s.series.renewal(lateness);
+                    tracing::debug!(op = "renew", name = %s.name, backend = %s.backend, kind = s.kind,
+                        lateness_ms = crate::metrics::millis(lateness), margin_ms = crate::metrics::millis(margin),
+                        took_ms = crate::metrics::millis(sent.elapsed()), "renewed");
+                }
                 lease_end = sent + lease;
                 next = sent + interval;
             }
@@ -138,11 +152,20 @@ async fn watchdog<K: HoldKind>(
                 lost.mark(LostReason::Taken);
                 return;
             }
-            Err(err) if Instant::now() + retry >= lease_end => {
-                lost.mark(LostReason::RenewalFailed(err.to_string()));
-                return;
+            Err(err) => {
+                if let Some(s) = &subject {
+                    s.series.renewal_failed();
+                    s.series.error(err.kind());
+                    tracing::warn!(op = "renew", name = %s.name, backend = %s.backend, kind = s.kind,
+                        lateness_ms = crate::metrics::millis(lateness), margin_ms = crate::metrics::millis(margin),
+                        error_kind = err.kind().as_str(), error = %err.message(), "renewal failed");
+                }
+                if Instant::now() + retry >= lease_end {
+                    lost.mark(LostReason::RenewalFailed(err.to_string()));
+                    return;
+                }
+                next = Instant::now() + retry;
             }
-            Err(_) => next = Instant::now() + retry,
         }
     }
 }

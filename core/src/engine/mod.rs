@@ -27,6 +27,7 @@ use handoff::LocalWaiters;
 use hold::{surrender, HoldTable};
 
 use crate::error::{Error, Result};
+use crate::metrics::ClientMetrics;
 use crate::owner::ClientId;
 use crate::spi::{Capabilities, HoldKind, HoldStore, LockKind, LostReason, Permits, Primitive, RwMode, Store};
 
@@ -51,6 +52,10 @@ pub(crate) struct Engine {
     store: Arc<dyn Store>,
     capabilities: Capabilities,
     url: String,
+    /// The URL's scheme: the `backend` of every event and metric.
+    scheme: Arc<str>,
+    /// This client's counts (and, through them, the process-wide ones).
+    metrics: ClientMetrics,
     watchdog_lease: Duration,
     locks: Family<LockKind>,
     rw_locks: Family<RwMode>,
@@ -78,7 +83,10 @@ impl Engine {
         runtime: tokio::runtime::Handle,
     ) -> Arc<Engine> {
         let capabilities = store.capabilities();
+        let scheme: Arc<str> = url.split_once("://").map_or(capabilities.backend, |(scheme, _)| scheme).into();
         let engine = Arc::new(Engine {
+            metrics: ClientMetrics::new(&scheme),
+            scheme,
             id,
             capabilities,
             locks: Family::new(Some(store.clone().locks())),
@@ -111,6 +119,15 @@ impl Engine {
 
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// The URL's scheme, as events and metrics label the backend.
+    pub fn scheme(&self) -> &Arc<str> {
+        &self.scheme
+    }
+
+    pub fn metrics(&self) -> &ClientMetrics {
+        &self.metrics
     }
 
     pub fn watchdog_lease(&self) -> Duration {
@@ -214,6 +231,7 @@ impl Engine {
         if self.closed.swap(true, Ordering::SeqCst) {
             return;
         }
+        tracing::debug!(op = "close", backend = %self.scheme, client = %self.id, "closing the client");
         self.closing.cancel();
         // An acquisition that was already talking to the store may still take its hold; let
         // each one record it (drained below) or give it back, while the backend is open.

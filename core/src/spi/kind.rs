@@ -13,6 +13,12 @@ use crate::error::{Error, Result};
 pub trait HoldKind: Copy + Eq + Hash + fmt::Debug + fmt::Display + Send + Sync + 'static {
     /// What a hold of this kind is called in messages: "lock", "read lock", "semaphore".
     fn noun(self) -> &'static str;
+
+    /// The kind as metrics and log fields name it: `reentrant`, `fair`, `token`, `lease`,
+    /// `read`, `write`, `semaphore`.
+    fn metric_label(self) -> &'static str {
+        self.noun()
+    }
 }
 
 /// The kinds of mutex a backend may offer. Every backend offers `Reentrant`, the default.
@@ -49,6 +55,10 @@ impl HoldKind for LockKind {
     fn noun(self) -> &'static str {
         "lock"
     }
+
+    fn metric_label(self) -> &'static str {
+        self.as_str()
+    }
 }
 
 impl fmt::Display for LockKind {
@@ -80,6 +90,13 @@ impl HoldKind for RwMode {
         match self {
             RwMode::Read => "read lock",
             RwMode::Write => "write lock",
+        }
+    }
+
+    fn metric_label(self) -> &'static str {
+        match self {
+            RwMode::Read => "read",
+            RwMode::Write => "write",
         }
     }
 }

@@ -9,6 +9,8 @@ use std::sync::{Arc, OnceLock};
 use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant};
 
+use crate::metrics::Subject;
+
 /// Why a hold stopped being held without its owner releasing it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -23,6 +25,20 @@ pub enum LostReason {
     SessionEnded(String),
     /// The client that held the lock was closed or dropped.
     ClientClosed,
+}
+
+impl LostReason {
+    /// A stable snake-case name, for metrics labels and log fields
+    /// (`polylock::metrics::LOST_REASONS`).
+    pub fn label(&self) -> &'static str {
+        match self {
+            LostReason::LeaseExpired => "lease_expired",
+            LostReason::Taken => "taken",
+            LostReason::RenewalFailed(_) => "renewal_failed",
+            LostReason::SessionEnded(_) => "session_ended",
+            LostReason::ClientClosed => "client_closed",
+        }
+    }
 }
 
 impl fmt::Display for LostReason {
@@ -45,18 +61,34 @@ struct Latch {
     /// When an explicit lease runs out. The hold is lost from then on, and whoever looks
     /// first records it: a timer task per hold would cost a spawn and an abort per lock+unlock.
     lease_end: OnceLock<Instant>,
+    /// What the hold is of, for the loss's event and count (none for latches made outside
+    /// the engine).
+    subject: Option<Arc<Subject>>,
 }
 
 impl Latch {
     fn mark(&self, reason: LostReason) {
+        let mut first = None;
         self.reason.send_if_modified(|current| {
             if current.is_none() {
+                first = Some((reason.label(), reason.to_string()));
                 *current = Some(reason);
                 true
             } else {
                 false
             }
         });
+        // The one place every loss passes, whoever found it (watchdog, lease, session, close).
+        if let (Some((label, why)), Some(subject)) = (first, &self.subject) {
+            subject.series.lost(label);
+            if label == "client_closed" {
+                tracing::debug!(op = "lost", name = %subject.name, backend = %subject.backend, kind = subject.kind,
+                    reason = label, detail = %why, "hold given up as its client closed");
+            } else {
+                tracing::warn!(op = "lost", name = %subject.name, backend = %subject.backend, kind = subject.kind,
+                    reason = label, detail = %why, "hold lost");
+            }
+        }
     }
 
     /// Record a lease that has run out, so that it wins over any later reason.
@@ -81,10 +113,16 @@ pub struct LostNotifier(Arc<Latch>);
 pub struct LostWatch(Arc<Latch>);
 
 pub(crate) fn lost_latch() -> (LostNotifier, LostWatch) {
+    lost_latch_of(None)
+}
+
+/// A latch whose loss is logged and counted under `subject`.
+pub(crate) fn lost_latch_of(subject: Option<Arc<Subject>>) -> (LostNotifier, LostWatch) {
     let latch = Arc::new(Latch {
         reason: watch::Sender::new(None),
         suspended: AtomicBool::new(false),
         lease_end: OnceLock::new(),
+        subject,
     });
     (LostNotifier(latch.clone()), LostWatch(latch))
 }
@@ -117,6 +155,11 @@ impl LostNotifier {
     /// the session intact (Curator's RECONNECTED). A session that ends marks the hold lost.
     pub fn set_suspended(&self, suspended: bool) {
         self.0.suspended.store(suspended, Ordering::SeqCst);
+    }
+
+    /// What the hold is of, when the engine made the latch.
+    pub(crate) fn subject(&self) -> Option<&Arc<Subject>> {
+        self.0.subject.as_ref()
     }
 }
 

@@ -33,7 +33,7 @@ pub use kind::{HoldKind, LockKind, Permits, RwMode};
 #[cfg(test)]
 pub(crate) use latch::contract as latch_contract;
 pub use latch::LatchStore;
-pub(crate) use lost::lost_latch;
+pub(crate) use lost::{lost_latch, lost_latch_of};
 pub use lost::{LostNotifier, LostReason, LostWatch};
 pub use plain_permits::PlainPermitStore;
 #[cfg(test)]

@@ -213,6 +213,8 @@ impl HoldStore for EtcdBackend {
                     // A member died or a leader is being elected: try again until the deadline
                     // (a try-once acquisition reports the error). A lasting outage ends the
                     // session, and starting a new one then fails with the error.
+                    tracing::info!(op = "retry", backend = "etcd", name = %request.key, error = %err.message(),
+                        "etcd could not be reached (a member down, a leader election?): trying another member");
                     let retry_at = Instant::now() + pause;
                     if request.deadline.is_some_and(|d| d <= retry_at) {
                         return Err(err);

@@ -84,7 +84,13 @@ impl Link {
             // The connection was found closed as the script was written (the server restarted
             // or dropped us since the last command): it never reached the server, and the
             // connection manager reconnects now, so sending it once more is safe.
-            Err(err) if never_sent(&err) => run().await,
+            Err(err) if never_sent(&err) => {
+                let scheme = scheme_of(&self.endpoint.redacted);
+                crate::metrics::reconnected(scheme);
+                tracing::info!(op = "reconnect", backend = scheme, url = %self.endpoint.redacted,
+                    "the Redis connection was found closed; sending the script again on a new one");
+                run().await
+            }
             other => other,
         };
         match result {
@@ -137,6 +143,10 @@ impl Link {
         }
         let client = sentinel.async_get_client().await.map_err(|e| map_error(&self.endpoint, e))?;
         let connected = connect_single(&self.endpoint, client, &self.push).await?;
+        let scheme = scheme_of(&self.endpoint.redacted);
+        crate::metrics::failed_over(scheme);
+        tracing::warn!(op = "failover", backend = scheme, url = %self.endpoint.redacted,
+            "Redis Sentinel named a master again; now talking to it");
         *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(connected);
         // Waiters re-subscribe when they next wait; tell them their channels went quiet.
         let _ = self.push.send(PushInfo { kind: redis::PushKind::Disconnection, data: vec![] });
@@ -281,6 +291,11 @@ async fn server_major_version(connected: &Connected) -> u32 {
 /// Whether a command failed before any of it reached the server: the write found the
 /// connection closed (EPIPE) or not connected. redis-rs keeps the io::Error private, so its
 /// message is what tells.
+/// The scheme of a redacted URL, as metrics label the backend.
+fn scheme_of(redacted: &str) -> &str {
+    redacted.split_once("://").map_or("redis", |(scheme, _)| scheme)
+}
+
 fn never_sent(err: &RedisError) -> bool {
     let text = err.to_string().to_ascii_lowercase();
     err.is_io_error() && (text.contains("broken pipe") || text.contains("not connected"))

@@ -66,10 +66,19 @@ impl Registry {
         }
         match state {
             zk::SessionState::Disconnected => {
+                if !inner.suspended {
+                    tracing::warn!(op = "disconnect", backend = "zk", session = %id, holds = inner.holds.len(),
+                        "ZooKeeper connection lost; holds suspended until the session reconnects or expires");
+                }
                 inner.suspended = true;
                 inner.holds.values().for_each(|n| n.set_suspended(true));
             }
             zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
+                if inner.suspended {
+                    crate::metrics::reconnected("zk");
+                    tracing::info!(op = "reconnect", backend = "zk", session = %id, holds = inner.holds.len(),
+                        "ZooKeeper session reconnected; its holds are intact");
+                }
                 inner.suspended = false;
                 inner.holds.values().for_each(|n| n.set_suspended(false));
             }
@@ -83,6 +92,8 @@ impl Registry {
                     notifier.set_suspended(false);
                     notifier.mark(LostReason::SessionEnded(why.clone()));
                 }
+                tracing::warn!(op = "session_ended", backend = "zk", session = %id, detail = %why,
+                    "ZooKeeper session ended; its holds are lost");
                 inner.ended = Some(why);
             }
         }
