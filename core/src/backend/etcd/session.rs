@@ -46,7 +46,11 @@ static NEXT_HOLD_ID: AtomicU64 = AtomicU64::new(1);
 /// again: with several members, the client's balancer may have picked one that is down, and
 /// the next call goes to another (a client given three members must connect while one of
 /// them is stopped).
-async fn grant_lease(client: &Client, ttl_secs: i64, call_timeout: Duration) -> Result<etcd_client::LeaseGrantResponse> {
+async fn grant_lease(
+    client: &Client,
+    ttl_secs: i64,
+    call_timeout: Duration,
+) -> Result<etcd_client::LeaseGrantResponse> {
     let deadline = Instant::now() + call_timeout;
     let mut pause = RETRY_MIN;
     loop {
