@@ -36,6 +36,17 @@ impl ConnectUrl {
                 redact(text)
             ))
         })?;
+        // RFC 3986's scheme characters: a '://' inside an option's value (`?ca=file:///…`) of a
+        // text without a scheme must not turn user info and password into a "scheme" that an
+        // error message would then quote.
+        let is_scheme = scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+            && scheme.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+        if !is_scheme {
+            return Err(Error::invalid_argument(format!(
+                "'{}' is not a polylock URL; expected scheme://..., such as sqlite://polylock.db or redis://localhost:6379",
+                redact(text)
+            )));
+        }
         let (target, query) = match rest.split_once('?') {
             Some((target, query)) => (target, query),
             None => (rest, ""),
@@ -111,18 +122,17 @@ pub fn redact(url: &str) -> String {
         None => (url, None),
     };
     let mut out = match head.split_once("://") {
-        Some((scheme, rest)) => {
-            let authority_end = rest.find('/').unwrap_or(rest.len());
-            let (authority, path) = rest.split_at(authority_end);
-            let authority = match authority.rsplit_once('@') {
-                Some((userinfo, hosts)) => match userinfo.split_once(':') {
-                    Some((user, _password)) => format!("{user}:***@{hosts}"),
-                    None => format!("{userinfo}@{hosts}"),
-                },
-                None => authority.to_string(),
-            };
-            format!("{scheme}://{authority}{path}")
-        }
+        // The user info runs to the last '@' before the query, as the backends read it, even
+        // across a '/': a raw '/' in a password (base64 has them) must not end the authority
+        // here while the backend still takes it as part of the password. A path holding an
+        // '@' after a ':' is over-hidden, the safe direction.
+        Some((scheme, rest)) => match rest.rsplit_once('@') {
+            Some((userinfo, after)) => match userinfo.split_once(':') {
+                Some((user, _password)) => format!("{scheme}://{user}:***@{after}"),
+                None => format!("{scheme}://{userinfo}@{after}"),
+            },
+            None => format!("{scheme}://{rest}"),
+        },
         // Not a URL at all; still never echo what might be a password.
         None => match head.rsplit_once('@') {
             Some((_, hosts)) => format!("***@{hosts}"),
@@ -151,6 +161,24 @@ fn is_secret_option(key: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slash_in_a_password_is_hidden_too() {
+        for url in ["redis://app:ab/cd1234@127.0.0.1:1/0", "etcd://u:x/y/z@127.0.0.1:2379,127.0.0.1:2380"] {
+            let shown = redact(url);
+            assert!(!shown.contains("cd1234") && !shown.contains("x/y/z"), "{shown}");
+            assert!(shown.contains(":***@127.0.0.1"), "{shown}");
+        }
+        assert_eq!(redact("sqlite:///tmp/a@b.db"), "sqlite:///tmp/a@b.db");
+    }
+
+    #[test]
+    fn a_scheme_is_letters_digits_and_plus_minus_dot() {
+        let err = ConnectUrl::parse("app:s3cret@db:5432/locks?ca=file:///etc/ca.pem").unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
+        assert!(!err.to_string().contains("s3cret"), "{err}");
+        assert_eq!(ConnectUrl::parse("redis+sentinel://h:1/m").unwrap().scheme(), "redis+sentinel");
+    }
 
     #[test]
     fn splits_scheme_target_and_options() {

@@ -228,7 +228,7 @@ impl Election {
             term,
             value,
             (notifier.clone(), lost),
-            Backing::Leased { guard: Mutex::new(Some(guard)), versions, record_key },
+            Backing::Leased { guard: Mutex::new(Some(guard)), lock_lost: granted.lost.clone(), versions, record_key },
         );
         // The lock's lost latch is the leadership's: pass its reason on.
         let stop = leadership.inner.stop.clone();
@@ -311,8 +311,18 @@ impl RenewNative {
 
 /// What keeps a leadership in the store.
 enum Backing {
-    Native { store: Arc<dyn ElectionStore>, held: Arc<HeldLeadership> },
-    Leased { guard: Mutex<Option<Guard>>, versions: Arc<dyn VersionStore>, record_key: String },
+    Native {
+        store: Arc<dyn ElectionStore>,
+        held: Arc<HeldLeadership>,
+    },
+    /// `lock_lost` is the lock's own latch: read directly as well as passed on by a task,
+    /// since a client that closes marks it at once, while that task may never run again.
+    Leased {
+        guard: Mutex<Option<Guard>>,
+        lock_lost: LostWatch,
+        versions: Arc<dyn VersionStore>,
+        record_key: String,
+    },
 }
 
 /// One won campaign: the proof of leading, for one term. Cheap to clone; clones share it.
@@ -393,17 +403,20 @@ impl Leadership {
 
     /// True until it is resigned or lost; once false, never true again.
     pub fn is_leader(&self) -> bool {
-        !self.inner.resigned.load(Ordering::SeqCst) && !self.inner.lost.is_lost()
+        !self.inner.resigned.load(Ordering::SeqCst) && !self.is_lost()
     }
 
     /// Whether the store no longer has this leader (lease passed, session ended, taken).
     pub fn is_lost(&self) -> bool {
-        self.inner.lost.is_lost()
+        self.lost_reason().is_some()
     }
 
     /// Why it was lost, if it was.
     pub fn lost_reason(&self) -> Option<LostReason> {
-        self.inner.lost.reason()
+        self.inner.lost.reason().or_else(|| match &self.inner.backing {
+            Backing::Leased { lock_lost, .. } => lock_lost.reason(),
+            Backing::Native { .. } => None,
+        })
     }
 
     /// The lost latch: awaitable, cheap to clone.
@@ -445,7 +458,7 @@ impl Leadership {
         let was_lost = self.inner.lost.is_lost();
         let gone = match &self.inner.backing {
             Backing::Native { store, held } => store.resign(held).await? == Release::Gone,
-            Backing::Leased { guard, versions, record_key } => {
+            Backing::Leased { guard, versions, record_key, .. } => {
                 remove_record(versions.as_ref(), record_key, self.inner.term).await?;
                 let guard = guard.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
                 match guard {
@@ -471,14 +484,14 @@ impl Leadership {
                 self.inner.name, self.inner.term
             )));
         }
-        if self.inner.lost.is_lost() {
+        if self.is_lost() {
             return Err(self.lost_error());
         }
         Ok(())
     }
 
     fn lost_error(&self) -> Error {
-        let why = self.inner.lost.reason().map(|reason| format!(": {reason}")).unwrap_or_default();
+        let why = self.lost_reason().map(|reason| format!(": {reason}")).unwrap_or_default();
         Error::lost(format!("election '{}': leadership of term {} was lost{why}", self.inner.name, self.inner.term))
     }
 }
