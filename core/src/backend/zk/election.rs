@@ -357,9 +357,15 @@ async fn watch_leader_node(leadership: std::sync::Weak<ZkLeadership>) {
         drop(current);
         let Ok(client) = session.client() else { return };
         let watched = client.check_and_watch_stat(&node).await;
+        // Not held across the wait: the client's last clone going away is what closes the
+        // session when the backend closes.
+        drop(client);
         let gone = match watched {
             Ok((Some(stat), watcher)) if stat.ephemeral_owner == session.id.0 => {
-                let event = watcher.changed().await;
+                let event = tokio::select! {
+                    event = watcher.changed() => event,
+                    _ = session.closed.cancelled() => return,
+                };
                 if event.event_type != zk::EventType::NodeDeleted {
                     continue; // a proclaim, or a session event: look again
                 }

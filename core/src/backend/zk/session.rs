@@ -38,6 +38,10 @@ pub(super) struct Session {
     /// Waiters in this session, by the node each waits behind (see backend/successors.rs).
     pub successors: Arc<Successors<String>>,
     monitor: AbortHandle,
+    /// Cancelled by `close`: tasks that wait on a watch while the session lives (a leader's
+    /// node watch) stop then, so that no clone of the client outlives the close and keeps
+    /// the session, and its ephemeral nodes, alive until it times out.
+    pub closed: CancellationToken,
 }
 
 /// The notifiers of the holds made in one session, and how the session stands.
@@ -181,6 +185,7 @@ impl Session {
             registry,
             successors: Arc::default(),
             monitor: monitor.abort_handle(),
+            closed: CancellationToken::new(),
         }))
     }
 
@@ -240,6 +245,7 @@ impl Session {
 
     /// Close the session: ZooKeeper deletes its ephemeral nodes at once.
     pub fn close(&self) {
+        self.closed.cancel();
         self.client.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
 }
