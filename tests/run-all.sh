@@ -62,6 +62,12 @@ on_exit() {
     print_stage_times
     printf '\nFAILED (exit %s) during: %s\n' "$status" "$failed"
   fi
+  # A fault suite still running in the background stops and cleans up its servers and rules.
+  if [[ -n "${faults_pid:-}" ]]; then
+    kill "$faults_pid" 2>/dev/null || true
+    wait "$faults_pid" 2>/dev/null || true
+    cat "$faults_log" 2>/dev/null || true
+  fi
   if [[ "${POLYLOCK_KEEP_SERVICES:-0}" != 1 ]]; then
     tests/services/services.sh stop >/dev/null 2>&1 || true
   fi
@@ -92,6 +98,20 @@ npm ci --prefix tests/interop/redlock --no-audit --no-fund
 step "Rust suites (core, id, cli, bench), against every server"
 cargo test --workspace --locked --release
 
+step "fault-injection suite, started in the background (tests/faults; joined before the benchmarks)"
+# Real `polylock run` processes against real servers, checked by a ledger: paused and killed
+# holders, 32x20 holds, private servers restarted, partitioned (iptables on 127.0.0.2) and
+# 3-member clusters with the leader killed. It mostly waits out leases, and its private
+# servers use ports of their own, so it runs beside the binding suites instead of adding its
+# ~9 minutes to the run. The CLI it drives was built by the Rust suites above.
+command -v iptables >/dev/null ||
+  DEBIAN_FRONTEND=noninteractive apt-get -q -y --no-install-recommends install iptables >/dev/null
+cargo build --release --locked -q -p polylock-cli
+faults_log="${TMPDIR:-/tmp}/polylock-faults.$$.log"
+faults_started=$(date +%s)
+POLYLOCK_CLI="$CARGO_TARGET_DIR/release/polylock" tests/faults/run.sh >"$faults_log" 2>&1 &
+faults_pid=$!
+
 step "Python binding (pytest, every landed backend)"
 bindings-python/run-tests.sh
 
@@ -103,6 +123,15 @@ POLYLOCK_WASM_CROSS_CHECK=all bindings-wasm/run-tests.sh
 
 step "C binding (header check, ctest, valgrind)"
 bindings-c/run-tests.sh
+
+step "fuzz targets, bounded (URL parser, durations, C API argument handling; fuzz/run.sh --quick)"
+# fuzz/ is a workspace of its own: format and lint it here. The stable runner replays the
+# committed crash cases and seeds, then deterministic mutations, ~25 s a target; the long
+# coverage-guided run (cargo fuzz) is local: fuzz/README.md.
+(cd fuzz && cargo fmt -p polylock-fuzz -- --check)
+(cd fuzz && CARGO_TARGET_DIR="$HOME/.cache/polylock/target-fuzz" \
+  cargo clippy -p polylock-fuzz --all-targets --no-default-features --locked --release -- -D warnings)
+fuzz/run.sh --quick
 
 step "JVM binding (JUnit via Maven, every landed backend, real Redisson)"
 bindings-jvm/run-tests.sh
@@ -121,11 +150,24 @@ step "release artifacts (release/build.sh into dist/, reusing the builds above; 
 release/build.sh
 tests/release/run-tests.sh
 
+step "fault-injection suite (joined; it ran beside the stages since the Rust suites)"
+faults_status=0
+wait "$faults_pid" || faults_status=$?
+faults_pid=""
+cat "$faults_log"
+printf 'fault-injection suite: %.1f min beside the other stages, exit %s\n' \
+  "$(awk -v s="$(( $(date +%s) - faults_started ))" 'BEGIN { print s / 60 }')" "$faults_status"
+[[ $faults_status == 0 ]] || { echo "the fault-injection suite failed (above)" >&2; exit 1; }
+
 step "benchmarks, quick smoke run (figures, not assertions)"
 cargo run --release --locked -q -p polylock-bench -- all --quick
 # Python read locks beside Rust's (issue 17: within 2x), the Rust figure from the bench above.
 "${POLYLOCK_PY_VENV:-$HOME/.cache/polylock/py-venv}/bin/python" bench/python/bench_rw_redis.py --seconds 1 \
   --rust-binary "${CARGO_TARGET_DIR:-target}/release/polylock-bench"
+# Python UUIDv7 and ULID beside the ecosystem's own (issue 19), peers pinned beside the script.
+"${POLYLOCK_PY_VENV:-$HOME/.cache/polylock/py-venv}/bin/pip" install --quiet --disable-pip-version-check \
+  -r bench/python/requirements-ids.txt
+"${POLYLOCK_PY_VENV:-$HOME/.cache/polylock/py-venv}/bin/python" bench/python/bench_ids.py --seconds 0.3
 node bindings-node/bench/bench.mjs --quick
 node bindings-wasm/bench/bench.mjs --quick
 bindings-jvm/bench/bench.sh --quick
