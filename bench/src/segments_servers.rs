@@ -196,6 +196,9 @@ fn sqlite_file(dir: &Path) -> Result<PathBuf> {
     Ok(path)
 }
 
+/// A server backend: its name, the variable with its URL, and how its load is read.
+type ServerBackend = (&'static str, &'static str, fn(String) -> Load);
+
 /// The backends: mem:// and SQLite always, a server when its `POLYLOCK_TEST_*_URL` is
 /// exported (else a line says it is skipped).
 fn backends(dir: &Path) -> Result<Vec<Backend>> {
@@ -204,7 +207,7 @@ fn backends(dir: &Path) -> Result<Vec<Backend>> {
         Backend { name: "mem", url: "mem://bench-segments".into(), load: Load::None },
         Backend { name: "sqlite", url: format!("sqlite://{}", sqlite.display()), load: Load::Sqlite(sqlite) },
     ];
-    let servers: [(&'static str, &str, fn(String) -> Load); 3] = [
+    let servers: [ServerBackend; 3] = [
         ("postgres", "POLYLOCK_TEST_POSTGRES_URL", Load::Postgres),
         ("mysql", "POLYLOCK_TEST_MARIADB_URL", Load::MySql),
         ("redis", "POLYLOCK_TEST_REDIS_URL", Load::Redis),
