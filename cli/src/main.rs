@@ -100,5 +100,9 @@ fn main() -> ExitCode {
             Command::ServeMetrics(args) => serve_metrics::serve_metrics(&url, args).await,
         }
     });
+    // Not a plain drop, which waits for every task still on the blocking pool: cut off from
+    // the server (a partition), a connection's last I/O can keep one there for many seconds
+    // after the client closed, and the command has ended already.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
     ExitCode::from(code)
 }

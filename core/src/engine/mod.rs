@@ -69,8 +69,12 @@ pub(crate) struct Engine {
     acquisitions: TaskTracker,
 }
 
-/// How long `close` waits for acquisitions under way to settle.
+/// How long `close` may take in all: settling acquisitions under way, giving holds back and
+/// closing the backend (see `STORE_CLOSE_MIN`).
 const CLOSE_WAIT: Duration = Duration::from_secs(5);
+/// The least time closing the backend gets (revoking an etcd session, closing pools), even
+/// when settling acquisitions used up `CLOSE_WAIT`.
+const STORE_CLOSE_MIN: Duration = Duration::from_secs(1);
 
 impl Engine {
     /// Start the engine of a freshly connected client; its watchdog sweep runs until the
@@ -235,14 +239,17 @@ impl Engine {
         self.closing.cancel();
         // An acquisition that was already talking to the store may still take its hold; let
         // each one record it (drained below) or give it back, while the backend is open.
+        // One budget for the whole close: cut off from the server (a partition), each step
+        // would wait for the network, and `polylock run` must still exit soon after its
+        // command. Closing the backend gets a short minimum even when the budget is spent.
+        let deadline = tokio::time::Instant::now() + CLOSE_WAIT;
         self.acquisitions.close();
-        let _ = tokio::time::timeout(CLOSE_WAIT, self.acquisitions.wait()).await;
+        let _ = tokio::time::timeout_at(deadline, self.acquisitions.wait()).await;
         surrender_all(&self.locks).await;
         surrender_all(&self.rw_locks).await;
         surrender_all(&self.semaphores).await;
-        // Bounded too: closing connections to a server that cannot be reached (a partition)
-        // waits for the network otherwise.
-        let _ = tokio::time::timeout(CLOSE_WAIT, self.store.close()).await;
+        let store_deadline = deadline.max(tokio::time::Instant::now() + STORE_CLOSE_MIN);
+        let _ = tokio::time::timeout_at(store_deadline, self.store.close()).await;
     }
 
     /// Every sixth of the watchdog lease, start the watchdogs of the holds that still need
