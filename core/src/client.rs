@@ -51,7 +51,11 @@ impl Client {
             Err(_) => (url.split_once("://").map_or("invalid", |(s, _)| s).to_string(), String::new()),
         };
         let span = tracing::debug_span!("connect", backend = %scheme, url = %shown);
-        let connected = Self::connect_inner(url).instrument(span).await;
+        // A backend may quote part of the URL as it split it; whatever redaction hides never shows.
+        let connected = Self::connect_inner(url)
+            .instrument(span)
+            .await
+            .map_err(|err| err.without_secrets(&crate::url::secrets(url)));
         crate::metrics::connected(&scheme, connected.is_ok());
         let elapsed_ms = crate::metrics::millis(started.elapsed());
         match &connected {

@@ -225,6 +225,21 @@ impl Error {
     }
 }
 
+impl Error {
+    /// The same error with every secret of at least 3 characters replaced by `***` in its
+    /// text, cause chain included (folded into the message then): the last guard for a
+    /// message that quotes part of a URL as a backend split it (see `url::secrets`).
+    pub(crate) fn without_secrets(self, secrets: &[String]) -> Self {
+        let secrets: Vec<&str> = secrets.iter().map(String::as_str).filter(|s| s.chars().count() >= 3).collect();
+        let text = self.to_string();
+        if !secrets.iter().any(|secret| text.contains(secret)) {
+            return self;
+        }
+        let message = secrets.iter().fold(text, |text, secret| text.replace(secret, "***"));
+        Error { kind: self.kind, message, source: None, details: self.details }
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The whole cause chain on one line: what bindings show to their users.

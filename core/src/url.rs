@@ -153,6 +153,35 @@ pub fn redact(url: &str) -> String {
     out
 }
 
+/// What `redact` hides in `url`, as written and percent-decoded: the password (up to the
+/// last '@'), or all before the '@' of a text that is no URL, and secret options' values.
+pub(crate) fn secrets(url: &str) -> Vec<String> {
+    let (head, query) = url.split_once('?').unwrap_or((url, ""));
+    let mut found = Vec::new();
+    let hidden = match head.split_once("://") {
+        Some((_, rest)) => rest.rsplit_once('@').and_then(|(userinfo, _)| userinfo.split_once(':')).map(|(_, p)| p),
+        None => head.rsplit_once('@').map(|(before, _)| before),
+    };
+    found.extend(hidden.map(str::to_string));
+    for pair in query.split('&') {
+        if let Some((key, value)) = pair.split_once('=') {
+            if is_secret_option(key) {
+                found.push(value.to_string());
+            }
+        }
+    }
+    let decoded: Vec<String> = found
+        .iter()
+        .filter_map(|text| {
+            let query = format!("x={}", text.replace('+', "%2B"));
+            form_urlencoded::parse(query.as_bytes()).next().map(|(_, value)| value.into_owned())
+        })
+        .collect();
+    found.extend(decoded);
+    found.retain(|secret| !secret.is_empty());
+    found
+}
+
 fn is_secret_option(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
     ["password", "passwd", "pass", "secret", "token", "auth"].iter().any(|s| key.contains(s))
@@ -161,6 +190,17 @@ fn is_secret_option(key: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secrets_are_what_redaction_hides() {
+        let found = secrets("redis://app:ab%2Fcd1@h:1/0?auth_token=t0k3n&lease=5s");
+        assert!(found.contains(&"ab%2Fcd1".to_string()) && found.contains(&"ab/cd1".to_string()), "{found:?}");
+        assert!(found.contains(&"t0k3n".to_string()) && !found.iter().any(|s| s == "5s"), "{found:?}");
+        // A backend that splits at the first '/' may quote the password in a part it names.
+        let found = secrets("rediss://s/ser:pw4321@127.0.0.1:1");
+        let err = Error::invalid_argument("'ser:pw4321@127.0.0.1:1' is not a database number").without_secrets(&found);
+        assert_eq!(err.to_string(), "'ser:***@127.0.0.1:1' is not a database number");
+    }
 
     #[test]
     fn a_slash_in_a_password_is_hidden_too() {
