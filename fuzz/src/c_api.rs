@@ -81,7 +81,7 @@ fn some<T>(r: &mut Reader, items: &[*mut T]) -> *mut T {
 
 /// An out-pointer: NULL now and then, else `slot`.
 fn out<T>(r: &mut Reader, slot: &mut T) -> *mut T {
-    if r.u8() % 8 == 0 {
+    if r.u8().is_multiple_of(8) {
         null_mut()
     } else {
         slot
@@ -217,12 +217,15 @@ impl Session {
                     let status = if r.bool() {
                         polylock_client_lock(client, n.ptr(), target)
                     } else {
-                        let kind =
-                            if r.u8() % 4 == 0 { CText::of(r.chunk(12)) } else { CText::of(r.pick(&KINDS).as_bytes()) };
+                        let kind = if r.u8().is_multiple_of(4) {
+                            CText::of(r.chunk(12))
+                        } else {
+                            CText::of(r.pick(&KINDS).as_bytes())
+                        };
                         polylock_client_lock_kind(
                             client,
                             n.ptr(),
-                            if r.u8() % 8 == 0 { null() } else { kind.ptr() },
+                            if r.u8().is_multiple_of(8) { null() } else { kind.ptr() },
                             target,
                         )
                     };
@@ -299,7 +302,7 @@ impl Session {
                 14 => {
                     let size = usize::from(r.u8() % 64);
                     let mut buf = vec![0 as c_char; size];
-                    let ptr = if r.u8() % 8 == 0 { null_mut() } else { buf.as_mut_ptr() };
+                    let ptr = if r.u8().is_multiple_of(8) { null_mut() } else { buf.as_mut_ptr() };
                     let status = if r.bool() { polylock_uuid7(ptr, size) } else { polylock_ulid(ptr, size) };
                     if check(status, "polylock_uuid7/ulid") && size > 0 && !ptr.is_null() {
                         assert!(buf.contains(&0), "an ID written without its NUL into {size} bytes");
@@ -314,7 +317,7 @@ impl Session {
                 16 => self.hold(r),
                 17 => {
                     let mut details = MaybeUninit::<polylock_error_details>::zeroed();
-                    let target = if r.u8() % 8 == 0 { null_mut() } else { details.as_mut_ptr() };
+                    let target = if r.u8().is_multiple_of(8) { null_mut() } else { details.as_mut_ptr() };
                     if check(polylock_last_error_details(target), "polylock_last_error_details") && !target.is_null() {
                         polylock_bytes_free(&mut (*target).current_value);
                     }
@@ -331,7 +334,7 @@ impl Session {
         if r.bool() {
             let names: Vec<CText> = (0..r.u8() % 5).map(|_| name(r)).collect();
             let ptrs: Vec<*const c_char> = names.iter().map(CText::ptr).collect();
-            let array = if r.u8() % 8 == 0 { null() } else { ptrs.as_ptr() };
+            let array = if r.u8().is_multiple_of(8) { null() } else { ptrs.as_ptr() };
             let mut multi = null_mut();
             let target = out(r, &mut multi);
             if check(polylock_client_multi_lock(client, array, ptrs.len(), target), "polylock_client_multi_lock")
@@ -388,7 +391,7 @@ impl Session {
             }
             1 => {
                 let mut got = MaybeUninit::<polylock_versioned>::zeroed();
-                let target = if r.u8() % 8 == 0 { null_mut() } else { got.as_mut_ptr() };
+                let target = if r.u8().is_multiple_of(8) { null_mut() } else { got.as_mut_ptr() };
                 if check(polylock_value_get(value, target), "polylock_value_get") && !target.is_null() {
                     polylock_bytes_free(&mut (*target).value);
                 }
@@ -433,9 +436,9 @@ impl Session {
             }
             1 => {
                 let (idem, key, fp) = (some(r, &self.idempotencies), name(r), r.chunk(40));
-                let (ptr, len) = if r.u8() % 8 == 0 { (null(), fp.len()) } else { (fp.as_ptr(), fp.len()) };
+                let (ptr, len) = if r.u8().is_multiple_of(8) { (null(), fp.len()) } else { (fp.as_ptr(), fp.len()) };
                 let mut begin = MaybeUninit::<polylock_begin>::zeroed();
-                let target = if r.u8() % 8 == 0 { null_mut() } else { begin.as_mut_ptr() };
+                let target = if r.u8().is_multiple_of(8) { null_mut() } else { begin.as_mut_ptr() };
                 if check(polylock_idempotency_begin(idem, key.ptr(), ptr, len, target), "polylock_idempotency_begin")
                     && !target.is_null()
                 {
@@ -450,7 +453,8 @@ impl Session {
                 let ticket = some(r, &self.tickets);
                 let mut token = 0u64;
                 let data = r.chunk(40);
-                let (ptr, len) = if r.u8() % 8 == 0 { (null(), data.len()) } else { (data.as_ptr(), data.len()) };
+                let (ptr, len) =
+                    if r.u8().is_multiple_of(8) { (null(), data.len()) } else { (data.as_ptr(), data.len()) };
                 let status = match r.u8() % 4 {
                     0 => polylock_ticket_token(ticket, out(r, &mut token)),
                     1 => polylock_ticket_complete(ticket, ptr, len),
@@ -464,7 +468,7 @@ impl Session {
 
     unsafe fn codec(r: &mut Reader) {
         let (is_json, data) = (r.bool(), r.chunk(200));
-        let ptr = if r.u8() % 8 == 0 { null() } else { data.as_ptr() };
+        let ptr = if r.u8().is_multiple_of(8) { null() } else { data.as_ptr() };
         let mut bytes = polylock_bytes { data: null_mut(), len: 0 };
         let target = out(r, &mut bytes);
         let status = match r.u8() % 3 {
@@ -497,7 +501,7 @@ impl Session {
         } else {
             let count = usize::from(r.u8() % 65);
             let mut ids = vec![0u64; count];
-            let ptr = if r.u8() % 8 == 0 { null_mut() } else { ids.as_mut_ptr() };
+            let ptr = if r.u8().is_multiple_of(8) { null_mut() } else { ids.as_mut_ptr() };
             check(polylock_segment_next_ids(seg, count, ptr), "polylock_segment_next_ids");
         }
     }
@@ -530,7 +534,7 @@ impl Session {
                 let sf = some(r, &self.leased);
                 let count = usize::from(r.u8() % 65);
                 let mut ids = vec![0u64; count];
-                let ptr = if r.u8() % 8 == 0 { null_mut() } else { ids.as_mut_ptr() };
+                let ptr = if r.u8().is_multiple_of(8) { null_mut() } else { ids.as_mut_ptr() };
                 check(polylock_leased_snowflake_next_ids(sf, count, ptr), "polylock_leased_snowflake_next_ids");
                 check(polylock_leased_snowflake_next(sf, out(r, &mut id)), "polylock_leased_snowflake_next");
             }
@@ -606,7 +610,7 @@ impl Session {
     /// Free one handle now (and forget it), or a NULL one.
     fn free_one(&mut self, r: &mut Reader) {
         fn take<T>(r: &mut Reader, items: &mut Vec<*mut T>) -> *mut T {
-            if items.is_empty() || r.u8() % 4 == 0 {
+            if items.is_empty() || r.u8().is_multiple_of(4) {
                 null_mut()
             } else {
                 let i = usize::from(r.u8()) % items.len();

@@ -9,4 +9,7 @@ pub mod duration;
 pub mod url;
 
 /// The targets by name, as `cargo fuzz` and the corpus folders name them.
-pub const TARGETS: [(&str, fn(&[u8])); 3] = [("url", url::run), ("duration", duration::run), ("c_api", c_api::run)];
+/// A fuzz target: its name and the function that runs one input.
+pub type Target = (&'static str, fn(&[u8]));
+
+pub const TARGETS: [Target; 3] = [("url", url::run), ("duration", duration::run), ("c_api", c_api::run)];
