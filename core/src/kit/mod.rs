@@ -14,11 +14,16 @@
 //! - [`redlock_url`]: the `redlock://` URL of a list of Redis servers;
 //! - [`runtime`]: the one runtime and close policy: worker threads, and how closing gives
 //!   holds back and stops the runtime;
+//! - [`log_bridge`]: the core's `tracing` events handed to the language's own logging, with
+//!   one level switch (`POLYLOCK_LOG`, `DEBUG=polylock`) read the same way everywhere;
+//! - [`metrics_json`]: the metrics snapshot as the one JSON shape every binding hands out;
 //! - the error table is [`crate::ErrorKind::ALL`] with its stable names and numbers.
 
 pub mod cancel;
 pub mod idempotency_codec;
 pub mod ids;
+pub mod log_bridge;
+pub mod metrics_json;
 pub mod owner_ids;
 pub mod redlock_url;
 pub mod runtime;
