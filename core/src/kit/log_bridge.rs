@@ -17,7 +17,7 @@
 use std::cell::Cell;
 use std::fmt::{self, Write as _};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use tracing::field::{Field, Visit};
@@ -178,6 +178,58 @@ pub fn sink_panics() -> u64 {
     SINK_PANICS.load(Relaxed)
 }
 
+/// A sink that writes each record as one line to stderr, `polylock WARN polylock::engine:
+/// hold lost name=... reason=...`: what `POLYLOCK_LOG` turns on where the language has no
+/// logger of its own to route to (Node, C, Ruby before one is set).
+pub fn stderr_sink() -> LogSink {
+    Arc::new(|record: &LogRecord| {
+        let line =
+            format!("polylock {:5} {}: {}\n", record.level.as_str().to_ascii_uppercase(), record.target, record.line());
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
+    })
+}
+
+/// Records kept for a binding that cannot be called from other threads (its runtime must
+/// fetch them on its own thread): a bounded queue that drops the oldest when full and counts
+/// what it dropped. Route to [`LogQueue::sink`], then [`LogQueue::drain`] from the language.
+#[derive(Debug)]
+pub struct LogQueue {
+    records: std::sync::Mutex<std::collections::VecDeque<LogRecord>>,
+    capacity: usize,
+    dropped: AtomicU64,
+}
+
+impl LogQueue {
+    pub fn new(capacity: usize) -> Arc<LogQueue> {
+        Arc::new(LogQueue { records: Default::default(), capacity: capacity.max(1), dropped: AtomicU64::new(0) })
+    }
+
+    /// The sink that fills this queue.
+    pub fn sink(self: &Arc<LogQueue>) -> LogSink {
+        let queue = self.clone();
+        Arc::new(move |record: &LogRecord| {
+            let mut records = queue.records.lock().unwrap_or_else(|e| e.into_inner());
+            if records.len() == queue.capacity {
+                records.pop_front();
+                queue.dropped.fetch_add(1, Relaxed);
+            }
+            records.push_back(record.clone());
+        })
+    }
+
+    /// Take up to `max` records, oldest first.
+    pub fn drain(&self, max: usize) -> Vec<LogRecord> {
+        let mut records = self.records.lock().unwrap_or_else(|e| e.into_inner());
+        let n = max.min(records.len());
+        records.drain(..n).collect()
+    }
+
+    /// Records dropped because the queue was full, since it was made.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Relaxed)
+    }
+}
+
 static LEVEL: AtomicU8 = AtomicU8::new(0);
 static SINK_PANICS: AtomicU64 = AtomicU64::new(0);
 static BRIDGE: OnceLock<Result<Arc<Bridge>, ()>> = OnceLock::new();
@@ -188,10 +240,17 @@ thread_local! {
 }
 
 fn level_of(n: u8) -> Option<LogLevel> {
-    [None, Some(LogLevel::Error), Some(LogLevel::Warn), Some(LogLevel::Info), Some(LogLevel::Debug), Some(LogLevel::Trace)]
-        .get(usize::from(n))
-        .copied()
-        .flatten()
+    [
+        None,
+        Some(LogLevel::Error),
+        Some(LogLevel::Warn),
+        Some(LogLevel::Info),
+        Some(LogLevel::Debug),
+        Some(LogLevel::Trace),
+    ]
+    .get(usize::from(n))
+    .copied()
+    .flatten()
 }
 
 fn bridge() -> Result<Arc<Bridge>, Error> {
@@ -325,6 +384,19 @@ mod tests {
         let json: serde_json::Value = serde_json::from_str(&record.to_json()).unwrap();
         assert_eq!(json["fields"]["error"], "lease ran out");
         assert_eq!(json["level"], "warn");
+    }
+
+    #[test]
+    fn a_full_queue_drops_its_oldest_and_counts_them() {
+        let queue = LogQueue::new(2);
+        let sink = queue.sink();
+        for message in ["a", "b", "c"] {
+            sink(&LogRecord { level: LogLevel::Info, target: "t".into(), message: message.into(), fields: vec![] });
+        }
+        let drained: Vec<String> = queue.drain(10).into_iter().map(|r| r.message).collect();
+        assert_eq!(drained, ["b", "c"]);
+        assert_eq!(queue.dropped(), 1);
+        assert!(queue.drain(10).is_empty());
     }
 
     // The one test that installs the global subscriber (unit tests share a process).
