@@ -1057,6 +1057,7 @@ def main():
         signal.signal(sig, lambda s, f: sys.exit(128 + s))
     failed = 0
     known = 0
+    not_passed = []  # repeated above the summary: a CI log shows its tail
     t_all = now()
     print("faults: run %s, CLI %s, work folder %s" % (RUN_ID, CLI, WORK), flush=True)
     try:
@@ -1082,7 +1083,10 @@ def main():
                 failed += 1
             finally:
                 cleanup()
-            print("%s %-28s %5.1fs  %s" % (verdict, title, now() - t0, figures), flush=True)
+            line = "%s %-28s %5.1fs  %s" % (verdict, title, now() - t0, figures)
+            print(line, flush=True)
+            if verdict in ("FAIL", "KNOWN"):
+                not_passed.append(line)
     except SystemExit:
         print("faults: interrupted; cleaning up its servers, processes and iptables rules", flush=True)
         raise
@@ -1090,6 +1094,8 @@ def main():
         cleanup()
         if not opts.keep and not failed:
             shutil.rmtree(WORK, ignore_errors=True)
+    for line in not_passed:
+        print("faults: not passed: " + line)
     print("faults: %d cases, %d failed, %d known bugs, %.0fs%s" % (len(selected), failed, known, now() - t_all,
                                                   "; ledgers and logs kept in " + WORK if failed or opts.keep else ""))
     return 1 if failed else 0
