@@ -69,12 +69,13 @@ pub(crate) struct Engine {
     acquisitions: TaskTracker,
 }
 
-/// How long `close` may take in all: settling acquisitions under way, giving holds back and
-/// closing the backend (see `STORE_CLOSE_MIN`).
-const CLOSE_WAIT: Duration = Duration::from_secs(5);
-/// The least time closing the backend gets (revoking an etcd session, closing pools), even
-/// when settling acquisitions used up `CLOSE_WAIT`.
-const STORE_CLOSE_MIN: Duration = Duration::from_secs(1);
+/// How long `close` waits for acquisitions under way to record or give back their holds.
+const SETTLE_WAIT: Duration = Duration::from_secs(5);
+/// How long closing the backend may take (revoking an etcd session, closing a ZooKeeper
+/// session or a pool): milliseconds when the server answers; cut off from it (a partition),
+/// the server frees what the client had at its lease or session end anyway, and `polylock
+/// run` must exit soon after its command.
+const STORE_CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 impl Engine {
     /// Start the engine of a freshly connected client; its watchdog sweep runs until the
@@ -239,17 +240,17 @@ impl Engine {
         self.closing.cancel();
         // An acquisition that was already talking to the store may still take its hold; let
         // each one record it (drained below) or give it back, while the backend is open.
-        // One budget for the whole close: cut off from the server (a partition), each step
-        // would wait for the network, and `polylock run` must still exit soon after its
-        // command. Closing the backend gets a short minimum even when the budget is spent.
-        let deadline = tokio::time::Instant::now() + CLOSE_WAIT;
+        // Every step is bounded: cut off from the server (a partition), each would wait for
+        // the network, and `polylock run` must still exit soon after its command. At most
+        // SETTLE_WAIT + GIVE_BACK_WAIT + STORE_CLOSE_WAIT, however many holds there are.
         self.acquisitions.close();
-        let _ = tokio::time::timeout_at(deadline, self.acquisitions.wait()).await;
-        surrender_all(&self.locks).await;
-        surrender_all(&self.rw_locks).await;
-        surrender_all(&self.semaphores).await;
-        let store_deadline = deadline.max(tokio::time::Instant::now() + STORE_CLOSE_MIN);
-        let _ = tokio::time::timeout_at(store_deadline, self.store.close()).await;
+        let _ = tokio::time::timeout(SETTLE_WAIT, self.acquisitions.wait()).await;
+        let mut surrenders = tokio::task::JoinSet::new();
+        surrender_all(&self.locks, &mut surrenders);
+        surrender_all(&self.rw_locks, &mut surrenders);
+        surrender_all(&self.semaphores, &mut surrenders);
+        while surrenders.join_next().await.is_some() {}
+        let _ = tokio::time::timeout(STORE_CLOSE_WAIT, self.store.close()).await;
     }
 
     /// Every sixth of the watchdog lease, start the watchdogs of the holds that still need
@@ -282,10 +283,12 @@ impl Engine {
     }
 }
 
-async fn surrender_all<K: HoldKind>(family: &Family<K>) {
+/// Give back every hold of `family` at once, each bounded by `GIVE_BACK_WAIT`.
+fn surrender_all<K: HoldKind>(family: &Family<K>, surrenders: &mut tokio::task::JoinSet<()>) {
     let Some(store) = &family.store else { return };
     for hold in family.holds.drain() {
-        surrender(store.as_ref(), hold).await;
+        let store = store.clone();
+        surrenders.spawn(async move { surrender(store.as_ref(), hold).await });
     }
 }
 
