@@ -104,5 +104,6 @@ fn main() -> ExitCode {
     // the server (a partition), a connection's last I/O can keep one there for many seconds
     // after the client closed, and the command has ended already.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    tracing::debug!(op = "exit", code, "runtime stopped");
     ExitCode::from(code)
 }

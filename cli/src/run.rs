@@ -67,6 +67,7 @@ pub async fn run(url: &str, args: RunArgs) -> u8 {
     };
     let code = run_locked(&client, args).await;
     client.close().await;
+    tracing::debug!(op = "exit", code, "client closed");
     code
 }
 
