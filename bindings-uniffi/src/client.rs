@@ -159,4 +159,9 @@ impl Client {
     pub fn client_id(&self) -> String {
         self.shared.client().id().to_string()
     }
+
+    /// This client's own counts, in the kit's JSON shape (`metrics_json` for the process's).
+    pub fn metrics_json(&self) -> String {
+        polylock::kit::metrics_json::to_json(&self.shared.client().metrics())
+    }
 }

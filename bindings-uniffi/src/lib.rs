@@ -20,6 +20,7 @@ mod ids;
 mod latch;
 mod lock;
 mod multi_lock;
+mod observe;
 mod options;
 mod semaphore;
 mod shared;

@@ -26,6 +26,8 @@ require_relative 'polylock/multi_lock'
 require_relative 'polylock/id_generators'
 require_relative 'polylock/client'
 require_relative 'polylock/ids'
+require_relative 'polylock/observe'
+require_relative 'polylock/redlock'
 
 module Polylock
   # Connect to the backend `url` names (nil: $POLYLOCK_URL, else sqlite://polylock.db), by the
@@ -43,3 +45,6 @@ module Polylock
     end
   end
 end
+
+# POLYLOCK_LOG=<level> or DEBUG=polylock: the core's events to a Logger on $stderr.
+Polylock::Logging.from_environment

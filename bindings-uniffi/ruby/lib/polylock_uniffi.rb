@@ -353,6 +353,49 @@ private_constant :UniffiHandleMap
     end
   end
 
+  # The Record type LogEntry.
+
+  def self.check_lower_TypeLogEntry(v)
+    
+    
+    
+    
+    RustBuffer.check_lower_SequenceTypeLogField(v.fields)
+  end
+
+  def self.alloc_from_TypeLogEntry(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_TypeLogEntry(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_TypeLogEntry
+    consumeWithStream do |stream|
+      return stream.read_TypeLogEntry
+    end
+  end
+
+  # The Record type LogField.
+
+  def self.check_lower_TypeLogField(v)
+    
+    
+  end
+
+  def self.alloc_from_TypeLogField(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_TypeLogField(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_TypeLogField
+    consumeWithStream do |stream|
+      return stream.read_TypeLogField
+    end
+  end
+
   # The Record type MultiPart.
 
   def self.check_lower_TypeMultiPart(v)
@@ -703,6 +746,48 @@ private_constant :UniffiHandleMap
     end
   end
 
+  # The Sequence<T> type for TypeLogEntry.
+
+  def self.check_lower_SequenceTypeLogEntry(v)
+    v.each do |item|
+      RustBuffer.check_lower_TypeLogEntry(item)
+    end
+  end
+
+  def self.alloc_from_SequenceTypeLogEntry(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_SequenceTypeLogEntry(v)
+      return builder.finalize()
+    end
+  end
+
+  def consume_into_SequenceTypeLogEntry
+    consumeWithStream do |stream|
+      return stream.read_SequenceTypeLogEntry
+    end
+  end
+
+  # The Sequence<T> type for TypeLogField.
+
+  def self.check_lower_SequenceTypeLogField(v)
+    v.each do |item|
+      RustBuffer.check_lower_TypeLogField(item)
+    end
+  end
+
+  def self.alloc_from_SequenceTypeLogField(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_SequenceTypeLogField(v)
+      return builder.finalize()
+    end
+  end
+
+  def consume_into_SequenceTypeLogField
+    consumeWithStream do |stream|
+      return stream.read_SequenceTypeLogField
+    end
+  end
+
   # The Sequence<T> type for TypeMultiPart.
 
   def self.check_lower_SequenceTypeMultiPart(v)
@@ -980,6 +1065,27 @@ class RustBufferStream
     LeaderInfo.new(
       value: read_bytes,
       term: read_u64
+    )
+  end
+
+  # The Record type LogEntry.
+
+  def read_TypeLogEntry
+    LogEntry.new(
+      level: read_string,
+      target: read_string,
+      message: read_string,
+      line: read_string,
+      fields: read_SequenceTypeLogField
+    )
+  end
+
+  # The Record type LogField.
+
+  def read_TypeLogField
+    LogField.new(
+      key: read_string,
+      value: read_string
     )
   end
 
@@ -1297,6 +1403,38 @@ class RustBufferStream
     items
   end
 
+  # The Sequence<T> type for TypeLogEntry.
+
+  def read_SequenceTypeLogEntry
+    count = unpack_from 4, 'l>'
+
+    raise InternalError, 'Unexpected negative sequence length' if count.negative?
+
+    items = []
+
+    count.times do
+      items.append read_TypeLogEntry
+    end
+
+    items
+  end
+
+  # The Sequence<T> type for TypeLogField.
+
+  def read_SequenceTypeLogField
+    count = unpack_from 4, 'l>'
+
+    raise InternalError, 'Unexpected negative sequence length' if count.negative?
+
+    items = []
+
+    count.times do
+      items.append read_TypeLogField
+    end
+
+    items
+  end
+
   # The Sequence<T> type for TypeMultiPart.
 
   def read_SequenceTypeMultiPart
@@ -1555,6 +1693,23 @@ class RustBufferBuilder
     self.write_u64(v.term)
   end
 
+  # The Record type LogEntry.
+
+  def write_TypeLogEntry(v)
+    self.write_string(v.level)
+    self.write_string(v.target)
+    self.write_string(v.message)
+    self.write_string(v.line)
+    self.write_SequenceTypeLogField(v.fields)
+  end
+
+  # The Record type LogField.
+
+  def write_TypeLogField(v)
+    self.write_string(v.key)
+    self.write_string(v.value)
+  end
+
   # The Record type MultiPart.
 
   def write_TypeMultiPart(v)
@@ -1796,6 +1951,26 @@ class RustBufferBuilder
 
     items.each do |item|
       self.write_TypeErrorKindInfo(item)
+    end
+  end
+
+  # The Sequence<T> type for TypeLogEntry.
+
+  def write_SequenceTypeLogEntry(items)
+    pack_into(4, 'l>', items.size)
+
+    items.each do |item|
+      self.write_TypeLogEntry(item)
+    end
+  end
+
+  # The Sequence<T> type for TypeLogField.
+
+  def write_SequenceTypeLogField(items)
+    pack_into(4, 'l>', items.size)
+
+    items.each do |item|
+      self.write_TypeLogField(item)
     end
   end
 
@@ -2386,6 +2561,10 @@ module UniFFILib
     [:uint64, RustBuffer.by_value, RustBuffer.by_value, RustCallStatus.by_ref],
     :uint64
   
+  attach_function :uniffi_polylock_uniffi_fn_method_client_metrics_json,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
   attach_function :uniffi_polylock_uniffi_fn_method_client_multi_lock,
     [:uint64, RustBuffer.by_value, RustCallStatus.by_ref],
     :uint64
@@ -2870,6 +3049,58 @@ module UniFFILib
     [RustCallStatus.by_ref],
     RustBuffer.by_value
   
+  attach_function :uniffi_polylock_uniffi_fn_func_log_drain,
+    [:uint32, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_log_dropped,
+    [RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_log_level,
+    [RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_log_level_from_env,
+    [RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_log_level_name,
+    [RustBuffer.by_value, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_log_set_level,
+    [RustBuffer.by_value, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_log_to_queue,
+    [RustBuffer.by_value, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_log_unroute,
+    [RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_metrics_enabled,
+    [RustCallStatus.by_ref],
+    :int8
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_metrics_json,
+    [RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_prometheus_text,
+    [RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_redlock_url,
+    [RustBuffer.by_value, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_set_metrics_enabled,
+    [:int8, RustCallStatus.by_ref],
+    :void
+  
   attach_function :ffi_polylock_uniffi_rustbuffer_alloc,
     [:uint64, RustCallStatus.by_ref],
     RustBuffer.by_value
@@ -3122,6 +3353,58 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_polylock_uniffi_checksum_func_log_drain,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_log_dropped,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_log_level,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_log_level_from_env,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_log_level_name,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_log_set_level,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_log_to_queue,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_log_unroute,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_metrics_enabled,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_metrics_json,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_prometheus_text,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_redlock_url,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_set_metrics_enabled,
+    [],
+    :uint16
+  
   attach_function :uniffi_polylock_uniffi_checksum_method_client_client_id,
     [],
     :uint16
@@ -3147,6 +3430,10 @@ module UniFFILib
     :uint16
   
   attach_function :uniffi_polylock_uniffi_checksum_method_client_lock,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_client_metrics_json,
     [],
     :uint16
   
@@ -3762,6 +4049,62 @@ class MultiPart
   
 end
   
+  # Record type LogEntry
+class LogEntry
+  attr_reader :level, :target, :message, :line, :fields
+
+  def initialize(level:, target:, message:, line:, fields:)
+    @level = level
+    @target = target
+    @message = message
+    @line = line
+    @fields = fields
+  end
+
+  def ==(other)
+    if @level != other.level
+      return false
+    end
+    if @target != other.target
+      return false
+    end
+    if @message != other.message
+      return false
+    end
+    if @line != other.line
+      return false
+    end
+    if @fields != other.fields
+      return false
+    end
+
+    true
+  end
+  
+end
+  
+  # Record type LogField
+class LogField
+  attr_reader :key, :value
+
+  def initialize(key:, value:)
+    @key = key
+    @value = value
+  end
+
+  def ==(other)
+    if @key != other.key
+      return false
+    end
+    if @value != other.value
+      return false
+    end
+
+    true
+  end
+  
+end
+  
   # Record type AcquireOptions
 class AcquireOptions
   attr_reader :wait_seconds, :lease_seconds
@@ -3963,6 +4306,133 @@ end
 
 
   
+  
+
+def self.log_drain(max)
+    max = ::PolylockUniffi::uniffi_in_range(max, "u32", 0, 2**32)
+    
+    
+  result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_func_log_drain,max)
+  return result.consume_into_SequenceTypeLogEntry
+end
+
+
+  
+  
+
+def self.log_dropped()
+  result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_func_log_dropped,)
+  return result.to_i
+end
+
+
+  
+  
+
+def self.log_level()
+  result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_func_log_level,)
+  return result.consume_into_string
+end
+
+
+  
+  
+
+def self.log_level_from_env()
+  result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_func_log_level_from_env,)
+  return result.consume_into_Optionalstring
+end
+
+
+  
+  
+
+def self.log_level_name(name)
+    name = ::PolylockUniffi::uniffi_utf8(name)
+    
+    
+  result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_func_log_level_name,RustBuffer.alloc_from_string(name))
+  return result.consume_into_string
+end
+
+
+  
+  
+
+def self.log_set_level(level)
+    level = ::PolylockUniffi::uniffi_utf8(level)
+    
+    
+  ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_func_log_set_level,RustBuffer.alloc_from_string(level))
+end
+
+  
+  
+
+def self.log_to_queue(level)
+    level = ::PolylockUniffi::uniffi_utf8(level)
+    
+    
+  ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_func_log_to_queue,RustBuffer.alloc_from_string(level))
+end
+
+  
+  
+
+def self.log_unroute()
+  ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_func_log_unroute,)
+end
+
+  
+  
+
+def self.metrics_enabled()
+  result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_func_metrics_enabled,)
+  return 1 == result
+end
+
+
+  
+  
+
+def self.metrics_json()
+  result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_func_metrics_json,)
+  return result.consume_into_string
+end
+
+
+  
+  
+
+def self.prometheus_text()
+  result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_func_prometheus_text,)
+  return result.consume_into_string
+end
+
+
+  
+  
+
+def self.redlock_url(urls)
+    urls = urls.map { |v| ::PolylockUniffi::uniffi_utf8(v) }
+    RustBuffer.check_lower_Sequencestring(urls)
+    
+  result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_func_redlock_url,RustBuffer.alloc_from_Sequencestring(urls))
+  return result.consume_into_string
+end
+
+
+  
+  
+
+def self.set_metrics_enabled(enabled)
+    enabled = enabled ? true : false
+    
+    
+  ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_func_set_metrics_enabled,(enabled ? 1 : 0))
+end
+
+  
 
   
   class Client
@@ -4062,6 +4532,10 @@ end
         RustBuffer.check_lower_Optionalstring(kind)
     result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_method_client_lock,uniffi_clone_handle(),RustBuffer.alloc_from_string(name),RustBuffer.alloc_from_Optionalstring(kind))
     return Lock.uniffi_lift(result)
+  end
+  def metrics_json()
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_client_metrics_json,uniffi_clone_handle(),)
+    return result.consume_into_string
   end
   def multi_lock(names)
         names = names.map { |v| ::PolylockUniffi::uniffi_utf8(v) }

@@ -78,6 +78,11 @@ module Polylock
       @native.client_id
     end
 
+    # This client's own counts, as a Hash of the shape Polylock.metrics has.
+    def metrics
+      JSON.parse(@native.metrics_json)
+    end
+
     def inspect
       "#<Polylock::Client #{url}>"
     end
