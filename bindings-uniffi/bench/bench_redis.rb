@@ -4,7 +4,10 @@
 #   - polylock (the gem) with its default reentrant lock (Redisson's hash layout, fencing
 #     token, watchdog) and with its token lock (redlock's `SET NX PX` string, fencing token);
 #   - the plain loop a Ruby user would write instead with the redis gem: `SET key token NX PX`,
-#     then a compare-and-delete script (EVALSHA), which is what redlock-rb does on one node.
+#     then a compare-and-delete script (EVALSHA), which is what redlock-rb does on one node;
+#   - the reentrant lock again with Polylock.logger set (to /dev/null) at :warn, where a
+#     successful pair logs nothing, and at :debug, where it logs two records (issue 23: the
+#     rows above run with logging off, the default).
 # Printed as ratios to the plain loop (absolute figures depend on the machine): a timing claim
 # is a ratio measured side by side, never a test threshold.
 #
@@ -56,6 +59,16 @@ Polylock.connect(options[:url]) do |client|
       lock.unlock
     end
   end
+  lock = client.lock("rb-bench-logged-#{SecureRandom.hex(4)}")
+  Polylock.logger = Logger.new(File::NULL)
+  %i[warn debug].each do |level|
+    Polylock.log_level = level
+    results["polylock reentrant lock, Polylock.logger at :#{level}"] = pairs_per_second(options[:seconds]) do
+      lock.lock or raise 'not acquired'
+      lock.unlock
+    end
+  end
+  Polylock.logger = nil
 end
 redis.close
 
