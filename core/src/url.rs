@@ -114,6 +114,31 @@ pub(crate) fn percent_decode(text: &str) -> String {
         .unwrap_or_default()
 }
 
+/// `target` (`user:password@host:port/path`) with the raw '/', '?', '#' and '@' of its user
+/// info percent-escaped, for a backend whose own URL parser ends the user info at the first
+/// of them (sqlx, through the `url` crate): the user info runs to the last '@', as [`redact`]
+/// and every other backend read it, so a base64 password with a '/' connects instead of
+/// being taken for a host and a path.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+pub(crate) fn escape_userinfo(target: &str) -> String {
+    match target.rsplit_once('@') {
+        None => target.to_string(),
+        Some((userinfo, rest)) => {
+            let mut escaped = String::with_capacity(target.len() + 8);
+            for c in userinfo.chars() {
+                match c {
+                    '/' => escaped.push_str("%2F"),
+                    '?' => escaped.push_str("%3F"),
+                    '#' => escaped.push_str("%23"),
+                    '@' => escaped.push_str("%40"),
+                    c => escaped.push(c),
+                }
+            }
+            format!("{escaped}@{rest}")
+        }
+    }
+}
+
 /// Hide the password of a `user:password@host` authority, and the value of any option whose
 /// name says it is a secret.
 pub fn redact(url: &str) -> String {
@@ -189,6 +214,15 @@ fn is_secret_option(key: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    #[test]
+    fn a_userinfo_is_escaped_up_to_its_last_at_sign() {
+        assert_eq!(escape_userinfo("u:pa/ss@word@db:5432/app"), "u:pa%2Fss%40word@db:5432/app");
+        assert_eq!(escape_userinfo("u:p%2F@db/app"), "u:p%2F@db/app");
+        assert_eq!(escape_userinfo("db:5432/app"), "db:5432/app");
+    }
+
     use super::*;
 
     #[test]

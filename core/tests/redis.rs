@@ -717,3 +717,29 @@ async fn a_restart_that_loses_data_keeps_tokens_growing_and_the_client_working()
         b.close().await;
     }
 }
+
+/// A password holding a raw '/' and '@' (base64 passwords have '/') connects: the user info
+/// runs to the last '@', so no part of it is taken for the host or the database number, and
+/// none of it appears in the error of a wrong one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_with_a_raw_slash_and_at_sign_connects() {
+    let mut admin = raw(&redis_url()).await;
+    let user = format!("polylock-slash-{}", std::process::id());
+    let password = "pa/ss@w0rd/7";
+    let _: () = redis::cmd("ACL")
+        .arg(&["SETUSER", &user, "reset", "on", &format!(">{password}"), "~*", "&*", "+@all"])
+        .query_async(&mut admin)
+        .await
+        .unwrap();
+    let hostport = redis_url().trim_start_matches("redis://").trim_end_matches('/').to_string();
+    let url = format!("redis://{user}:{password}@{hostport}/0");
+    let client = Client::connect(&url).await.unwrap();
+    let guard = client.lock(&unique("slash-password")).unwrap().acquire().await.unwrap();
+    guard.release().await.unwrap();
+    client.close().await;
+    let wrong = format!("redis://{user}:wr/ong@pass@{hostport}/0");
+    let err = Client::connect(&wrong).await.err().expect("a wrong password is refused");
+    let text = format!("{err} {err:?}");
+    assert!(!text.contains("wr/ong") && !text.contains("ong@pass"), "{text}");
+    let _: () = redis::cmd("ACL").arg(&["DELUSER", &user]).query_async(&mut admin).await.unwrap();
+}

@@ -55,13 +55,15 @@ impl Endpoint {
         let bad = |why: &str| Error::invalid_argument(format!("{why} in {redacted}"));
 
         let target = url.target().to_string();
-        let (authority, path) = match target.find('/') {
-            Some(i) => (&target[..i], &target[i + 1..]),
-            None => (target.as_str(), ""),
+        // The user info runs to the last '@', as redaction reads it (url::redact): a password
+        // may hold a raw '/' or '@', and must never be taken for the path or the host.
+        let (userinfo, after_userinfo) = match target.rsplit_once('@') {
+            Some((userinfo, rest)) => (Some(userinfo), rest),
+            None => (None, target.as_str()),
         };
-        let (userinfo, hosts) = match authority.rsplit_once('@') {
-            Some((userinfo, hosts)) => (Some(userinfo), hosts),
-            None => (None, authority),
+        let (hosts, path) = match after_userinfo.find('/') {
+            Some(i) => (&after_userinfo[..i], &after_userinfo[i + 1..]),
+            None => (after_userinfo, ""),
         };
         let (username, password) = match userinfo {
             None => (None, None),
@@ -148,6 +150,17 @@ mod tests {
         let endpoint = Endpoint::parse(&mut url)?;
         url.ensure_no_options_left()?;
         Ok(endpoint)
+    }
+
+    #[test]
+    fn a_raw_slash_or_at_sign_in_the_password_stays_in_the_password() {
+        let e = parse("redis://app:pa/ss@word@cache.local:6380/3").unwrap();
+        assert_eq!(e.topology, Topology::Single { host: "cache.local".into(), port: 6380 });
+        assert_eq!((e.password.as_deref(), e.db), (Some("pa/ss@word"), 3));
+        let e = parse("redis+sentinel://:s/cret@127.0.0.1:26379/mymaster/1").unwrap();
+        assert_eq!(e.password.as_deref(), Some("s/cret"));
+        assert!(matches!(e.topology, Topology::Sentinel { ref master, .. } if master == "mymaster"));
+        assert_eq!(e.db, 1);
     }
 
     #[test]

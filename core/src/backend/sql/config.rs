@@ -66,7 +66,7 @@ impl SqlConfig {
         }
         let query = if any { format!("?{}", passed.finish()) } else { String::new() };
         Ok(SqlConfig {
-            sqlx_url: format!("{sqlx_scheme}://{target}{query}"),
+            sqlx_url: format!("{sqlx_scheme}://{}{query}", crate::url::escape_userinfo(target)),
             shown_url: crate::url::redact(&format!("{}://{target}", url.scheme())),
             pool_size,
             max_sessions,
