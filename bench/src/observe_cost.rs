@@ -5,7 +5,9 @@
 //! Rows: `bare` (no subscriber, counting off: the floor); `metrics` (counting on, the
 //! default); `tracing warn` (a subscriber that keeps warnings only, as `-v` is not given: the
 //! events are filtered at their call sites); `tracing debug` (every event formatted as JSON
-//! into a sink, the most a subscriber does short of I/O). Figures, not asserts.
+//! into a sink, the most a subscriber does short of I/O); then the bindings' log bridge
+//! (`kit::log_bridge`) installed with its level off, and at debug with every record turned
+//! into the line a binding hands on. Figures, not asserts.
 
 use std::time::{Duration, Instant};
 
@@ -22,13 +24,17 @@ const SECTION: &str = "observe";
 pub fn run(budget: Duration) -> Result<()> {
     let dir = tempfile::tempdir()?;
     let sqlite = format!("sqlite://{}", dir.path().join("observe.db").display());
-    for (backend, url) in [("mem", "mem://bench-observe".to_string()), ("sqlite", sqlite)] {
-        let bare = measure(&url, budget, false, None)?;
+    let backends = [("mem", "mem://bench-observe".to_string()), ("sqlite", sqlite)];
+    let mut bares = Vec::new();
+    for (backend, url) in &backends {
+        let bare = measure(url, budget, false, None)?;
+        bares.push(bare);
+        let url = url.as_str();
         let rows = [
-            ("metrics", measure(&url, budget, true, None)?),
-            ("tracing warn", measure(&url, budget, false, Some(LevelFilter::WARN))?),
-            ("tracing debug", measure(&url, budget, false, Some(LevelFilter::DEBUG))?),
-            ("metrics + tracing debug", measure(&url, budget, true, Some(LevelFilter::DEBUG))?),
+            ("metrics", measure(url, budget, true, None)?),
+            ("tracing warn", measure(url, budget, false, Some(LevelFilter::WARN))?),
+            ("tracing debug", measure(url, budget, false, Some(LevelFilter::DEBUG))?),
+            ("metrics + tracing debug", measure(url, budget, true, Some(LevelFilter::DEBUG))?),
         ];
         line(SECTION, &format!("{backend} bare"), &[format!("{} pairs/s", count(bare))]);
         for (label, rate) in rows {
@@ -39,6 +45,27 @@ pub fn run(budget: Duration) -> Result<()> {
             );
         }
     }
+    // Last, as it stays for the process: the bindings' log bridge (kit::log_bridge) with its
+    // sink routed but the level off (a binding's default where logs are off: Node, C, Ruby),
+    // then at debug with every record written as a line, as a binding hands it on.
+    let sink: polylock::kit::log_bridge::LogSink = std::sync::Arc::new(|record| {
+        std::hint::black_box(record.line());
+    });
+    polylock::kit::log_bridge::route(sink, None)?;
+    for ((backend, url), bare) in backends.iter().zip(bares) {
+        let off = measure(url, budget, false, None)?;
+        polylock::kit::log_bridge::set_level(Some(polylock::kit::log_bridge::LogLevel::Debug));
+        let debug = measure(url, budget, false, None)?;
+        polylock::kit::log_bridge::set_level(None);
+        for (label, rate) in [("binding log bridge off", off), ("binding log bridge debug", debug)] {
+            line(
+                SECTION,
+                &format!("{backend} {label}"),
+                &[format!("{} pairs/s", count(rate)), format!("{label}/bare {}", ratio(rate / bare))],
+            );
+        }
+    }
+    polylock::kit::log_bridge::unroute();
     polylock::metrics::set_enabled(true);
     Ok(())
 }
