@@ -79,18 +79,18 @@ impl NativeLeadership {
     }
 
     #[getter]
-    fn is_leader(&self) -> bool {
-        self.leadership.is_leader()
+    fn is_leader(&self, py: Python<'_>) -> bool {
+        py.detach(|| self.leadership.is_leader())
     }
 
     #[getter]
-    fn is_lost(&self) -> bool {
-        self.leadership.is_lost()
+    fn is_lost(&self, py: Python<'_>) -> bool {
+        py.detach(|| self.leadership.is_lost())
     }
 
     #[getter]
-    fn is_suspended(&self) -> bool {
-        self.leadership.is_suspended()
+    fn is_suspended(&self, py: Python<'_>) -> bool {
+        py.detach(|| self.leadership.is_suspended())
     }
 
     #[getter]

@@ -102,25 +102,32 @@ impl NativeLock {
         Ok(PendingCall::spawn(self.shared.runtime()?.handle(), waiting, wake, Abandon::Allowed))
     }
 
+    // The state queries below release the GIL: they take the lock's hold, which a runtime
+    // worker may hold while it logs the hold's loss, and that worker then waits for the GIL
+    // to hand the record to Python (observe.rs).
+
     /// Whether `owner` holds the lock and it has not been lost.
-    fn is_held(&self, owner: u64) -> PyResult<bool> {
-        Ok(self.owned_by(owner)?.is_held())
+    fn is_held(&self, py: Python<'_>, owner: u64) -> PyResult<bool> {
+        let target = self.owned_by(owner)?;
+        Ok(py.detach(|| target.is_held()))
     }
 
     /// How many times `owner` holds the lock (reentrancy).
-    fn hold_count(&self, owner: u64) -> PyResult<u32> {
-        Ok(self.owned_by(owner)?.hold_count())
+    fn hold_count(&self, py: Python<'_>, owner: u64) -> PyResult<u32> {
+        let target = self.owned_by(owner)?;
+        Ok(py.detach(|| target.hold_count()))
     }
 
     /// The fencing token of `owner`'s live hold, or None.
-    fn fencing_token(&self, owner: u64) -> PyResult<Option<u64>> {
-        Ok(self.owned_by(owner)?.fencing_token())
+    fn fencing_token(&self, py: Python<'_>, owner: u64) -> PyResult<Option<u64>> {
+        let target = self.owned_by(owner)?;
+        Ok(py.detach(|| target.fencing_token()))
     }
 
     /// Why `owner`'s current hold was lost, or None if it holds nothing or holds it still.
-    fn lost_reason(&self, owner: u64) -> PyResult<Option<String>> {
-        let watch = self.owned_by(owner)?.lost_watch();
-        Ok(watch.and_then(|watch| watch.reason()).map(|reason| reason.to_string()))
+    fn lost_reason(&self, py: Python<'_>, owner: u64) -> PyResult<Option<String>> {
+        let target = self.owned_by(owner)?;
+        Ok(py.detach(|| target.lost_watch().and_then(|watch| watch.reason()).map(|reason| reason.to_string())))
     }
 
     #[getter]

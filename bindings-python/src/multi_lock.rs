@@ -74,7 +74,10 @@ impl NativeMultiLock {
         // acquisition, which gives back any part already taken.
         let acquiring = async move { multi.acquire_with(options).await.map(|guard| guard.detach()) };
         match self.shared.wait(py, acquiring)? {
-            Ok(_) => Ok(Some(self.owned_by(owner)?.fencing_tokens())),
+            Ok(_) => {
+                let multi = self.owned_by(owner)?;
+                Ok(Some(py.detach(|| multi.fencing_tokens())))
+            }
             Err(err) if err.kind() == ErrorKind::Timeout => Ok(None),
             Err(err) => Err(to_py_err(err)),
         }
@@ -87,13 +90,17 @@ impl NativeMultiLock {
         self.shared.wait(py, async move { multi.release().await })?.map_err(to_py_err)
     }
 
+    // Without the GIL, as NativeLock's state queries (lock.rs).
+
     /// Whether `owner` holds every part and none was lost.
-    fn is_held(&self, owner: u64) -> PyResult<bool> {
-        Ok(self.owned_by(owner)?.is_held())
+    fn is_held(&self, py: Python<'_>, owner: u64) -> PyResult<bool> {
+        let multi = self.owned_by(owner)?;
+        Ok(py.detach(|| multi.is_held()))
     }
 
     /// (name, fencing token or None) of `owner`'s current hold of each part, in canonical order.
-    fn fencing_tokens(&self, owner: u64) -> PyResult<PartTokens> {
-        Ok(self.owned_by(owner)?.fencing_tokens())
+    fn fencing_tokens(&self, py: Python<'_>, owner: u64) -> PyResult<PartTokens> {
+        let multi = self.owned_by(owner)?;
+        Ok(py.detach(|| multi.fencing_tokens()))
     }
 }

@@ -175,20 +175,34 @@ impl CallCore {
     }
 }
 
+impl CallCore {
+    /// Nobody follows the call any more: drop a call still polled or an outcome nobody
+    /// collected (a release runs to its end on the runtime), leaving `Cancelled`. A call
+    /// running as a task is left to finish and drop its outcome itself.
+    fn let_go(&self) {
+        let state = {
+            let mut state = lock(&self.state);
+            if !matches!(*state, CallState::Polling(_) | CallState::Finished(_)) {
+                return;
+            }
+            std::mem::replace(&mut *state, CallState::Cancelled)
+        };
+        let _runtime = self.runtime.enter();
+        match state {
+            CallState::Polling(future) if self.abandon == Abandon::RunToEnd => {
+                self.runtime.spawn(async move {
+                    let _ = future.await;
+                });
+            }
+            dropped => drop(dropped),
+        }
+    }
+}
+
 impl Drop for CallCore {
     fn drop(&mut self) {
-        let state = std::mem::replace(self.state.get_mut().unwrap_or_else(|p| p.into_inner()), CallState::Cancelled);
-        if matches!(state, CallState::Polling(_) | CallState::Finished(_)) {
-            let _runtime = self.runtime.enter();
-            match state {
-                CallState::Polling(future) if self.abandon == Abandon::RunToEnd => {
-                    self.runtime.spawn(async move {
-                        let _ = future.await;
-                    });
-                }
-                dropped => drop(dropped),
-            }
-        }
+        // Most often done already, without the GIL, by `PendingCall`'s drop.
+        self.let_go();
     }
 }
 
@@ -218,21 +232,25 @@ impl LoopWaker {
 
     /// Poll every call woken since the last drain; returns the asyncio futures of those that
     /// have finished (to be resolved by the caller).
-    fn drain(&self) -> Vec<Py<PyAny>> {
+    fn drain(&self, py: Python<'_>) -> Vec<Py<PyAny>> {
         let mut bytes = [0u8; 64];
         while matches!((&self.receiver).read(&mut bytes), Ok(n) if n > 0) {}
         // Cleared before the list is taken: a wake from now on sends a new byte.
         self.list.signalled.store(false, Ordering::Release);
         let ready = std::mem::take(&mut *lock(&self.list.ready));
-        let mut finished = Vec::new();
-        for call in ready {
-            if let Some(call) = call.upgrade() {
-                if call.poll_here() {
-                    finished.extend(lock(&call.notify).take());
+        // Polled without the GIL: a poll may wait for a lock of the core that a runtime
+        // worker holds while it logs, and that worker waits for the GIL (observe.rs).
+        py.detach(|| {
+            let mut finished = Vec::new();
+            for call in ready {
+                if let Some(call) = call.upgrade() {
+                    if call.poll_here() {
+                        finished.extend(lock(&call.notify).take());
+                    }
                 }
             }
-        }
-        finished
+            finished
+        })
     }
 }
 
@@ -254,14 +272,22 @@ impl PendingCall {
     where
         F: Future<Output = polylock::Result<Outcome>> + Send + 'static,
     {
-        let loop_waker = Python::attach(|py| wake.bind(py).cast::<LoopWaker>().ok().map(|w| w.get().list.clone()));
-        match loop_waker {
-            Some(list) => Self::drive_on_loop(runtime, Box::pin(future), list, abandon),
-            None => Self::run_as_task(runtime, future, wake, abandon),
-        }
+        Python::attach(|py| {
+            let loop_waker = wake.bind(py).cast::<LoopWaker>().ok().map(|w| w.get().list.clone());
+            match loop_waker {
+                Some(list) => Self::drive_on_loop(py, runtime, Box::pin(future), list, abandon),
+                None => Self::run_as_task(runtime, future, wake, abandon),
+            }
+        })
     }
 
-    fn drive_on_loop(runtime: &Handle, future: CallFuture, list: Arc<ReadyList>, abandon: Abandon) -> PendingCall {
+    fn drive_on_loop(
+        py: Python<'_>,
+        runtime: &Handle,
+        future: CallFuture,
+        list: Arc<ReadyList>,
+        abandon: Abandon,
+    ) -> PendingCall {
         let core = Arc::new_cyclic(|call: &Weak<CallCore>| CallCore {
             state: Mutex::new(CallState::Polling(future)),
             runtime: runtime.clone(),
@@ -269,7 +295,8 @@ impl PendingCall {
             waker: Some(Waker::from(Arc::new(CallWaker { list, call: call.clone() }))),
             notify: Mutex::new(None),
         });
-        core.poll_here();
+        // The first poll, without the GIL as in `drain`.
+        py.detach(|| core.poll_here());
         PendingCall { core, abort: None, runtime: Mutex::new(None) }
     }
 
@@ -360,11 +387,12 @@ impl PendingCall {
 
     /// Stop the operation for a task that no longer awaits it. Returns whether anything was
     /// stopped or given back.
-    fn cancel(&self) -> bool {
+    fn cancel(&self, py: Python<'_>) -> bool {
         lock(&self.core.notify).take();
         let running_as_task = matches!(*lock(&self.core.state), CallState::Running);
         if !running_as_task {
-            return self.core.abandon();
+            // Without the GIL: dropping a call may wait for the core's locks, as polling does.
+            return py.detach(|| self.core.abandon());
         }
         let mut state = lock(&self.core.state);
         match (&*state, &self.abort) {
@@ -376,7 +404,7 @@ impl PendingCall {
             // Finished meanwhile: handled as a loop-driven call would be.
             (CallState::Finished(_), _) => {
                 drop(state);
-                self.core.abandon()
+                py.detach(|| self.core.abandon())
             }
             _ => false,
         }
@@ -385,6 +413,18 @@ impl PendingCall {
 
 impl Drop for PendingCall {
     fn drop(&mut self) {
+        // Python frees this object with the GIL held: let go of the call without it, as
+        // `cancel` does (not attachable, the interpreter is shutting down: let go as is).
+        let core = &self.core;
+        let mut let_go = Some(|| core.let_go());
+        Python::try_attach(|py| {
+            if let Some(let_go) = let_go.take() {
+                py.detach(let_go);
+            }
+        });
+        if let Some(let_go) = let_go.take() {
+            let_go();
+        }
         // A connect nobody collected: stop its runtime without blocking this (GIL-holding) thread.
         if let Some(runtime) = self.runtime.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner()).take() {
             runtime.shutdown_background();
