@@ -97,6 +97,12 @@ impl NativeClient {
         Ok(self.shared.client()?.is_closed())
     }
 
+    /// This client's metrics as JSON text, in the shape of the process's (`observe.rs`).
+    fn metrics_json(&self, py: Python<'_>) -> PyResult<String> {
+        let client = self.shared.client()?;
+        Ok(py.detach(|| polylock::kit::metrics_json::to_json(&client.metrics())))
+    }
+
     #[getter]
     fn client_id(&self) -> PyResult<String> {
         Ok(self.shared.client()?.id().to_string())

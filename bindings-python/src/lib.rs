@@ -11,6 +11,7 @@ mod idempotency;
 mod latch;
 mod lock;
 mod multi_lock;
+mod observe;
 mod pending;
 mod segment;
 mod semaphore;
@@ -33,6 +34,11 @@ mod _polylock {
     use crate::lock::NativeLock;
     #[pymodule_export]
     use crate::multi_lock::NativeMultiLock;
+    #[pymodule_export]
+    use crate::observe::{
+        log_level, log_level_from_env, metrics_enabled, metrics_json, prometheus_text, route_logging, set_log_level,
+        set_metrics_enabled, unroute_logging,
+    };
     #[pymodule_export]
     use crate::pending::LoopWaker;
     #[pymodule_export]

@@ -44,6 +44,10 @@ from ._ids import (
     uuid_to_ulid,
 )
 from ._polylock import DEFAULT_URL, MAX_NAME_LEN, __version__
+
+# Routes the core's records to `logging` (level from POLYLOCK_LOG / DEBUG=polylock, else
+# WARNING): a bad POLYLOCK_LOG raises InvalidArgumentError here, at import.
+from ._observe import log_level, metrics, metrics_enabled, prometheus_text, set_log_level, set_metrics_enabled
 from ._sync import Client, Lock, Permit, RWLock, Semaphore, connect
 from . import aio
 from ._values import Acquired, Idempotency, InProgress, Mismatch, Replay, Ticket, Value, VersionedValue
@@ -106,6 +110,12 @@ __all__ = [
     "ExhaustedError",
     "InProgressError",
     "MismatchError",
+    "set_log_level",
+    "log_level",
+    "metrics",
+    "prometheus_text",
+    "set_metrics_enabled",
+    "metrics_enabled",
     "DEFAULT_URL",
     "MAX_NAME_LEN",
     "__version__",

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import threading
 from types import TracebackType
-from typing import Optional, Type
+from typing import Any, Dict, Optional, Type
 
-from . import _polylock, _segments
+from . import _observe, _polylock, _segments
 
 # The calling thread's owner id, from the core's binding kit: unique for the life of the
 # process. Not threading.get_ident(): CPython reuses those once a thread exits, and a new
@@ -271,6 +271,10 @@ class Client:
     def client_id(self) -> str:
         """This client's random id (the first half of every owner it acquires for)."""
         return self._native.client_id
+
+    def metrics(self) -> Dict[str, Any]:
+        """This client's counts and histograms, in the shape of :func:`polylock.metrics`."""
+        return _observe.client_metrics(self._native)
 
     def __enter__(self) -> "Client":
         return self

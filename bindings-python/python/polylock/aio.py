@@ -16,9 +16,9 @@ import asyncio
 import functools
 import weakref
 from types import TracebackType
-from typing import Any, Awaitable, Callable, Optional, Type
+from typing import Any, Awaitable, Callable, Dict, Optional, Type
 
-from . import _polylock, _segments
+from . import _observe, _polylock, _segments
 
 # Owner ids of tasks, from the core's binding kit (never reused in this process) rather than
 # id(task): a task's address can be reused by a later task, which must not inherit a hold.
@@ -333,6 +333,11 @@ class Client:
     @property
     def closed(self) -> bool:
         return self._native.closed
+
+    def metrics(self) -> Dict[str, Any]:
+        """This client's counts and histograms, in the shape of :func:`polylock.metrics`
+        (a snapshot of counters in memory: no I/O, so not a coroutine)."""
+        return _observe.client_metrics(self._native)
 
     async def __aenter__(self) -> "Client":
         return self
