@@ -148,8 +148,74 @@ export interface Leadership {
 export interface Client {
   /** `await using client = await connect(url)` closes the client at the end of the scope. */
   [Symbol.asyncDispose](): Promise<void>
+  /** This client's own metrics, in the same shape as `metrics()`. */
+  metrics(): MetricsSnapshot
 }
 
 /** polylock's version, the same as `VERSION` (and as every other language's). */
 export declare const version: string
 
+
+/** A log level name (any case; `'warning'` and `'none'` are read as `'warn'` and `'off'`). */
+export type LogLevelName = 'off' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
+
+/** An error kind's name as metrics label it: a `PolylockErrorCode` without `POLYLOCK_`. */
+export type ErrorKindName = PolylockErrorCode extends `POLYLOCK_${infer Kind}` ? Kind : never
+
+/** How an acquisition ended, as metrics count it. */
+export type AcquireOutcome = 'acquired' | 'reentered' | 'timeout' | 'error' | 'cancelled'
+
+/** Why a hold was lost, as metrics count it. */
+export type LostReason = 'lease_expired' | 'taken' | 'renewal_failed' | 'session_ended' | 'client_closed'
+
+/**
+ * A histogram: `buckets[i]` counts the observations at most `buckets_le_seconds[i]` and above
+ * the bound before it (per bucket, not cumulative); the last one those above a minute.
+ */
+export interface MetricsHistogram {
+  count: number
+  sum_seconds: number
+  buckets: number[]
+}
+
+/** The counts of one (backend scheme, kind) pair. */
+export interface MetricsSeries {
+  /** The URL scheme: `sqlite`, `redis`, `etcd`, ... */
+  backend: string
+  /** `reentrant`, `fair`, `token`, `lease`, `read`, `write`, `semaphore`. */
+  kind: string
+  acquires: Record<AcquireOutcome, number>
+  /** How long granted acquisitions waited. */
+  acquire_wait: MetricsHistogram
+  /** Grant to release. */
+  hold_time: MetricsHistogram
+  /** Holds given back (lost or not). */
+  releases: number
+  renewals: number
+  renewal_failures: number
+  /** How long after its due time each watchdog renewal went out. */
+  renewal_lateness: MetricsHistogram
+  lost: Record<LostReason, number>
+  /** Errors ending acquire, renew and release calls, by kind. */
+  errors: Record<ErrorKindName, number>
+}
+
+/** The connections of one backend scheme. */
+export interface MetricsBackend {
+  backend: string
+  connects: number
+  connect_failures: number
+  reconnects: number
+  failovers: number
+}
+
+/** A metrics snapshot: the core's one JSON shape (the same field names in every language). */
+export interface MetricsSnapshot {
+  /** The histograms' upper bounds, in seconds (0.1 ms to 60 s). */
+  buckets_le_seconds: number[]
+  series: MetricsSeries[]
+  backends: MetricsBackend[]
+}
+
+/** The process's metrics: every client summed by (backend, kind). */
+export declare function metrics(): MetricsSnapshot

@@ -148,10 +148,77 @@ export interface Leadership {
 export interface Client {
   /** `await using client = await connect(url)` closes the client at the end of the scope. */
   [Symbol.asyncDispose](): Promise<void>
+  /** This client's own metrics, in the same shape as `metrics()`. */
+  metrics(): MetricsSnapshot
 }
 
 /** polylock's version, the same as `VERSION` (and as every other language's). */
 export declare const version: string
+
+
+/** A log level name (any case; `'warning'` and `'none'` are read as `'warn'` and `'off'`). */
+export type LogLevelName = 'off' | 'error' | 'warn' | 'info' | 'debug' | 'trace'
+
+/** An error kind's name as metrics label it: a `PolylockErrorCode` without `POLYLOCK_`. */
+export type ErrorKindName = PolylockErrorCode extends `POLYLOCK_${infer Kind}` ? Kind : never
+
+/** How an acquisition ended, as metrics count it. */
+export type AcquireOutcome = 'acquired' | 'reentered' | 'timeout' | 'error' | 'cancelled'
+
+/** Why a hold was lost, as metrics count it. */
+export type LostReason = 'lease_expired' | 'taken' | 'renewal_failed' | 'session_ended' | 'client_closed'
+
+/**
+ * A histogram: `buckets[i]` counts the observations at most `buckets_le_seconds[i]` and above
+ * the bound before it (per bucket, not cumulative); the last one those above a minute.
+ */
+export interface MetricsHistogram {
+  count: number
+  sum_seconds: number
+  buckets: number[]
+}
+
+/** The counts of one (backend scheme, kind) pair. */
+export interface MetricsSeries {
+  /** The URL scheme: `sqlite`, `redis`, `etcd`, ... */
+  backend: string
+  /** `reentrant`, `fair`, `token`, `lease`, `read`, `write`, `semaphore`. */
+  kind: string
+  acquires: Record<AcquireOutcome, number>
+  /** How long granted acquisitions waited. */
+  acquire_wait: MetricsHistogram
+  /** Grant to release. */
+  hold_time: MetricsHistogram
+  /** Holds given back (lost or not). */
+  releases: number
+  renewals: number
+  renewal_failures: number
+  /** How long after its due time each watchdog renewal went out. */
+  renewal_lateness: MetricsHistogram
+  lost: Record<LostReason, number>
+  /** Errors ending acquire, renew and release calls, by kind. */
+  errors: Record<ErrorKindName, number>
+}
+
+/** The connections of one backend scheme. */
+export interface MetricsBackend {
+  backend: string
+  connects: number
+  connect_failures: number
+  reconnects: number
+  failovers: number
+}
+
+/** A metrics snapshot: the core's one JSON shape (the same field names in every language). */
+export interface MetricsSnapshot {
+  /** The histograms' upper bounds, in seconds (0.1 ms to 60 s). */
+  buckets_le_seconds: number[]
+  series: MetricsSeries[]
+  backends: MetricsBackend[]
+}
+
+/** The process's metrics: every client summed by (backend, kind). */
+export declare function metrics(): MetricsSnapshot
 
 /** @internal How `index.js` passes an AbortSignal to the native side; not part of the API. */
 export declare class AcquireCancel {
@@ -631,8 +698,35 @@ export interface LockOptions {
   kind?: 'reentrant' | 'fair' | 'token' | 'lease'
 }
 
+/** The level records are handed on at now: `'off'` unless something turned logging on. */
+export declare function logLevel(): LogLevelName
+
+/** One core event, as a logger function receives it. */
+export interface LogRecord {
+  /** The event's level. */
+  level: 'error' | 'warn' | 'info' | 'debug' | 'trace'
+  /** The Rust module that emitted it, such as `polylock::engine::acquire`. */
+  target: string
+  /** The event's message, such as `acquired` (empty if it has none). */
+  message: string
+  /**
+   * The event's other fields, in the order written, values as text: `op`, `name`,
+   * `backend`, `kind`, `wait_ms`, `token`, `outcome`, `reason`, `error`...
+   */
+  fields: Record<string, string>
+}
+
+/**
+ * Records a logger function did not get since the process started: the JavaScript thread
+ * was too busy to take them (1024 were waiting already).
+ */
+export declare function logRecordsDropped(): number
+
 /** The longest lock name the core accepts, in bytes. */
 export declare const MAX_NAME_LEN: number
+
+/** Whether operations are being counted (`setMetricsEnabled`). */
+export declare function metricsEnabled(): boolean
 
 /** One part: a mutex (of the backend's default kind, or `kind`), or a side of a read-write lock. */
 export interface MultiLockPartOptions {
@@ -651,6 +745,12 @@ export interface PartToken {
   name: string
   token: bigint | null
 }
+
+/**
+ * The process's metrics in Prometheus' text exposition format (0.0.4), to serve on a
+ * `/metrics` page.
+ */
+export declare function prometheusText(): string
 
 /**
  * `redlock://h1:p1,h2:p2,...` from entries that are each `host:port` or
@@ -679,6 +779,32 @@ export interface SemaphoreOptions {
   /** How many permits the semaphore has (fixed by the first use of its name). */
   permits: number
 }
+
+/**
+ * Hand polylock's log records at `level` and above to `logger`, called on the JavaScript
+ * thread with one `LogRecord`. `level` defaults to the level logging is at now
+ * (`POLYLOCK_LOG`, `setLogLevel`) or, when that is off, `'info'`. `setLogger(null)` stops:
+ * no more records anywhere (not even stderr) until `setLogLevel` turns them on again.
+ * Throws `POLYLOCK_INVALID_ARGUMENT` for an unknown level name.
+ *
+ * The logger never keeps the process alive and never slows polylock down: records wait for
+ * the JavaScript thread in a queue of 1024; past that they are dropped and counted
+ * (`logRecordsDropped()`). A logger that throws loses that record (`index.js` reports it
+ * once, as a process warning).
+ */
+export declare function setLogger(logger: ((record: LogRecord) => void) | null, level?: LogLevelName): void
+
+/**
+ * Change the level records are handed on at (`'off'` stops them), for the current logger
+ * or, without one, for stderr. Throws `POLYLOCK_INVALID_ARGUMENT` for an unknown name.
+ */
+export declare function setLogLevel(level: LogLevelName): void
+
+/**
+ * Turn the counting of operations on or off for the whole process (on by default); the
+ * counts read so far stay as they are.
+ */
+export declare function setMetricsEnabled(enabled: boolean): void
 
 export interface SnowflakeLayoutOptions {
   /** The epoch in ms since 1970 (default: Twitter's, 1288834974657). */

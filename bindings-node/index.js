@@ -412,6 +412,64 @@ for (const name of ['uuid7', 'uuid7Batch', 'ulid', 'ulidBatch', 'uuid7TimestampM
   idFunctions[name] = (...args) => translated(() => native[name](...args))
 }
 
+// Logs and metrics (src/observe.rs). A bad POLYLOCK_LOG leaves logging off and is reported
+// once, here, as a process warning: a misspelt variable must not stop a service.
+{
+  const warning = native.takeEnvLogWarning()
+  if (warning) {
+    const coded = CODED_MESSAGE.exec(warning)
+    process.emitWarning(coded ? coded[2] : warning, { type: 'PolylockWarning', code: coded ? coded[1] : undefined })
+  }
+}
+
+/**
+ * Hand polylock's log records to `logger(record)` on the JavaScript thread (`null` stops
+ * them). A logger that throws loses that record; the first such throw of each logger is
+ * reported as a process warning, never to the code that caused the record.
+ */
+function setLogger(logger, level) {
+  if (logger !== null && logger !== undefined && typeof logger !== 'function') {
+    throw new PolylockError('POLYLOCK_INVALID_ARGUMENT', 'setLogger needs a function, or null to stop logging')
+  }
+  let call = logger ?? null
+  if (call !== null) {
+    let warned = false
+    call = (record) => {
+      try {
+        logger(record)
+      } catch (err) {
+        if (!warned) {
+          warned = true
+          process.emitWarning(`the polylock logger threw, its records are lost: ${err?.stack ?? err}`, {
+            type: 'PolylockWarning',
+          })
+        }
+      }
+    }
+  }
+  translated(() => native.setLogger(call, level))
+}
+
+function setLogLevel(level) {
+  translated(() => native.setLogLevel(level))
+}
+
+const { logLevel, logRecordsDropped, prometheusText, metricsEnabled } = native
+
+/** The process's metrics, every client summed by (backend, kind): the core's one JSON shape. */
+function metrics() {
+  return JSON.parse(native.metricsJson())
+}
+
+function setMetricsEnabled(enabled) {
+  translated(() => native.setMetricsEnabled(enabled))
+}
+
+/** This client's own metrics, in the same shape as `metrics()`. */
+defineMethod(Client.prototype, 'metrics', function () {
+  return JSON.parse(this.metricsJson())
+})
+
 const { MAX_NAME_LEN, DEFAULT_URL, VERSION } = native
 
 // Shorthand names only, so that Node's ESM loader sees them as named exports.
@@ -454,6 +512,14 @@ module.exports = {
   Latch,
   AcquireCancel,
   errorCodes,
+  setLogger,
+  setLogLevel,
+  logLevel,
+  logRecordsDropped,
+  metrics,
+  prometheusText,
+  setMetricsEnabled,
+  metricsEnabled,
   MAX_NAME_LEN,
   DEFAULT_URL,
   VERSION,

@@ -160,6 +160,13 @@ impl Client {
         self.client.is_closed()
     }
 
+    /// This client's own metrics as the core's one JSON text; `index.js` parses it into
+    /// `client.metrics()`'s object.
+    #[napi(skip_typescript)]
+    pub fn metrics_json(&self) -> String {
+        polylock::kit::metrics_json::to_json(&self.client.metrics())
+    }
+
     /// This client's random id: the first half of every owner it acquires as.
     #[napi(getter)]
     pub fn client_id(&self) -> String {

@@ -14,6 +14,7 @@ mod latch;
 mod leased_snowflake;
 mod lock;
 mod multi_lock;
+mod observe;
 mod redlock;
 mod runtime;
 mod rw_lock;
@@ -34,6 +35,10 @@ pub use latch::Latch;
 pub use leased_snowflake::{LeasedSnowflake, LeasedSnowflakeOptions, SnowflakeLayoutOptions};
 pub use lock::{AcquireOptions, Lock};
 pub use multi_lock::{MultiGuard, MultiLock, MultiLockPartOptions, PartToken};
+pub use observe::{
+    log_level, log_records_dropped, metrics_enabled, metrics_json, prometheus_text, set_log_level, set_logger,
+    set_metrics_enabled, take_env_log_warning, LogRecord,
+};
 pub use redlock::redlock_url;
 pub use rw_lock::ReadWriteLock;
 pub use segment::{Segment, SegmentOptions};

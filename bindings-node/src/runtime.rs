@@ -8,9 +8,11 @@ use napi_derive::module_init;
 use polylock::kit::runtime::{new_runtime, Workers};
 
 /// The kit's runtime with two workers: a Node process already has its own threads for
-/// everything else.
+/// everything else. Logging as `POLYLOCK_LOG` / `DEBUG=polylock` ask (observe.rs), read here,
+/// when the addon loads, before any call can log.
 #[module_init]
 fn init() {
+    crate::observe::init_from_env();
     match new_runtime(Workers::Light, None) {
         Ok(runtime) => napi::bindgen_prelude::create_custom_tokio_runtime(runtime),
         // Without our own runtime napi-rs starts its default one on first use, which works too.

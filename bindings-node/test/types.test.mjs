@@ -38,13 +38,15 @@ test('tsc --noEmit accepts the typed example', () => {
   run(process.execPath, [tsc, '--noEmit', '-p', dir], dir)
 })
 
-test('tsc rejects misuse: a Number where the API takes a BigInt id, a wrong error code', () => {
+test('tsc rejects misuse: a Number where the API takes a BigInt id, a wrong error code, level or metric', () => {
   const dir = scratchProject()
   fs.writeFileSync(
     path.join(dir, 'example.ts'),
-    "import { parseSnowflake, PolylockError } from 'polylock'\n" +
+    "import { parseSnowflake, PolylockError, setLogLevel, metrics } from 'polylock'\n" +
       'parseSnowflake(12345)\n' +
-      "const code: PolylockError['code'] = 'POLYLOCK_OOPS'\n",
+      "const code: PolylockError['code'] = 'POLYLOCK_OOPS'\n" +
+      "setLogLevel('loud')\n" +
+      'console.log(code, metrics().series[0].acquires.granted)\n',
   )
   let output = ''
   try {
@@ -54,6 +56,8 @@ test('tsc rejects misuse: a Number where the API takes a BigInt id, a wrong erro
   }
   assert.match(output, /example\.ts\(2,/, output)
   assert.match(output, /example\.ts\(3,/, output)
+  assert.match(output, /example\.ts\(4,/, output)
+  assert.match(output, /example\.ts\(5,/, output)
 })
 
 test('await using releases the guard and closes the client (compiled by tsc)', () => {

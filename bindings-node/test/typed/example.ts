@@ -6,7 +6,19 @@ import {
   PolylockError,
   Snowflake,
   redlockUrl,
+  setLogger,
+  setLogLevel,
+  logLevel,
+  logRecordsDropped,
+  metrics,
+  prometheusText,
+  setMetricsEnabled,
+  metricsEnabled,
   type BeginOutcome,
+  type LogLevelName,
+  type LogRecord,
+  type MetricsSnapshot,
+  type MetricsSeries,
   type Guard,
   type Leader,
   type Leadership,
@@ -131,6 +143,26 @@ async function main(): Promise<void> {
   const opened: boolean = await latch.await(30_000, { signal: controller.signal })
   const forever: boolean = await latch.await()
   console.log(term, leading, currentValue, set, left, opened, forever)
+
+  // Logs and metrics.
+  setLogger((record: LogRecord) => {
+    const level: 'error' | 'warn' | 'info' | 'debug' | 'trace' = record.level
+    const name: string | undefined = record.fields.name
+    console.log(level, record.target, record.message, name)
+  }, 'debug')
+  setLogLevel('warn')
+  const now: LogLevelName = logLevel()
+  setLogger(null)
+  const dropped: number = logRecordsDropped()
+  const snapshot: MetricsSnapshot = metrics()
+  const mine: MetricsSeries | undefined = client.metrics().series.find((s) => s.kind === 'reentrant')
+  const granted: number = (mine?.acquires.acquired ?? 0) + snapshot.series.length
+  const lostTaken: number | undefined = mine?.lost.taken
+  const connectionErrors: number | undefined = mine?.errors.CONNECTION
+  const waited: number[] | undefined = mine?.acquire_wait.buckets
+  setMetricsEnabled(!metricsEnabled())
+  const scrape: string = prometheusText()
+  console.log(now, dropped, granted, lostTaken, connectionErrors, waited, scrape)
 
   await client.close()
 }
