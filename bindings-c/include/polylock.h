@@ -140,6 +140,21 @@ typedef enum {
 } polylock_begin_outcome;
 
 /**
+ * How much is logged, most severe first; each level includes the ones above it.
+ */
+typedef enum {
+  /**
+   * Nothing (only as a level to log at; no record has it).
+   */
+  POLYLOCK_LOG_OFF = 0,
+  POLYLOCK_LOG_ERROR = 1,
+  POLYLOCK_LOG_WARN = 2,
+  POLYLOCK_LOG_INFO = 3,
+  POLYLOCK_LOG_DEBUG = 4,
+  POLYLOCK_LOG_TRACE = 5,
+} polylock_log_level;
+
+/**
  * A one-way cancel signal, safe to share between threads. Free it with
  * `polylock_cancel_free()` once no call that was given it is still running.
  */
@@ -335,6 +350,45 @@ typedef struct {
    */
   uint64_t retry_after_ms;
 } polylock_begin;
+
+/**
+ * One log record, as `polylock_set_log_callback()`'s callback receives it. Every string is
+ * NUL-terminated UTF-8, valid only during the call: copy what you keep.
+ */
+typedef struct {
+  /**
+   * The record's level (never `POLYLOCK_LOG_OFF`).
+   */
+  polylock_log_level level;
+  /**
+   * The Rust module that logged, such as `polylock::engine::acquire`.
+   */
+  const char *target;
+  /**
+   * The event's message (may be empty).
+   */
+  const char *message;
+  /**
+   * The message followed by the event's fields as `key=value` (values with spaces
+   * quoted): `acquired op=acquire name=orders:42 backend=redis kind=reentrant ...`.
+   */
+  const char *line;
+  /**
+   * The whole record as one JSON object, the fields as an object of strings in the order
+   * logged: `{"level":"info","target":"...","message":"...","fields":{"name":"orders:42",...}}`.
+   */
+  const char *json;
+} polylock_log_record;
+
+/**
+ * A function that receives polylock's log records (see `polylock_set_log_callback()`).
+ *
+ * It runs on whichever thread logged, often one of the library's own threads, possibly on
+ * several at once: it must be thread-safe, must not block (queue the record and return),
+ * and must not wait for anything a thread calling polylock may hold. A record it causes
+ * itself (a polylock call from inside the callback) is dropped rather than delivered.
+ */
+typedef void (*polylock_log_callback)(void *user_data, const polylock_log_record *record);
 
 /**
  * A value as `polylock_value_get()` found it.
@@ -1102,10 +1156,13 @@ bool polylock_lock_is_lost(const polylock_lock *lock);
 
 /**
  * Free a lock handle. Holds are not released: they belong to the threads (release them
- * first, or they stay until the client is closed or the lease runs out). NULL is ignored.
+ * first, or they stay until the client is closed or the lease runs out). A lock from
+ * `polylock_redlock()` closes and frees its own client too, which gives its holds back.
+ * NULL is ignored.
  *
  * # Safety
- * `lock` is NULL or a handle from `polylock_client_lock()` not freed yet.
+ * `lock` is NULL or a handle from `polylock_client_lock()` or `polylock_redlock()` not
+ * freed yet.
  */
 void polylock_lock_free(polylock_lock *lock);
 
@@ -1205,6 +1262,137 @@ void polylock_multi_hold_free(polylock_multi_hold *hold);
  * `multi_lock` is NULL or from `polylock_client_multi_lock()` and not freed yet.
  */
 void polylock_multi_lock_free(polylock_multi_lock *multi_lock);
+
+/**
+ * Hand polylock's log records at `level` and above to `callback`, from now on, in place of
+ * any earlier callback (and of the stderr output `POLYLOCK_LOG` turns on). NULL stops
+ * handing them on: nothing is logged until a callback is set again.
+ *
+ * Without a callback, polylock logs nothing unless the environment asks when the first
+ * client is created: `POLYLOCK_LOG=<level>` (or `DEBUG=polylock`, which means `debug`)
+ * writes each record as one line to stderr. Off by default, it costs nothing measurable.
+ *
+ * The callback runs on whichever thread logged, usually one of the library's threads,
+ * possibly several at once: it must be thread-safe and must not block (hand the record to
+ * a queue and return). After this call returns, a record already being delivered may
+ * still reach the previous callback with the previous `user_data`: keep both valid.
+ *
+ * @param callback   the function, or NULL to stop.
+ * @param user_data  passed to every call of `callback`, untouched.
+ * @param level      `"off"`, `"error"`, `"warn"` (or `"warning"`), `"info"`, `"debug"`,
+ *                   `"trace"`, in any case; NULL means `"warn"`. Ignored when `callback`
+ *                   is NULL.
+ * @return `POLYLOCK_OK`; `POLYLOCK_INVALID_ARGUMENT` for an unknown level name (nothing
+ *         changes); `POLYLOCK_UNSUPPORTED` if the process already has another `tracing`
+ *         subscriber (a Rust program that installed its own).
+ *
+ * # Safety
+ * `level` is NULL or NUL-terminated; `callback` is NULL or a function that may be called
+ * from any thread with `user_data` until another callback replaces it.
+ */
+polylock_status polylock_set_log_callback(polylock_log_callback callback,
+                                          void *user_data,
+                                          const char *level);
+
+/**
+ * Change the level records are handed on at (to the callback, or to stderr), keeping
+ * where they go. Takes effect at once, on every thread.
+ *
+ * @param level  `"off"`, `"error"`, `"warn"` (or `"warning"`), `"info"`, `"debug"`,
+ *               `"trace"`, in any case.
+ * @return `POLYLOCK_OK`, or `POLYLOCK_INVALID_ARGUMENT` for NULL or an unknown name
+ *         (the message lists the names; the level stays as it was).
+ *
+ * # Safety
+ * `level` is NULL or NUL-terminated.
+ */
+polylock_status polylock_set_log_level(const char *level);
+
+/**
+ * The level records are handed on at now (`POLYLOCK_LOG_OFF` when off or nothing routed).
+ */
+polylock_log_level polylock_get_log_level(void);
+
+/**
+ * The process's metrics (every client so far, summed per backend and lock kind) as one
+ * JSON object, the shape every polylock binding hands out:
+ * `{"buckets_le_seconds": [...], "series": [{"backend", "kind", "acquires": {...},
+ * "acquire_wait": {"count", "sum_seconds", "buckets"}, "hold_time", "releases", "renewals",
+ * "renewal_failures", "renewal_lateness", "lost": {...}, "errors": {...}}], "backends":
+ * [{"backend", "connects", "connect_failures", "reconnects", "failovers"}]}`.
+ *
+ * @param out  receives the UTF-8 text (not NUL-terminated: `out->len` bytes); free it with
+ *             `polylock_bytes_free()`.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+polylock_status polylock_metrics_json(polylock_bytes *out);
+
+/**
+ * One client's metrics, in the shape of `polylock_metrics_json()` (its own backend only).
+ *
+ * # Safety
+ * `client` is NULL or live; `out` is NULL or writable.
+ */
+polylock_status polylock_client_metrics_json(polylock_client *client, polylock_bytes *out);
+
+/**
+ * The process's metrics in Prometheus' text exposition format (0.0.4), to serve on a
+ * scrape endpoint of the program's own.
+ *
+ * @param out  receives the text (`out->len` bytes, not NUL-terminated); free it with
+ *             `polylock_bytes_free()`.
+ *
+ * # Safety
+ * `out` is NULL or writable.
+ */
+polylock_status polylock_prometheus_text(polylock_bytes *out);
+
+/**
+ * Turn the counting of operations on or off for the whole process (on by default). Off,
+ * each operation costs one relaxed load; the counts so far stay readable.
+ */
+void polylock_set_metrics_enabled(bool enabled);
+
+/**
+ * A client of the RedLock backend over the independent Redis servers `servers[0..count]`,
+ * each `host:port` or `redis://[user:password@]host:port` (one set of credentials for
+ * all). Use it as any client: `polylock_client_lock_kind(client, name, "token", &lock)`,
+ * multi-locks; RedLock has token locks only, and no fencing tokens.
+ *
+ * @param out  receives the new client on success; untouched on failure.
+ * @return `POLYLOCK_INVALID_ARGUMENT` for NULL, an empty list or an unusable entry (the
+ *         message shows it redacted); `POLYLOCK_CONNECTION` when the servers cannot be
+ *         reached.
+ *
+ * # Safety
+ * `servers` is NULL (with `count` 0) or `count` NULL or NUL-terminated strings; `out` is
+ * NULL or writable.
+ */
+polylock_status polylock_redlock_connect(const char *const *servers,
+                                         size_t count,
+                                         polylock_client **out);
+
+/**
+ * The RedLock lock `name` over the independent Redis servers `servers[0..count]` (as
+ * `polylock_redlock_connect()` takes them), on a client of its own: held while a majority
+ * of the servers granted it and its validity lasts. Use it as any `polylock_lock` (the
+ * token kind that node-redlock and redsync use). RedLock has no fencing tokens: the number
+ * an acquisition gives back only tells this client's holds apart, and orders nothing
+ * (use one Redis, etcd or ZooKeeper where a fenced write must be refused).
+ * `polylock_lock_free()` closes and frees its client, which gives back its holds.
+ *
+ * @param out  receives the lock on success; untouched on failure.
+ * @return as `polylock_redlock_connect()`, and `POLYLOCK_INVALID_ARGUMENT` for a bad name.
+ *
+ * # Safety
+ * As `polylock_redlock_connect()`; `name` is NULL or NUL-terminated.
+ */
+polylock_status polylock_redlock(const char *const *servers,
+                                 size_t count,
+                                 const char *name,
+                                 polylock_lock **out);
 
 /**
  * A handle on the read-write lock `name`. Creating it holds nothing.

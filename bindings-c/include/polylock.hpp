@@ -18,7 +18,9 @@
 #define POLYLOCK_HPP
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -660,12 +662,118 @@ class Client {
         detail::check(polylock_client_latch(raw_.get(), name.c_str(), &raw));
         return Latch(raw);
     }
+    /** This client's metrics as JSON text (the shape of polylock::metrics_json()). */
+    std::string metrics_json() {
+        polylock_bytes bytes{nullptr, 0};
+        detail::check(polylock_client_metrics_json(raw_.get(), &bytes));
+        return detail::take_bytes(bytes);
+    }
     void close() { detail::check(polylock_client_close(raw_.get())); }
     polylock_client *get() const noexcept { return raw_.get(); }
 
+    /** A client of the RedLock backend over independent Redis servers (`host:port` or
+     *  `redis://[user:password@]host:port`); token locks only, no fencing tokens. */
+    static Client redlock(const std::vector<std::string> &servers) {
+        std::vector<const char *> pointers;
+        for (const auto &server : servers) pointers.push_back(server.c_str());
+        polylock_client *raw = nullptr;
+        detail::check(polylock_redlock_connect(pointers.data(), pointers.size(), &raw));
+        return Client(raw);
+    }
+
   private:
+    explicit Client(polylock_client *raw) : raw_(raw) {}
     std::unique_ptr<polylock_client, detail::ClientFree> raw_;
 };
+
+/** The RedLock lock `name` over independent Redis servers, on a client of its own that the
+ *  Lock closes when it is destroyed. Its acquisitions' numbers are no fencing tokens. */
+inline Lock redlock(const std::vector<std::string> &servers, const std::string &name) {
+    std::vector<const char *> pointers;
+    for (const auto &server : servers) pointers.push_back(server.c_str());
+    polylock_lock *raw = nullptr;
+    detail::check(polylock_redlock(pointers.data(), pointers.size(), name.c_str(), &raw));
+    return Lock(raw);
+}
+
+/** One log record; the strings are copies, the logger may keep them. */
+struct LogRecord {
+    polylock_log_level level;
+    std::string target;
+    std::string message;
+    /** The message and the fields as `key=value`. */
+    std::string line;
+    /** The whole record as JSON, the fields under "fields". */
+    std::string json;
+};
+
+/** Receives log records on the library's threads: thread-safe, quick, never blocking. */
+using Logger = std::function<void(const LogRecord &)>;
+
+namespace detail {
+/** The logger in use; its mutex is held only to copy or swap the pointer (C++20 deprecates
+ *  the shared_ptr atomics). */
+struct LoggerSlot {
+    std::mutex mu;
+    std::shared_ptr<const Logger> logger;
+};
+inline LoggerSlot &logger_slot() {
+    static LoggerSlot slot;
+    return slot;
+}
+inline std::shared_ptr<const Logger> swap_logger(std::shared_ptr<const Logger> next) {
+    std::lock_guard<std::mutex> hold(logger_slot().mu);
+    logger_slot().logger.swap(next);
+    return next;
+}
+inline void log_to_logger(void *, const polylock_log_record *record) noexcept {
+    try {
+        std::shared_ptr<const Logger> logger;
+        {
+            std::lock_guard<std::mutex> hold(logger_slot().mu);
+            logger = logger_slot().logger;
+        }
+        if (logger) (*logger)(LogRecord{record->level, record->target, record->message, record->line, record->json});
+    } catch (...) {
+        // An exception must not cross into the library: the record is lost, not the caller.
+    }
+}
+}  // namespace detail
+
+/** Hand polylock's log records at `level` and above ("off", "error", "warn", "info",
+ *  "debug", "trace") to `logger`, in place of any earlier one; an empty logger stops.
+ *  Throws Error (INVALID_ARGUMENT) for an unknown level name, changing nothing. */
+inline void set_logger(Logger logger, const std::string &level = "warn") {
+    if (!logger) {
+        detail::check(polylock_set_log_callback(nullptr, nullptr, nullptr));
+        detail::swap_logger(nullptr);
+        return;
+    }
+    auto previous = detail::swap_logger(std::make_shared<const Logger>(std::move(logger)));
+    polylock_status status = polylock_set_log_callback(&detail::log_to_logger, nullptr, level.c_str());
+    if (status != POLYLOCK_OK) detail::swap_logger(previous);
+    detail::check(status);
+}
+
+/** Change the level records are handed on at. Throws Error (INVALID_ARGUMENT) for a bad name. */
+inline void set_log_level(const std::string &level) { detail::check(polylock_set_log_level(level.c_str())); }
+
+/** The process's metrics (every client, per backend and lock kind) as JSON text. */
+inline std::string metrics_json() {
+    polylock_bytes bytes{nullptr, 0};
+    detail::check(polylock_metrics_json(&bytes));
+    return detail::take_bytes(bytes);
+}
+
+/** The process's metrics in Prometheus' text format. */
+inline std::string prometheus_text() {
+    polylock_bytes bytes{nullptr, 0};
+    detail::check(polylock_prometheus_text(&bytes));
+    return detail::take_bytes(bytes);
+}
+
+/** Count operations (on by default) or not, for the whole process. */
+inline void set_metrics_enabled(bool enabled) noexcept { polylock_set_metrics_enabled(enabled); }
 
 /** A Snowflake ID generator for one worker id. */
 class Snowflake {

@@ -36,6 +36,29 @@ pub unsafe fn text<'a>(ptr: *const c_char, what: &str) -> Result<&'a str> {
     bytes.to_str().map_err(|err| Error::invalid_argument(format!("{what} is not valid UTF-8: {err}")))
 }
 
+/// An array of `count` C strings as UTF-8 texts, each named `what[i]` in errors (NULL is
+/// fine for 0).
+///
+/// # Safety
+/// `ptr` is NULL or points to `count` pointers, each NULL or NUL-terminated, that live for
+/// `'a`.
+pub unsafe fn texts<'a>(ptr: *const *const c_char, count: usize, what: &str) -> Result<Vec<&'a str>> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    if ptr.is_null() {
+        return Err(Error::invalid_argument(format!("{what} is NULL but count is {count}")));
+    }
+    // SAFETY: the caller's contract.
+    let pointers = unsafe { std::slice::from_raw_parts(ptr, count) };
+    pointers
+        .iter()
+        .enumerate()
+        // SAFETY: the caller's contract.
+        .map(|(index, text_ptr)| unsafe { text(*text_ptr, &format!("{what}[{index}]")) })
+        .collect()
+}
+
 /// The core's acquire options from C's: `wait_ms` negative waits forever, 0 tries once;
 /// `lease_ms` 0 lets the watchdog keep the hold, positive fixes it, negative is an error.
 pub fn acquire_options(wait_ms: i64, lease_ms: i64) -> Result<AcquireOptions> {

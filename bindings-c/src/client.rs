@@ -36,13 +36,19 @@ pub unsafe extern "C" fn polylock_connect(url: *const c_char, out: *mut *mut pol
             // SAFETY: non-NULL and NUL-terminated by the caller's contract.
             unsafe { args::text(url, "url") }?.to_string()
         };
-        let runtime = new_runtime()?;
-        // On failure the runtime is dropped here, which joins its threads.
-        let client = runtime.block_on(polylock::Client::connect(&url))?;
-        let shared = Arc::new(Shared::new(client, runtime));
-        *out = Box::into_raw(Box::new(polylock_client { shared }));
+        *out = Box::into_raw(Box::new(connect(&url)?));
         Ok(())
     })
+}
+
+/// A client of `url` with a runtime of its own. The first client of the process first
+/// routes logs to stderr if `POLYLOCK_LOG` asks (unless the program set a log callback).
+pub fn connect(url: &str) -> polylock::Result<polylock_client> {
+    crate::observe::route_from_env_once()?;
+    let runtime = new_runtime()?;
+    // On failure the runtime is dropped here, which joins its threads.
+    let client = runtime.block_on(polylock::Client::connect(url))?;
+    Ok(polylock_client { shared: Arc::new(Shared::new(client, runtime)) })
 }
 
 /// Close the client: stop its watchdogs and give back every lock it holds. Later calls on

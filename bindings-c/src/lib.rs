@@ -6,6 +6,8 @@
 //! Beside that, `polylock_hold` is an acquisition that is its own owner, cancellable with a
 //! `polylock_cancel` (for languages whose threads are no owners, such as Go). Leader
 //! elections (`polylock_election`) and countdown latches (`polylock_latch`) wait the same way.
+//! Logs reach a C callback through the kit's log bridge, metrics leave as the kit's JSON or
+//! Prometheus text (`observe.rs`).
 //! The header `include/polylock.h` is generated from these sources by `build.rs`.
 
 mod args;
@@ -22,6 +24,8 @@ mod last_error;
 mod latch;
 mod lock;
 mod multi_lock;
+mod observe;
+mod redlock;
 mod runtime;
 mod rwlock;
 mod segment;
@@ -72,6 +76,12 @@ pub use multi_lock::{
     polylock_multi_hold_is_lost, polylock_multi_hold_part, polylock_multi_hold_release, polylock_multi_lock,
     polylock_multi_lock_acquire, polylock_multi_lock_free,
 };
+pub use observe::{
+    polylock_client_metrics_json, polylock_get_log_level, polylock_log_callback, polylock_log_level,
+    polylock_log_record, polylock_metrics_json, polylock_prometheus_text, polylock_set_log_callback,
+    polylock_set_log_level, polylock_set_metrics_enabled,
+};
+pub use redlock::{polylock_redlock, polylock_redlock_connect};
 pub use rwlock::{
     polylock_client_rwlock, polylock_rwlock, polylock_rwlock_free, polylock_rwlock_read_acquire,
     polylock_rwlock_read_release, polylock_rwlock_write_acquire, polylock_rwlock_write_release,

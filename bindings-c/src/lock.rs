@@ -18,6 +18,9 @@ use crate::status::polylock_status;
 pub struct polylock_lock {
     pub(crate) shared: Arc<Shared>,
     pub(crate) lock: Lock,
+    /// Whether the lock has a client of its own (`polylock_redlock()`), closed and freed
+    /// with it.
+    pub(crate) owns_client: bool,
 }
 
 impl polylock_lock {
@@ -67,7 +70,7 @@ pub unsafe extern "C" fn polylock_client_lock_kind(
         let kind: LockKind = unsafe { args::text(kind, "kind") }?.parse()?;
         let out = unsafe { args::out(out, "out") }?;
         let lock = client.shared.client.lock(name)?.with_kind(kind)?;
-        *out = Box::into_raw(Box::new(polylock_lock { shared: client.shared.clone(), lock }));
+        *out = Box::into_raw(Box::new(polylock_lock { shared: client.shared.clone(), lock, owns_client: false }));
         Ok(())
     })
 }
@@ -161,15 +164,23 @@ pub unsafe extern "C" fn polylock_lock_is_lost(lock: *const polylock_lock) -> bo
 }
 
 /// Free a lock handle. Holds are not released: they belong to the threads (release them
-/// first, or they stay until the client is closed or the lease runs out). NULL is ignored.
+/// first, or they stay until the client is closed or the lease runs out). A lock from
+/// `polylock_redlock()` closes and frees its own client too, which gives its holds back.
+/// NULL is ignored.
 ///
 /// # Safety
-/// `lock` is NULL or a handle from `polylock_client_lock()` not freed yet.
+/// `lock` is NULL or a handle from `polylock_client_lock()` or `polylock_redlock()` not
+/// freed yet.
 #[no_mangle]
 pub unsafe extern "C" fn polylock_lock_free(lock: *mut polylock_lock) {
     if lock.is_null() {
         return;
     }
-    // SAFETY: the caller's contract: we own it from here on.
-    quietly(|| drop(unsafe { Box::from_raw(lock) }));
+    quietly(|| {
+        // SAFETY: the caller's contract: we own it from here on.
+        let lock = unsafe { Box::from_raw(lock) };
+        if lock.owns_client {
+            lock.shared.shut_down();
+        }
+    });
 }

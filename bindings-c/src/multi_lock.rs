@@ -64,16 +64,7 @@ pub unsafe extern "C" fn polylock_client_multi_lock(
         // SAFETY (both): the caller's contract.
         let client = unsafe { args::handle(client, "client") }?;
         let out = unsafe { args::out(out, "out") }?;
-        if names.is_null() && count > 0 {
-            return Err(Error::invalid_argument(format!("names is NULL but count is {count}")));
-        }
-        let pointers: &[*const c_char] =
-            if count == 0 { &[] } else { unsafe { std::slice::from_raw_parts(names, count) } };
-        let mut list = Vec::with_capacity(count);
-        for (index, name) in pointers.iter().enumerate() {
-            // SAFETY: the caller's contract.
-            list.push(unsafe { args::text(*name, &format!("names[{index}]")) }?);
-        }
+        let list = unsafe { args::texts(names, count, "names") }?;
         let locks = client.shared.client.multi_lock(&list)?;
         *out = Box::into_raw(Box::new(polylock_multi_lock { shared: client.shared.clone(), locks }));
         Ok(())

@@ -6,37 +6,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdint.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "harness.h"
-
-static const char *url;
-static char name[160];
-
-static void unique_name(const char *test) {
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    snprintf(name, sizeof name, "c-coord:%s:%ld:%ld", test, (long)getpid(), (long)now.tv_nsec);
-}
-
-static polylock_client *connect_to(const char *where) {
-    polylock_client *client = NULL;
-    CHECK_OK(polylock_connect(where, &client));
-    CHECK(client != NULL);
-    return client;
-}
-
-static void sleep_ms(long ms) {
-    struct timespec pause = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&pause, NULL);
-}
-
-static bool bytes_are(const polylock_bytes *bytes, const char *text) {
-    size_t len = strlen(text);
-    return bytes->len == len && (len == 0 || memcmp(bytes->data, text, len) == 0);
-}
+#include "helpers.h"
 
 static polylock_leadership *campaign(polylock_election *election, const char *value, int64_t timeout_ms) {
     polylock_leadership *leadership = NULL;
@@ -183,6 +154,9 @@ static void test_election(void) {
     CHECK(polylock_leadership_is_lost(lead_c));
     CHECK(!polylock_leadership_is_leader(lead_c));
     CHECK_STATUS(polylock_leadership_proclaim(lead_c, (const uint8_t *)"y", 1), POLYLOCK_LOST);
+    /* And the other client's observer sees that nobody leads, soon: on ZooKeeper too, whose
+     * closed session takes its leader node with it at once (not at the session timeout). */
+    observe_until(observer, NULL);
 
     polylock_leadership_free(lead_a);
     polylock_leadership_free(candidate.won);

@@ -5,28 +5,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdint.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "harness.h"
-
-static const char *url;
-static char lock_name[128];
-
-static void unique_name(const char *test) {
-    /* Unique per run, so that tests on a shared Redis never see each other's locks. */
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    snprintf(lock_name, sizeof lock_name, "c-test:%s:%ld:%ld", test, (long)getpid(), (long)now.tv_nsec);
-}
-
-static polylock_client *connect_or_die(void) {
-    polylock_client *client = NULL;
-    CHECK_OK(polylock_connect(url, &client));
-    CHECK(client != NULL);
-    return client;
-}
+#include "helpers.h"
 
 /* Bad input: NULL everywhere, bad URLs, invalid UTF-8, bad leases, and NULL-safe frees. */
 static void test_bad_input(void) {
@@ -39,7 +19,7 @@ static void test_bad_input(void) {
     CHECK_STATUS(polylock_connect(url, NULL), POLYLOCK_INVALID_ARGUMENT);
     CHECK(strstr(polylock_last_error(), "NULL") != NULL);
 
-    client = connect_or_die();
+    client = connect_to(url);
     polylock_lock *lock = NULL;
     CHECK_STATUS(polylock_client_lock(NULL, "x", &lock), POLYLOCK_INVALID_ARGUMENT);
     CHECK_STATUS(polylock_client_lock(client, NULL, &lock), POLYLOCK_INVALID_ARGUMENT);
@@ -54,7 +34,7 @@ static void test_bad_input(void) {
     CHECK(polylock_lock_hold_count(NULL) == 0);
 
     unique_name("bad");
-    CHECK_OK(polylock_client_lock(client, lock_name, &lock));
+    CHECK_OK(polylock_client_lock(client, name, &lock));
     CHECK_STATUS(polylock_lock_acquire(lock, 0, -5, NULL), POLYLOCK_INVALID_ARGUMENT);
     CHECK(strstr(polylock_last_error(), "lease") != NULL);
     /* Outside 10 ms .. 365 days, the range every backend honours: refused before any write. */
@@ -131,14 +111,14 @@ static void *contend(void *arg) {
 }
 
 static void test_contract(void) {
-    polylock_client *client = connect_or_die();
+    polylock_client *client = connect_to(url);
     unique_name("contract");
     struct ledger ledger = {.last_token = 0};
     pthread_mutex_init(&ledger.mutex, NULL);
     atomic_init(&ledger.inside, 0);
     atomic_init(&ledger.failures, 0);
     /* One handle shared by every thread: each thread is its own owner. */
-    CHECK_OK(polylock_client_lock(client, lock_name, &ledger.lock));
+    CHECK_OK(polylock_client_lock(client, name, &ledger.lock));
     pthread_t threads[THREADS];
     for (int i = 0; i < THREADS; i++) CHECK(pthread_create(&threads[i], NULL, contend, &ledger) == 0);
     for (int i = 0; i < THREADS; i++) CHECK(pthread_join(threads[i], NULL) == 0);
@@ -165,10 +145,10 @@ static void *probe_held_lock(void *arg) {
 }
 
 static void test_other_thread(void) {
-    polylock_client *client = connect_or_die();
+    polylock_client *client = connect_to(url);
     unique_name("other");
     struct probe probe = {0};
-    CHECK_OK(polylock_client_lock(client, lock_name, &probe.lock));
+    CHECK_OK(polylock_client_lock(client, name, &probe.lock));
     uint64_t token = 0;
     CHECK_OK(polylock_lock_acquire(probe.lock, 0, 0, &token));
     pthread_t thread;
@@ -188,10 +168,10 @@ static void test_other_thread(void) {
 /* ---- reentrancy: one thread, several holds, one token ---- */
 
 static void test_reentrant(void) {
-    polylock_client *client = connect_or_die();
+    polylock_client *client = connect_to(url);
     unique_name("reentrant");
     polylock_lock *lock = NULL;
-    CHECK_OK(polylock_client_lock(client, lock_name, &lock));
+    CHECK_OK(polylock_client_lock(client, name, &lock));
     uint64_t first = 0, second = 0;
     CHECK_OK(polylock_lock_acquire(lock, 0, 0, &first));
     CHECK_OK(polylock_lock_acquire(lock, 0, 5000, &second));
@@ -214,10 +194,10 @@ static void test_reentrant(void) {
 /* ---- a lease runs out: the hold is lost, and releasing it says so ---- */
 
 static void test_lease_lost(void) {
-    polylock_client *client = connect_or_die();
+    polylock_client *client = connect_to(url);
     unique_name("lease");
     polylock_lock *lock = NULL;
-    CHECK_OK(polylock_client_lock(client, lock_name, &lock));
+    CHECK_OK(polylock_client_lock(client, name, &lock));
     CHECK_OK(polylock_lock_acquire(lock, 0, 100, NULL));
     struct timespec pause = {0, 400 * 1000 * 1000};
     nanosleep(&pause, NULL);
@@ -246,12 +226,12 @@ static void *probe_rwlock(void *arg) {
 }
 
 static void test_rwlock(void) {
-    polylock_client *client = connect_or_die();
+    polylock_client *client = connect_to(url);
     unique_name("rwlock");
     polylock_rwlock *rw = NULL;
     CHECK_STATUS(polylock_client_rwlock(client, "", &rw), POLYLOCK_INVALID_ARGUMENT);
     CHECK_STATUS(polylock_rwlock_read_acquire(NULL, 0, 0, NULL), POLYLOCK_INVALID_ARGUMENT);
-    CHECK_OK(polylock_client_rwlock(client, lock_name, &rw));
+    CHECK_OK(polylock_client_rwlock(client, name, &rw));
     uint64_t read = 0;
     CHECK_OK(polylock_rwlock_read_acquire(rw, 0, 0, &read));
     /* Another thread may read too, but not write. */
@@ -294,11 +274,11 @@ static void *release_permit(void *arg) {
 }
 
 static void test_semaphore(void) {
-    polylock_client *client = connect_or_die();
+    polylock_client *client = connect_to(url);
     unique_name("semaphore");
     polylock_semaphore *semaphore = NULL;
-    CHECK_STATUS(polylock_client_semaphore(client, lock_name, 0, &semaphore), POLYLOCK_INVALID_ARGUMENT);
-    CHECK_OK(polylock_client_semaphore(client, lock_name, 2, &semaphore));
+    CHECK_STATUS(polylock_client_semaphore(client, name, 0, &semaphore), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_OK(polylock_client_semaphore(client, name, 2, &semaphore));
     uint64_t a = 0, b = 0, token_a = 0, token_b = 0, none = 0;
     CHECK_STATUS(polylock_semaphore_acquire(semaphore, 0, 0, NULL, NULL), POLYLOCK_INVALID_ARGUMENT);
     CHECK_OK(polylock_semaphore_acquire(semaphore, 0, 0, &a, &token_a));
@@ -321,7 +301,7 @@ static void test_semaphore(void) {
     CHECK_OK(polylock_semaphore_release(semaphore, b));
     /* The count is fixed by the first use of the name. */
     polylock_semaphore *other = NULL;
-    CHECK_OK(polylock_client_semaphore(client, lock_name, 3, &other));
+    CHECK_OK(polylock_client_semaphore(client, name, 3, &other));
     CHECK_STATUS(polylock_semaphore_acquire(other, 0, 0, &none, NULL), POLYLOCK_INVALID_ARGUMENT);
     CHECK(strstr(polylock_last_error(), "has 2 permits") != NULL);
     polylock_semaphore_free(other);
@@ -389,10 +369,10 @@ static void *acquire_cancellable(void *arg) {
 }
 
 static void test_hold(void) {
-    polylock_client *client = connect_or_die();
+    polylock_client *client = connect_to(url);
     unique_name("hold");
     polylock_lock *lock = NULL;
-    CHECK_OK(polylock_client_lock(client, lock_name, &lock));
+    CHECK_OK(polylock_client_lock(client, name, &lock));
 
     /* Two holds through one handle on one thread are two owners: they exclude each other. */
     polylock_hold *first = NULL, *second = NULL, *again = NULL;

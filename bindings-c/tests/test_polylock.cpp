@@ -2,7 +2,9 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <string>
+#include <vector>
 #include <thread>
 #include <unistd.h>
 
@@ -190,6 +192,48 @@ int main(int argc, char **argv) {
         EXPECT(!latch.await(50));
         latch.count_down();
         EXPECT(latch.await(1000) && latch.count() == 0);
+    }
+
+    // Logs to a std::function, metrics as strings.
+    {
+        std::mutex mu;
+        std::vector<polylock::LogRecord> seen;
+        try {
+            polylock::set_logger([](const polylock::LogRecord &) {}, "chatty");
+            EXPECT(false);
+        } catch (const polylock::Error &err) {
+            EXPECT(err.status() == POLYLOCK_INVALID_ARGUMENT);
+        }
+        polylock::set_logger(
+            [&](const polylock::LogRecord &record) {
+                std::lock_guard<std::mutex> hold(mu);
+                seen.push_back(record);
+            },
+            "debug");
+        polylock::Lock logged = client.lock(name + ":logged");
+        { polylock::Guard guard(logged); }
+        polylock::set_logger(nullptr);
+        std::size_t named = 0;
+        {
+            std::lock_guard<std::mutex> hold(mu);
+            for (const auto &record : seen) {
+                if (record.json.find("\"name\":\"" + name + ":logged\"") != std::string::npos &&
+                    record.level == POLYLOCK_LOG_DEBUG && record.target.rfind("polylock::", 0) == 0) {
+                    named++;
+                }
+            }
+        }
+        EXPECT(named >= 2);  // the acquisition and the release
+        const std::string before = client.metrics_json();
+        EXPECT(before.find("\"releases\":") != std::string::npos);
+        EXPECT(polylock::metrics_json().find("\"series\":[") != std::string::npos);
+        EXPECT(polylock::prometheus_text().find("polylock_acquires_total") != std::string::npos);
+        try {
+            polylock::set_log_level("nope");
+            EXPECT(false);
+        } catch (const polylock::Error &err) {
+            EXPECT(err.status() == POLYLOCK_INVALID_ARGUMENT);
+        }
     }
 
     polylock::Snowflake ids(3);

@@ -6,39 +6,9 @@
  */
 #define _POSIX_C_SOURCE 200809L
 #include <pthread.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdatomic.h>
-#include <stdint.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "harness.h"
-
-extern char **environ;
-
-static const char *url;
-static char name[160];
-
-static void unique_name(const char *test) {
-    struct timespec now;
-    clock_gettime(CLOCK_REALTIME, &now);
-    snprintf(name, sizeof name, "c-prim:%s:%ld:%ld", test, (long)getpid(), (long)now.tv_nsec);
-}
-
-static polylock_client *connect_to(const char *where) {
-    polylock_client *client = NULL;
-    CHECK_OK(polylock_connect(where, &client));
-    CHECK(client != NULL);
-    return client;
-}
-
-static void sleep_ms(long ms) {
-    struct timespec pause = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&pause, NULL);
-}
+#include "helpers.h"
 
 static int compare_ids(const void *a, const void *b) {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -418,40 +388,13 @@ static void test_multi_lock(void) {
     polylock_client_free(client);
 }
 
-/* ---- RedLock through its URL, over three private redis-servers ---- */
+/* ---- RedLock through its URL and through polylock_redlock(), over three private redis-servers ---- */
 
 enum { REDLOCK_NODES = 3 };
-
-static pid_t servers[REDLOCK_NODES];
-static int servers_started;
-
-/* Stop the private servers on every way out, failed CHECKs (exit) included. */
-static void stop_servers(void) {
-    for (int i = 0; i < servers_started; i++) {
-        kill(servers[i], SIGTERM);
-        waitpid(servers[i], NULL, 0);
-    }
-    servers_started = 0;
-}
-
-static void start_redis(int port) {
-    char port_text[16];
-    snprintf(port_text, sizeof port_text, "%d", port);
-    char *argv[] = {"redis-server", "--port", port_text, "--bind", "127.0.0.1", "--save", "",
-                    "--appendonly", "no", "--loglevel", "warning", NULL};
-    posix_spawn_file_actions_t quiet;
-    CHECK(posix_spawn_file_actions_init(&quiet) == 0);
-    CHECK(posix_spawn_file_actions_addopen(&quiet, 1, "/dev/null", O_WRONLY, 0) == 0);
-    pid_t pid = 0;
-    CHECK(posix_spawnp(&pid, "redis-server", &quiet, NULL, argv, environ) == 0);
-    posix_spawn_file_actions_destroy(&quiet);
-    servers[servers_started++] = pid;
-}
 
 static void test_redlock(void) {
     /* Ports above 30000, apart per process so parallel runs do not meet. */
     int base = 31000 + (int)(getpid() % 3000) * 3;
-    atexit(stop_servers);
     for (int i = 0; i < REDLOCK_NODES; i++) start_redis(base + i);
     char redlock_url[160];
     snprintf(redlock_url, sizeof redlock_url, "redlock://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", base, base + 1,
@@ -511,11 +454,61 @@ static void test_redlock(void) {
     CHECK_STATUS(polylock_client_latch(client, name, &latch), POLYLOCK_UNSUPPORTED);
     CHECK(election == NULL && latch == NULL);
 
+    /* polylock_redlock(servers, name): the same lock from a list of servers, on a client of
+     * its own, excluding the URL client's hold; its entries are the core's rule. */
+    char entries[REDLOCK_NODES][64];
+    const char *list[REDLOCK_NODES];
+    for (int i = 0; i < REDLOCK_NODES; i++) {
+        snprintf(entries[i], sizeof entries[i], i == 0 ? "redis://127.0.0.1:%d" : "127.0.0.1:%d", base + i);
+        list[i] = entries[i];
+    }
+    polylock_lock *listed = NULL;
+    CHECK_STATUS(polylock_redlock(NULL, 3, name, &listed), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_redlock(list, 0, name, &listed), POLYLOCK_INVALID_ARGUMENT);
+    CHECK(strstr(polylock_last_error(), "at least one") != NULL);
+    CHECK_STATUS(polylock_redlock(list, REDLOCK_NODES, NULL, &listed), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_redlock(list, REDLOCK_NODES, name, NULL), POLYLOCK_INVALID_ARGUMENT);
+    const char *bad[] = {entries[1], "rediss://127.0.0.1:1"};
+    CHECK_STATUS(polylock_redlock(bad, 2, name, &listed), POLYLOCK_INVALID_ARGUMENT);
+    CHECK(strstr(polylock_last_error(), "TLS") != NULL);
+    const char *secret[] = {"redis://u:Sekr3t-9@127.0.0.1:1", "redis://u:0ther-9@127.0.0.1:2"};
+    CHECK_STATUS(polylock_redlock(secret, 2, name, &listed), POLYLOCK_INVALID_ARGUMENT);
+    CHECK(strstr(polylock_last_error(), "credentials") && !strstr(polylock_last_error(), "Sekr3t") &&
+          !strstr(polylock_last_error(), "0ther"));
+    CHECK(listed == NULL);
+    CHECK_OK(polylock_redlock(list, REDLOCK_NODES, name, &listed));
+    CHECK_OK(polylock_lock_acquire(listed, 2000, 0, NULL));
+    CHECK(polylock_lock_is_held(listed));
+    CHECK_STATUS(polylock_lock_acquire_hold(other, 100, 0, NULL, &blocked), POLYLOCK_TIMEOUT);
+    CHECK_OK(polylock_lock_release(listed));
+    CHECK_OK(polylock_lock_acquire_hold(other, 2000, 0, NULL, &blocked));
+    CHECK_STATUS(polylock_lock_acquire(listed, 100, 0, NULL), POLYLOCK_TIMEOUT);
+    CHECK_OK(polylock_hold_release(blocked));
+    polylock_hold_free(blocked);
+    /* Freeing the lock closes its client, which gives back what the lock still holds. */
+    CHECK_OK(polylock_lock_acquire(listed, 2000, 0, NULL));
+    polylock_lock_free(listed);
+    CHECK_OK(polylock_lock_acquire_hold(other, 5000, 0, NULL, &blocked));
+    CHECK_OK(polylock_hold_release(blocked));
+    polylock_hold_free(blocked);
+    /* polylock_redlock_connect: a client of the list, for any RedLock use. */
+    polylock_client *listed_client = NULL;
+    CHECK_STATUS(polylock_redlock_connect(list, REDLOCK_NODES, NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_OK(polylock_redlock_connect(list, REDLOCK_NODES, &listed_client));
+    polylock_lock *via_client = NULL;
+    CHECK_STATUS(polylock_client_lock(listed_client, name, &via_client), POLYLOCK_UNSUPPORTED);
+    CHECK_OK(polylock_client_lock_kind(listed_client, name, "token", &via_client));
+    CHECK_OK(polylock_lock_acquire(via_client, 2000, 0, NULL));
+    CHECK_STATUS(polylock_lock_acquire_hold(other, 0, 0, NULL, &blocked), POLYLOCK_TIMEOUT);
+    CHECK_OK(polylock_lock_release(via_client));
+    polylock_lock_free(via_client);
+    polylock_client_free(listed_client);
+
     polylock_lock_free(lock);
     polylock_lock_free(other);
     polylock_client_free(client);
     polylock_client_free(other_client);
-    stop_servers();
+    stop_private_servers();
 }
 
 int main(int argc, char **argv) {
