@@ -30,6 +30,21 @@ type Client struct {
 // once with ErrCancelled (or ErrTimeout for a deadline), and the connection that is still
 // being made is closed when it completes.
 func Connect(ctx context.Context, url string) (*Client, error) {
+	return connectWith(ctx, func(out **C.polylock_client) error {
+		var text *C.char
+		if url != "" {
+			var err error
+			if text, err = cString(url, "the URL"); err != nil {
+				return err
+			}
+			defer freeCString(text)
+		}
+		return call(func() C.polylock_status { return C.polylock_connect(text, out) })
+	})
+}
+
+// connectWith runs one C connect (open) in a goroutine, bounded by ctx as Connect says.
+func connectWith(ctx context.Context, open func(out **C.polylock_client) error) (*Client, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, contextError(err, "connect was given up before it started")
 	}
@@ -40,15 +55,7 @@ func Connect(ctx context.Context, url string) (*Client, error) {
 	done := make(chan result, 1)
 	go func() {
 		var ptr *C.polylock_client
-		var text *C.char
-		err := error(nil)
-		if url != "" {
-			text, err = cString(url, "the URL")
-		}
-		if err == nil {
-			defer freeCString(text)
-			err = call(func() C.polylock_status { return C.polylock_connect(text, &ptr) })
-		}
+		err := open(&ptr)
 		done <- result{ptr, err}
 	}()
 	select {

@@ -8,7 +8,6 @@ import (
 	"context"
 	"runtime"
 	"sync"
-	"unsafe"
 )
 
 // MultiLock is several mutexes of one client acquired as one: always in the one canonical
@@ -25,26 +24,13 @@ type MultiLock struct {
 func (c *Client) MultiLock(names ...string) (*MultiLock, error) {
 	var ptr *C.polylock_multi_lock
 	err := c.use(func(client *C.polylock_client) error {
-		// The array of C strings lives in C memory: cgo forbids Go memory holding pointers.
-		array := (*[1 << 28]*C.char)(C.malloc(C.size_t(max(len(names), 1)) * C.size_t(unsafe.Sizeof((*C.char)(nil)))))
-		defer C.free(unsafe.Pointer(array))
-		for i, name := range names {
-			cName, err := cString(name, "a lock name")
-			if err != nil {
-				for _, made := range array[:i] {
-					freeCString(made)
-				}
-				return err
-			}
-			array[i] = cName
+		array, free, err := cStrings(names, "a lock name")
+		if err != nil {
+			return err
 		}
-		defer func() {
-			for _, made := range array[:len(names)] {
-				freeCString(made)
-			}
-		}()
+		defer free()
 		return call(func() C.polylock_status {
-			return C.polylock_client_multi_lock(client, &array[0], C.size_t(len(names)), &ptr)
+			return C.polylock_client_multi_lock(client, array, C.size_t(len(names)), &ptr)
 		})
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -125,5 +126,54 @@ func TestRedLock(t *testing.T) {
 	}
 	if err := parts.Release(); err != nil {
 		t.Fatal(err)
+	}
+
+	// NewRedLock(servers, name): the same lock from the list, on a client of its own; the
+	// list's rules are the core's (redacted messages included).
+	for _, bad := range [][]string{nil, {"rediss://127.0.0.1:1"}, {"redis://u:Sekr3t-9@127.0.0.1:1", "redis://u:0ther-9@127.0.0.1:2"}} {
+		_, err := polylock.NewRedLock(ctx, bad, name)
+		if !errors.Is(err, polylock.ErrInvalidArgument) {
+			t.Fatalf("NewRedLock(%q): %v, want ErrInvalidArgument", bad, err)
+		}
+		if strings.Contains(err.Error(), "Sekr3t") || strings.Contains(err.Error(), "0ther") {
+			t.Fatalf("a password in the message: %v", err)
+		}
+	}
+	servers := []string{"redis://" + addresses[0], addresses[1], addresses[2]}
+	listed, err := polylock.NewRedLock(ctx, servers, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if listed.Kind() != polylock.KindToken || listed.Name() != name {
+		t.Fatalf("NewRedLock made %s %q", listed.Kind(), listed.Name())
+	}
+	held, err := listed.Acquire(ctx, polylock.WithWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if none, err := otherLock.TryAcquire(ctx, polylock.WithWait(100*time.Millisecond)); none != nil || err != nil {
+		t.Fatalf("the URL client's lock while NewRedLock's holds: %v, %v", none, err)
+	}
+	// Closing the lock's client gives its hold back.
+	if err := listed.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-held.Lost():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the hold of a closed RedLock is not lost")
+	}
+	after, err := otherLock.Acquire(ctx, polylock.WithWait(5*time.Second))
+	if err != nil {
+		t.Fatalf("after NewRedLock's Close: %v", err)
+	}
+	mustRelease(t, after)
+	client2, err := polylock.ConnectRedLock(ctx, servers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client2.Close()
+	if _, err := client2.Lock(name); !errors.Is(err, polylock.ErrUnsupported) {
+		t.Fatalf("reentrant kind on ConnectRedLock's client: %v, want ErrUnsupported", err)
 	}
 }
