@@ -8,7 +8,7 @@ use jni::JNIEnv;
 use polylock::Error;
 
 use crate::entry::{code, require_object, JResult, JniResultExt};
-use crate::vm::{bridge, vm};
+use crate::vm::{bridge, with_env};
 
 /// How a native call ended, as its future sees it.
 pub enum Outcome {
@@ -59,13 +59,14 @@ impl Drop for Completer {
 }
 
 fn deliver(future: &GlobalRef, outcome: Outcome) -> bool {
-    let (Some(vm), Some(bridge)) = (vm(), bridge()) else {
+    let Some(bridge) = bridge() else {
         return false;
     };
     // Runtime threads are attached already; this only attaches a thread that is not.
-    let Ok(mut env) = vm.attach_current_thread_as_daemon() else {
-        return false;
-    };
+    with_env(|env| deliver_on(env, bridge, future, outcome)).unwrap_or(false)
+}
+
+fn deliver_on(env: &mut JNIEnv<'_>, bridge: &crate::vm::Bridge, future: &GlobalRef, outcome: Outcome) -> bool {
     // A local frame, so that permanently attached worker threads do not pile up local refs.
     let delivered = env.with_local_frame(4, |env| -> jni::errors::Result<bool> {
         let (status, value, message) = match outcome {

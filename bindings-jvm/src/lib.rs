@@ -14,6 +14,7 @@ mod latch;
 mod leased_snowflake;
 mod lock;
 mod multi_lock;
+mod observe;
 mod redlock;
 mod segment;
 mod self_test;

@@ -21,6 +21,8 @@ final class NativeBridge {
 
     static {
         NativeLoader.load();
+        // Before any client exists: the core's records go to SLF4J from the first connect on.
+        Logging.install();
     }
 
     private NativeBridge() {}
@@ -81,6 +83,41 @@ final class NativeBridge {
 
     /** Panics on purpose in native code (future null: at the entry point; else in a task): for the tests only. */
     static native void selfTestPanic(long client, CompletableFuture<Long> future);
+
+    /** The level the environment asks for ({@code POLYLOCK_LOG}, {@code DEBUG=polylock}), null if it says nothing. */
+    static native String logLevelFromEnv();
+
+    /** Route the core's log records to {@link #log} at {@code level} (a level name) from now on. */
+    static native void logRoute(String level);
+
+    static native void logSetLevel(String level);
+
+    static native String logLevel();
+
+    /** The process's metrics (every client summed) as the one JSON shape. */
+    static native String metricsJson();
+
+    static native String clientMetricsJson(long client);
+
+    static native String prometheusText();
+
+    static native void setMetricsEnabled(boolean enabled);
+
+    static native boolean metricsEnabled();
+
+    /**
+     * Called from whichever native thread logged (often a runtime worker) with one record: its level (1 error .. 5
+     * trace), the Rust target, {@code LogRecord::line()} and the fields as key, value, key, value. Never throws: a
+     * record whose logging fails is dropped.
+     */
+    @SuppressWarnings("unused")
+    private static void log(int level, String target, String line, String[] keysAndValues) {
+        try {
+            Logging.emit(level, target, line, keysAndValues);
+        } catch (Throwable dropped) {
+            // A failing logger loses this record; it must not fail the operation that logged.
+        }
+    }
 
     /** Called from the native runtime's threads to complete a call's future. */
     @SuppressWarnings({"unchecked", "unused"})

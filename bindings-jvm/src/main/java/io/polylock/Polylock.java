@@ -48,6 +48,45 @@ public final class Polylock {
         return RedLockUrl.of(servers);
     }
 
+    /**
+     * Hand the core's log records to SLF4J at {@code level} and above from now on: {@code off}, {@code error}, {@code
+     * warn}, {@code info}, {@code debug} or {@code trace} (any case; {@code warning} too). Throws {@link
+     * PolylockException} with {@link ErrorCode#INVALID_ARGUMENT} for another name, leaving the level as it was.
+     *
+     * <p>At load the level is the one {@code POLYLOCK_LOG} names (or {@code debug} when {@code DEBUG} lists {@code
+     * polylock}), else the most detailed one SLF4J enables on logger {@code polylock}, but at least {@code warn}. Records
+     * below the level cost nothing: they are never made. Each record goes to the logger of its Rust module under {@code
+     * polylock} ({@code polylock.engine.acquire}...), with the event's fields as key-value pairs.
+     */
+    public static void setLogLevel(String level) {
+        Objects.requireNonNull(level, "level");
+        NativeBridge.logSetLevel(level);
+    }
+
+    /** The level the core's records are handed to SLF4J at: {@code off}, {@code error}, {@code warn}, ... */
+    public static String getLogLevel() {
+        return NativeBridge.logLevel();
+    }
+
+    /** The process's metrics: every client's counts, summed per backend scheme and lock kind. */
+    public static Metrics metrics() {
+        return new Metrics(NativeBridge.metricsJson());
+    }
+
+    /** The process's metrics in Prometheus' text format 0.0.4, to serve on a {@code /metrics} endpoint. */
+    public static String prometheusText() {
+        return NativeBridge.prometheusText();
+    }
+
+    /** Count (the default) or stop counting; counts already made are kept. Process-wide. */
+    public static void setMetricsEnabled(boolean enabled) {
+        NativeBridge.setMetricsEnabled(enabled);
+    }
+
+    public static boolean isMetricsEnabled() {
+        return NativeBridge.metricsEnabled();
+    }
+
     static String defaultUrl() {
         String url = System.getenv("POLYLOCK_URL");
         return url != null && !url.isEmpty() ? url : "sqlite://polylock.db";

@@ -182,6 +182,11 @@ public final class PolylockClient implements AutoCloseable {
         return new MultiLock(this, names, kinds);
     }
 
+    /** This client's own metrics (see {@link Metrics}); {@link Polylock#metrics()} sums every client's. */
+    public Metrics getMetrics() {
+        return new Metrics(withHandle(NativeBridge::clientMetricsJson));
+    }
+
     /** This client's random id: the first half of every lock field it writes. */
     public String getId() {
         return id;
