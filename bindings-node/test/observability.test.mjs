@@ -194,6 +194,25 @@ for (const [backend, url] of backends) {
   })
 }
 
+test("the README's pino-style routing calls the logger's method of each record's level", async () => {
+  // What pino's API looks like (logger[level](mergingObject, message)), without pino.
+  const calls = []
+  const logger = Object.fromEntries(
+    ['trace', 'debug', 'info', 'warn', 'error'].map((level) => [level, (object, message) => calls.push({ level, object, message })]),
+  )
+  polylock.setLogger((record) => logger[record.level]({ target: record.target, ...record.fields }, record.message), 'debug')
+  const client = await polylock.connect(`sqlite://${tempDir()}/pino.db`)
+  const name = uniqueName('obs-pino')
+  await acquireRelease(client, name)
+  await client.close()
+  const acquired = await recordMatching(calls, (c) => c.object.name === name && c.message === 'acquired', 'at logger.debug')
+  polylock.setLogger(null)
+  assert.equal(acquired.level, 'debug')
+  assert.equal(acquired.object.target, 'polylock::engine::acquire')
+  assert.equal(acquired.object.op, 'acquire')
+  assert.ok(calls.some((c) => c.level === 'info' && c.message === 'connected'))
+})
+
 test('bad level names and loggers are typed errors, and change nothing', () => {
   polylock.setLogLevel('warn')
   for (const call of [
