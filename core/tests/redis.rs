@@ -738,7 +738,7 @@ async fn a_password_with_a_raw_slash_and_at_sign_connects() {
     guard.release().await.unwrap();
     client.close().await;
     let wrong = format!("redis://{user}:wr/ong@pass@{hostport}/0");
-    let err = Client::connect(&wrong).await.err().expect("a wrong password is refused");
+    let err = Client::connect(&wrong).await.expect_err("a wrong password is refused");
     let text = format!("{err} {err:?}");
     assert!(!text.contains("wr/ong") && !text.contains("ong@pass"), "{text}");
     let _: () = redis::cmd("ACL").arg(&["DELUSER", &user]).query_async(&mut admin).await.unwrap();
