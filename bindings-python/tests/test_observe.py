@@ -263,6 +263,35 @@ def test_the_python_loggers_own_level_still_filters(captured, tmp_path):
     assert captured.of("connect")  # INFO passes
 
 
+@pytest.mark.skipif("etcd" not in SERVER_URLS, reason="no etcd server exported")
+def test_the_backends_client_libraries_log_under_polylock_deps(captured):
+    # etcd's gRPC stack (h2, tonic, tower) logs at debug; its records are children of
+    # `polylock` too, so one logger setting covers them.
+    skip_if_unsupported("etcd")
+    polylock.set_log_level("debug")
+    name = unique_name("observe-deps")
+    with polylock.connect(SERVER_URLS["etcd"]) as client:
+        with client.lock(name):
+            pass
+    captured.wait_for("release", name)
+    deps = [r for r in captured.records if r.name.startswith("polylock.deps.")]
+    assert deps, sorted({r.name for r in captured.records})
+    assert all(r.polylock_target.split("::")[0] in r.name for r in deps)
+    logging.getLogger("polylock.deps").setLevel(logging.WARNING)
+    try:
+        before = len(captured.records)
+        with polylock.connect(SERVER_URLS["etcd"]) as client:
+            with client.lock(name):
+                pass
+        deadline = time.monotonic() + 5
+        while len(captured.of("release", name)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(captured.of("release", name)) == 2
+        assert not [r for r in captured.records[before:] if r.name.startswith("polylock.deps.")]
+    finally:
+        logging.getLogger("polylock.deps").setLevel(logging.NOTSET)
+
+
 # --- no credential in any record ---------------------------------------------------------
 
 PASSWORD_SERVERS = [name for name in ("postgres", "redis-tls", "mariadb", "etcd-tls") if name in SERVER_URLS]
