@@ -73,7 +73,8 @@ pub fn attach_current_thread() {
 /// Run `f` with the calling thread's `JNIEnv`. A thread the JVM already knows (a Java thread
 /// inside a native call) uses its own; any other thread (a runtime worker, a backend library's
 /// thread) is attached once as a daemon, and its env is kept in a thread-local until the thread
-/// exits, when it is detached. `None`: no JVM yet, or the thread is exiting, or attaching failed.
+/// exits, when it is detached. `None`: no JVM yet, or the thread is exiting (past its detach), or
+/// attaching failed.
 pub fn with_env<R>(f: impl FnOnce(&mut JNIEnv<'_>) -> R) -> Option<R> {
     let vm = vm()?;
     let raw = ATTACHED
@@ -90,8 +91,8 @@ pub fn with_env<R>(f: impl FnOnce(&mut JNIEnv<'_>) -> R) -> Option<R> {
             attached.env.set(raw);
             Some(raw)
         })
-        .ok()
-        .flatten()?;
+        // This thread is exiting and its attachment is gone: only a JVM thread can still call.
+        .unwrap_or_else(|_| vm.get_env().ok().map(|env| env.get_raw()))?;
     // SAFETY: `raw` is this thread's JNIEnv, valid while the thread stays attached, which it
     // does at least until this call returns.
     let mut env = unsafe { JNIEnv::from_raw(raw) }.ok()?;
