@@ -261,10 +261,17 @@ impl<K: HoldKind> HoldTable<K> {
     /// before a forced unlock). The holds stay in the table, so their owners' releases report
     /// the loss.
     pub fn mark_lost(&self, key: &str, tokens: &[u64], reason: LostReason) {
-        for slot in self.slots_of(key) {
-            if let Some(hold) = slot.hold().as_ref().filter(|hold| tokens.contains(&hold.held.token)) {
-                hold.lost.mark(reason.clone());
-            }
+        // Marked after each slot's lock is let go: marking logs, and a binding's log sink
+        // (Python's, which needs the GIL) must never run under one of the core's locks.
+        let latches: Vec<LostNotifier> = self
+            .slots_of(key)
+            .iter()
+            .filter_map(|slot| {
+                slot.hold().as_ref().filter(|hold| tokens.contains(&hold.held.token)).map(|hold| hold.lost.clone())
+            })
+            .collect();
+        for lost in latches {
+            lost.mark(reason.clone());
         }
     }
 

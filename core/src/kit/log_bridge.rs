@@ -11,6 +11,9 @@
 //! runs on whichever thread emitted the event (a runtime worker or the caller's); an event
 //! emitted while the sink runs on the same thread (a handler calling back into polylock) is
 //! dropped rather than recursing, and a panicking sink loses its event, never the caller.
+//! The core marks holds lost and logs only after letting go of its own locks, since a sink
+//! may wait for a language's lock (Python's GIL) that a caller holds while it waits for one
+//! of the core's.
 //!
 //! No credential reaches a sink: the core only ever logs redacted URLs (`url::redact`).
 

@@ -274,7 +274,11 @@ async fn monitor<D: Dialect>(
     check: Duration,
     lost: Arc<SyncMutex<LostNotifier>>,
 ) {
-    let mark = |reason: LostReason| lost.lock().unwrap_or_else(|e| e.into_inner()).mark(reason);
+    // The latch is cloned out first: marking logs, and no log sink runs under a core lock.
+    let mark = |reason: LostReason| {
+        let latch = lost.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        latch.mark(reason)
+    };
     loop {
         let Some(lease_end) = session.upgrade().map(|s| s.lease_end()) else { return };
         sleep_until((Instant::now() + check).min(lease_end)).await;

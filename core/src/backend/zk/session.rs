@@ -58,47 +58,70 @@ struct RegistryInner {
     ended: Option<String>,
 }
 
+/// What a session state change is to report, once the registry's lock is let go.
+enum SessionEvent {
+    Disconnected { holds: usize },
+    Reconnected { holds: usize },
+    Ended { why: String },
+}
+
 impl Registry {
     fn inner(&self) -> std::sync::MutexGuard<'_, RegistryInner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn apply(&self, id: zk::SessionId, state: zk::SessionState) {
-        let mut inner = self.inner();
-        if inner.ended.is_some() {
-            return;
-        }
-        match state {
-            zk::SessionState::Disconnected => {
-                if !inner.suspended {
-                    tracing::warn!(op = "disconnect", backend = "zk", session = %id, holds = inner.holds.len(),
-                        "ZooKeeper connection lost; holds suspended until the session reconnects or expires");
-                }
-                inner.suspended = true;
-                inner.holds.values().for_each(|n| n.set_suspended(true));
+        // Decided under the registry's lock; logged and marked lost after it is let go, since
+        // a binding's log sink (Python's, which needs the GIL) must never run under a lock of
+        // the core's.
+        let mut ended: Vec<LostNotifier> = Vec::new();
+        let event = {
+            let mut inner = self.inner();
+            if inner.ended.is_some() {
+                return;
             }
-            zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
-                if inner.suspended {
-                    crate::metrics::reconnected("zk");
-                    tracing::info!(op = "reconnect", backend = "zk", session = %id, holds = inner.holds.len(),
-                        "ZooKeeper session reconnected; its holds are intact");
+            let holds = inner.holds.len();
+            match state {
+                zk::SessionState::Disconnected => {
+                    let was_suspended = std::mem::replace(&mut inner.suspended, true);
+                    inner.holds.values().for_each(|n| n.set_suspended(true));
+                    (!was_suspended).then_some(SessionEvent::Disconnected { holds })
                 }
-                inner.suspended = false;
-                inner.holds.values().for_each(|n| n.set_suspended(false));
+                zk::SessionState::SyncConnected | zk::SessionState::ConnectedReadOnly => {
+                    let was_suspended = std::mem::replace(&mut inner.suspended, false);
+                    inner.holds.values().for_each(|n| n.set_suspended(false));
+                    was_suspended.then_some(SessionEvent::Reconnected { holds })
+                }
+                zk::SessionState::Expired | zk::SessionState::AuthFailed | zk::SessionState::Closed => {
+                    let why = match state {
+                        zk::SessionState::Expired => format!("ZooKeeper session {id} expired"),
+                        zk::SessionState::AuthFailed => format!("ZooKeeper session {id} failed authentication"),
+                        _ => format!("ZooKeeper session {id} was closed"),
+                    };
+                    ended = std::mem::take(&mut inner.holds).into_values().collect();
+                    inner.ended = Some(why.clone());
+                    Some(SessionEvent::Ended { why })
+                }
             }
-            zk::SessionState::Expired | zk::SessionState::AuthFailed | zk::SessionState::Closed => {
-                let why = match state {
-                    zk::SessionState::Expired => format!("ZooKeeper session {id} expired"),
-                    zk::SessionState::AuthFailed => format!("ZooKeeper session {id} failed authentication"),
-                    _ => format!("ZooKeeper session {id} was closed"),
-                };
-                for notifier in std::mem::take(&mut inner.holds).into_values() {
+        };
+        match event {
+            None => {}
+            Some(SessionEvent::Disconnected { holds }) => {
+                tracing::warn!(op = "disconnect", backend = "zk", session = %id, holds,
+                    "ZooKeeper connection lost; holds suspended until the session reconnects or expires");
+            }
+            Some(SessionEvent::Reconnected { holds }) => {
+                crate::metrics::reconnected("zk");
+                tracing::info!(op = "reconnect", backend = "zk", session = %id, holds,
+                    "ZooKeeper session reconnected; its holds are intact");
+            }
+            Some(SessionEvent::Ended { why }) => {
+                for notifier in ended {
                     notifier.set_suspended(false);
                     notifier.mark(LostReason::SessionEnded(why.clone()));
                 }
                 tracing::warn!(op = "session_ended", backend = "zk", session = %id, detail = %why,
                     "ZooKeeper session ended; its holds are lost");
-                inner.ended = Some(why);
             }
         }
     }
