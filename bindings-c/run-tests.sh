@@ -3,7 +3,7 @@
 # committed header, builds the C/C++ tests and the example with CMake, runs them with
 # ctest, then runs them once more under valgrind.
 #
-#   POLYLOCK_CARGO_TARGET   cargo target dir (default ~/.cache/polylock/target)
+#   CARGO_TARGET_DIR / POLYLOCK_CARGO_TARGET   cargo target dir (default ~/.cache/polylock/target)
 #   POLYLOCK_TEST_<NAME>_URL  also run every test against that server, one ctest entry per
 #                       test and backend: tests/services/services.sh env exports one per
 #                       running server (Redis, Cluster, Sentinel, TLS, etcd, ZooKeeper,
@@ -16,7 +16,7 @@
 # against libpolylock.a.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-target="${POLYLOCK_CARGO_TARGET:-$HOME/.cache/polylock/target}"
+target="${CARGO_TARGET_DIR:-${POLYLOCK_CARGO_TARGET:-$HOME/.cache/polylock/target}}"
 export CARGO_TARGET_DIR="$target"
 # CMake pins a build tree to one source path, and the target dir is shared by every clone
 # (CI builds a fresh clone elsewhere), so each checkout gets its own build tree.

@@ -22,6 +22,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -711,29 +712,28 @@ struct LogRecord {
 using Logger = std::function<void(const LogRecord &)>;
 
 namespace detail {
-/** The logger in use; its mutex is held only to copy or swap the pointer (C++20 deprecates
- *  the shared_ptr atomics). */
+/** The logger in use. Records hold the lock shared while the logger runs (so loggers on
+ *  several threads run at once); set_logger holds it exclusively to swap, so that once it
+ *  returns the previous logger is never called again. */
 struct LoggerSlot {
-    std::mutex mu;
-    std::shared_ptr<const Logger> logger;
+    std::shared_mutex mu;
+    Logger logger;
 };
 inline LoggerSlot &logger_slot() {
     static LoggerSlot slot;
     return slot;
 }
-inline std::shared_ptr<const Logger> swap_logger(std::shared_ptr<const Logger> next) {
-    std::lock_guard<std::mutex> hold(logger_slot().mu);
+inline Logger swap_logger(Logger next) {
+    std::unique_lock<std::shared_mutex> hold(logger_slot().mu);
     logger_slot().logger.swap(next);
     return next;
 }
 inline void log_to_logger(void *, const polylock_log_record *record) noexcept {
     try {
-        std::shared_ptr<const Logger> logger;
-        {
-            std::lock_guard<std::mutex> hold(logger_slot().mu);
-            logger = logger_slot().logger;
+        std::shared_lock<std::shared_mutex> hold(logger_slot().mu);
+        if (logger_slot().logger) {
+            logger_slot().logger(LogRecord{record->level, record->target, record->message, record->line, record->json});
         }
-        if (logger) (*logger)(LogRecord{record->level, record->target, record->message, record->line, record->json});
     } catch (...) {
         // An exception must not cross into the library: the record is lost, not the caller.
     }
@@ -741,17 +741,18 @@ inline void log_to_logger(void *, const polylock_log_record *record) noexcept {
 }  // namespace detail
 
 /** Hand polylock's log records at `level` and above ("off", "error", "warn", "info",
- *  "debug", "trace") to `logger`, in place of any earlier one; an empty logger stops.
- *  Throws Error (INVALID_ARGUMENT) for an unknown level name, changing nothing. */
+ *  "debug", "trace") to `logger`, in place of any earlier one; an empty logger stops. Once
+ *  it returns, the previous logger is not called again (so never call it from inside a
+ *  logger). Throws Error (INVALID_ARGUMENT) for an unknown level name, changing nothing. */
 inline void set_logger(Logger logger, const std::string &level = "warn") {
     if (!logger) {
         detail::check(polylock_set_log_callback(nullptr, nullptr, nullptr));
         detail::swap_logger(nullptr);
         return;
     }
-    auto previous = detail::swap_logger(std::make_shared<const Logger>(std::move(logger)));
+    Logger previous = detail::swap_logger(std::move(logger));
     polylock_status status = polylock_set_log_callback(&detail::log_to_logger, nullptr, level.c_str());
-    if (status != POLYLOCK_OK) detail::swap_logger(previous);
+    if (status != POLYLOCK_OK) detail::swap_logger(std::move(previous));
     detail::check(status);
 }
 
