@@ -274,8 +274,16 @@ struct Bridge {
 struct Forward(Arc<Bridge>);
 
 impl Forward {
-    fn wants(level: &Level) -> bool {
-        (LogLevel::of(level) as u8) <= LEVEL.load(Relaxed)
+    /// polylock's own events at the level; the client libraries' (h2, tonic, hyper, sqlx...)
+    /// only at `trace`, and then their info and above, as the CLI's `-vvv` shows them: at
+    /// debug, etcd's gRPC stack alone logs some 900 records per connect.
+    fn wants(metadata: &Metadata<'_>) -> bool {
+        let (event, routed) = (LogLevel::of(metadata.level()) as u8, LEVEL.load(Relaxed));
+        if metadata.target().starts_with("polylock") {
+            event <= routed
+        } else {
+            routed == LogLevel::Trace as u8 && event <= LogLevel::Info as u8
+        }
     }
 }
 
@@ -298,7 +306,7 @@ impl Subscriber for Forward {
     }
 
     fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-        metadata.is_event() && Self::wants(metadata.level())
+        metadata.is_event() && Self::wants(metadata)
     }
 
     fn new_span(&self, _: &span::Attributes<'_>) -> span::Id {
@@ -311,7 +319,7 @@ impl Subscriber for Forward {
 
     fn event(&self, event: &Event<'_>) {
         let metadata = event.metadata();
-        if !Self::wants(metadata.level()) || IN_SINK.with(Cell::get) {
+        if !Self::wants(metadata) || IN_SINK.with(Cell::get) {
             return;
         }
         let Some(sink) = self.0.sink.read().unwrap_or_else(|e| e.into_inner()).clone() else { return };
@@ -409,22 +417,30 @@ mod tests {
         let into = seen.clone();
         // Other tests of this process log too: keep this module's records only.
         let sink = move |r: &LogRecord| {
-            if r.target == module_path!() {
+            if r.target == module_path!() || r.target == "h2::proto" {
                 into.lock().unwrap().push(r.clone());
             }
         };
         route(Arc::new(sink), Some(LogLevel::Info)).unwrap();
         tracing::debug!(op = "acquire", name = "a", "not shown at info");
+        tracing::warn!(target: "h2::proto", "a client library's event: only at trace");
         tracing::info!(op = "connect", backend = "mem", "connected");
         set_level(None);
         tracing::warn!("not shown when off");
+        set_level(Some(LogLevel::Trace));
+        tracing::debug!(target: "h2::proto", "a client library's debug: not even at trace");
+        tracing::info!(target: "h2::proto", "a client library's info: shown at trace");
         set_level(Some(LogLevel::Debug));
         route(Arc::new(|_: &LogRecord| panic!("a sink that panics")), Some(LogLevel::Debug)).unwrap();
         tracing::debug!("lost to the panic, not the caller");
         assert!(sink_panics() >= 1);
         unroute();
         let seen = seen.lock().unwrap();
-        assert_eq!(seen.len(), 1, "{seen:?}");
+        assert_eq!(seen.len(), 2, "{seen:?}");
+        assert_eq!(
+            (seen[1].target.as_str(), seen[1].message.as_str()),
+            ("h2::proto", "a client library's info: shown at trace")
+        );
         assert_eq!(seen[0].level, LogLevel::Info);
         assert_eq!(seen[0].message, "connected");
         assert_eq!(seen[0].fields, vec![("op".into(), "connect".into()), ("backend".into(), "mem".into())]);
