@@ -89,7 +89,15 @@ impl ZkValues {
     }
 
     async fn read(&self, key: &str, path: &str) -> Result<Node> {
-        match run(&self.backend, "reading a value", |client| async move { client.get_data(path).await }).await? {
+        // `sync` first: the server this session talks to catches up with the leader, so a value
+        // another client wrote (and was told of) is read, as etcd's linearizable reads do. A
+        // lagging follower otherwise answered an idempotency key completed a moment before as
+        // still in progress (seen on the 3-member ensemble).
+        let reading = |client: zk::Client| async move {
+            client.sync(path).await?;
+            client.get_data(path).await
+        };
+        match run(&self.backend, "reading a value", reading).await? {
             Ok((data, stat)) => Ok(match data.split_first() {
                 Some((&LIVE, value)) => Node::Live {
                     current: Versioned { value: value.to_vec(), version: stat.mzxid as u64 },
