@@ -493,6 +493,14 @@ polylock_status polylock_client_close(polylock_client *client);
 void polylock_client_free(polylock_client *client);
 
 /**
+ * One client's metrics, in the shape of `polylock_metrics_json()` (its own backend only).
+ *
+ * # Safety
+ * `client` is NULL or live; `out` is NULL or writable.
+ */
+polylock_status polylock_client_metrics_json(polylock_client *client, polylock_bytes *out);
+
+/**
  * Fill `out` with the details of the last failed call on this thread (kind
  * `POLYLOCK_DETAILS_NONE` when it had none). Reading them does not clear them: they stay
  * until the next failed call on this thread. `out->current_value` is a copy the caller
@@ -1328,14 +1336,6 @@ polylock_log_level polylock_get_log_level(void);
  * `out` is NULL or writable.
  */
 polylock_status polylock_metrics_json(polylock_bytes *out);
-
-/**
- * One client's metrics, in the shape of `polylock_metrics_json()` (its own backend only).
- *
- * # Safety
- * `client` is NULL or live; `out` is NULL or writable.
- */
-polylock_status polylock_client_metrics_json(polylock_client *client, polylock_bytes *out);
 
 /**
  * The process's metrics in Prometheus' text exposition format (0.0.4), to serve on a

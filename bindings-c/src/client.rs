@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::args;
 use crate::boundary::{call, quietly};
+use crate::bytes::polylock_bytes;
 use crate::runtime::{new_runtime, Shared};
 use crate::status::polylock_status;
 
@@ -86,4 +87,22 @@ pub unsafe extern "C" fn polylock_client_free(client: *mut polylock_client) {
         let client = unsafe { Box::from_raw(client) };
         client.shared.shut_down();
     });
+}
+
+/// One client's metrics, in the shape of `polylock_metrics_json()` (its own backend only).
+///
+/// # Safety
+/// `client` is NULL or live; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_client_metrics_json(
+    client: *mut polylock_client,
+    out: *mut polylock_bytes,
+) -> polylock_status {
+    call(|| {
+        // SAFETY (both): the caller's contract.
+        let client = unsafe { args::handle(client, "client") }?;
+        let out = unsafe { args::out(out, "out") }?;
+        crate::observe::hand_out(out, polylock::kit::metrics_json::to_json(&client.shared.client.metrics()));
+        Ok(())
+    })
 }

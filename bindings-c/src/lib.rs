@@ -39,7 +39,9 @@ mod version;
 
 pub use bytes::{polylock_bytes, polylock_bytes_free};
 pub use cancel::{polylock_cancel, polylock_cancel_fire, polylock_cancel_free, polylock_cancel_new};
-pub use client::{polylock_client, polylock_client_close, polylock_client_free, polylock_connect};
+pub use client::{
+    polylock_client, polylock_client_close, polylock_client_free, polylock_client_metrics_json, polylock_connect,
+};
 pub use details::{polylock_details_kind, polylock_error_details, polylock_last_error_details};
 pub use election::{
     polylock_client_election, polylock_election, polylock_election_campaign, polylock_election_free,
@@ -77,9 +79,8 @@ pub use multi_lock::{
     polylock_multi_lock_acquire, polylock_multi_lock_free,
 };
 pub use observe::{
-    polylock_client_metrics_json, polylock_get_log_level, polylock_log_callback, polylock_log_level,
-    polylock_log_record, polylock_metrics_json, polylock_prometheus_text, polylock_set_log_callback,
-    polylock_set_log_level, polylock_set_metrics_enabled,
+    polylock_get_log_level, polylock_log_callback, polylock_log_level, polylock_log_record, polylock_metrics_json,
+    polylock_prometheus_text, polylock_set_log_callback, polylock_set_log_level, polylock_set_metrics_enabled,
 };
 pub use redlock::{polylock_redlock, polylock_redlock_connect};
 pub use rwlock::{

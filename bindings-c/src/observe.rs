@@ -13,7 +13,6 @@ use polylock::{Error, Result};
 use crate::args;
 use crate::boundary::{call, quietly};
 use crate::bytes::polylock_bytes;
-use crate::client::polylock_client;
 use crate::status::polylock_status;
 
 /// How much is logged, most severe first; each level includes the ones above it.
@@ -222,7 +221,7 @@ pub fn route_from_env_once() -> Result<()> {
 }
 
 /// Write `text` to `out` as bytes the caller frees.
-fn hand_out(out: &mut polylock_bytes, text: String) {
+pub(crate) fn hand_out(out: &mut polylock_bytes, text: String) {
     *out = polylock_bytes::from_vec(text.into_bytes());
 }
 
@@ -243,24 +242,6 @@ pub unsafe extern "C" fn polylock_metrics_json(out: *mut polylock_bytes) -> poly
     call(|| {
         // SAFETY: the caller's contract.
         hand_out(unsafe { args::out(out, "out") }?, polylock::kit::metrics_json::process_metrics_json());
-        Ok(())
-    })
-}
-
-/// One client's metrics, in the shape of `polylock_metrics_json()` (its own backend only).
-///
-/// # Safety
-/// `client` is NULL or live; `out` is NULL or writable.
-#[no_mangle]
-pub unsafe extern "C" fn polylock_client_metrics_json(
-    client: *mut polylock_client,
-    out: *mut polylock_bytes,
-) -> polylock_status {
-    call(|| {
-        // SAFETY (both): the caller's contract.
-        let client = unsafe { args::handle(client, "client") }?;
-        let out = unsafe { args::out(out, "out") }?;
-        hand_out(out, polylock::kit::metrics_json::to_json(&client.shared.client.metrics()));
         Ok(())
     })
 }
