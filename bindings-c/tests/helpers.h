@@ -12,6 +12,7 @@
 #include <spawn.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -79,6 +80,35 @@ static inline void start_redis(int port) {
     CHECK(posix_spawnp(&pid, "redis-server", &quiet, NULL, argv, environ) == 0);
     posix_spawn_file_actions_destroy(&quiet);
     private_servers[private_servers_started++] = pid;
+}
+
+/* One test of a program: its name on the command line and its function. */
+typedef struct {
+    const char *name;
+    void (*run)(void);
+} named_test;
+
+/* `main` of every test program: `<program> <test> <url>` runs the named test against url,
+ * printing "<test> on <url>: ok"; a wrong invocation lists the tests and exits 2. */
+static inline int run_named_test(int argc, char **argv, const named_test *tests, size_t count) {
+    const named_test *chosen = NULL;
+    for (size_t i = 0; argc == 3 && i < count; i++) {
+        if (strcmp(tests[i].name, argv[1]) == 0) {
+            chosen = &tests[i];
+        }
+    }
+    if (chosen == NULL) {
+        fprintf(stderr, "usage: %s TEST URL, TEST one of:", argv[0]);
+        for (size_t i = 0; i < count; i++) {
+            fprintf(stderr, " %s", tests[i].name);
+        }
+        fprintf(stderr, "\n");
+        return 2;
+    }
+    url = argv[2];
+    chosen->run();
+    printf("%s on %s: ok\n", argv[1], url);
+    return 0;
 }
 
 #endif

@@ -330,26 +330,10 @@ static void test_latch(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s election|election_contention|latch URL\n", argv[0]);
-        return 2;
-    }
-    url = argv[2];
-    const struct {
-        const char *name;
-        void (*run)(void);
-    } tests[] = {
+    static const named_test tests[] = {
         {"election", test_election},
         {"election_contention", test_election_contention},
         {"latch", test_latch},
     };
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        if (strcmp(tests[i].name, argv[1]) == 0) {
-            tests[i].run();
-            printf("%s on %s: ok\n", argv[1], url);
-            return 0;
-        }
-    }
-    fprintf(stderr, "unknown test %s\n", argv[1]);
-    return 2;
+    return run_named_test(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

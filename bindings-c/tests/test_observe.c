@@ -273,27 +273,11 @@ static void test_env_bad(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s logs|metrics|env_stderr|env_bad URL\n", argv[0]);
-        return 2;
-    }
-    url = argv[2];
-    const struct {
-        const char *name;
-        void (*run)(void);
-    } tests[] = {
+    static const named_test tests[] = {
         {"logs", test_logs},
         {"metrics", test_metrics},
         {"env_stderr", test_env_stderr},
         {"env_bad", test_env_bad},
     };
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        if (strcmp(tests[i].name, argv[1]) == 0) {
-            tests[i].run();
-            printf("%s on %s: ok\n", argv[1], url);
-            return 0;
-        }
-    }
-    fprintf(stderr, "unknown test %s\n", argv[1]);
-    return 2;
+    return run_named_test(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

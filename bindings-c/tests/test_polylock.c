@@ -460,28 +460,11 @@ static void test_hold(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s bad_input|contract|other_thread|reentrant|lease_lost|hold|rwlock|semaphore|snowflake|uuid7_ulid URL\n",
-                argv[0]);
-        return 2;
-    }
-    url = argv[2];
-    const struct {
-        const char *name;
-        void (*run)(void);
-    } tests[] = {
+    static const named_test tests[] = {
         {"bad_input", test_bad_input},   {"contract", test_contract},     {"other_thread", test_other_thread},
         {"reentrant", test_reentrant},   {"lease_lost", test_lease_lost}, {"snowflake", test_snowflake},
         {"rwlock", test_rwlock},         {"semaphore", test_semaphore},   {"uuid7_ulid", test_uuid7_ulid},
         {"hold", test_hold},
     };
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        if (strcmp(tests[i].name, argv[1]) == 0) {
-            tests[i].run();
-            printf("%s on %s: ok\n", argv[1], url);
-            return 0;
-        }
-    }
-    fprintf(stderr, "unknown test %s\n", argv[1]);
-    return 2;
+    return run_named_test(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

@@ -512,26 +512,10 @@ static void test_redlock(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s segment|snowflake_lease|value|idempotency|multi_lock|redlock URL\n", argv[0]);
-        return 2;
-    }
-    url = argv[2];
-    const struct {
-        const char *name;
-        void (*run)(void);
-    } tests[] = {
+    static const named_test tests[] = {
         {"segment", test_segment},         {"snowflake_lease", test_snowflake_lease},
         {"value", test_value},             {"idempotency", test_idempotency},
         {"multi_lock", test_multi_lock},   {"redlock", test_redlock},
     };
-    for (size_t i = 0; i < sizeof tests / sizeof tests[0]; i++) {
-        if (strcmp(tests[i].name, argv[1]) == 0) {
-            tests[i].run();
-            printf("%s on %s: ok\n", argv[1], url);
-            return 0;
-        }
-    }
-    fprintf(stderr, "unknown test %s\n", argv[1]);
-    return 2;
+    return run_named_test(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }
