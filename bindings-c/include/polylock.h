@@ -1278,7 +1278,8 @@ void polylock_multi_lock_free(polylock_multi_lock *multi_lock);
  *
  * Without a callback, polylock logs nothing unless the environment asks when the first
  * client is created: `POLYLOCK_LOG=<level>` (or `DEBUG=polylock`, which means `debug`)
- * writes each record as one line to stderr. Off by default, it costs nothing measurable.
+ * writes each record as one line to stderr (a name that is no level is reported once there,
+ * and logging stays off). Off by default, it costs nothing measurable.
  *
  * The callback runs on whichever thread logged, usually one of the library's threads,
  * possibly several at once: it must be thread-safe and must not block (hand the record to

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, OnceLock};
 
 use polylock::kit::log_bridge::{self, LogLevel, LogRecord};
-use polylock::{Error, Result};
+use polylock::Result;
 
 use crate::args;
 use crate::boundary::{call, quietly};
@@ -119,7 +119,8 @@ fn callback_sink(
 ///
 /// Without a callback, polylock logs nothing unless the environment asks when the first
 /// client is created: `POLYLOCK_LOG=<level>` (or `DEBUG=polylock`, which means `debug`)
-/// writes each record as one line to stderr. Off by default, it costs nothing measurable.
+/// writes each record as one line to stderr (a name that is no level is reported once there,
+/// and logging stays off). Off by default, it costs nothing measurable.
 ///
 /// The callback runs on whichever thread logged, usually one of the library's threads,
 /// possibly several at once: it must be thread-safe and must not block (hand the record to
@@ -198,26 +199,24 @@ pub extern "C" fn polylock_get_log_level() -> polylock_log_level {
 
 /// What the first client does before it connects: unless the program chose a callback (or
 /// none), `POLYLOCK_LOG` / `DEBUG=polylock` in the environment sends records to stderr. An
-/// unknown level name there fails every connect with its message.
-pub fn route_from_env_once() -> Result<()> {
-    static DONE: OnceLock<std::result::Result<(), String>> = OnceLock::new();
+/// unknown level name there is reported once on stderr and leaves logging off, as in every
+/// binding: a misspelt variable must not stop a service.
+pub fn route_from_env_once() {
+    static DONE: OnceLock<()> = OnceLock::new();
     DONE.get_or_init(|| {
         if CHOSEN.load(Relaxed) {
-            return Ok(());
+            return;
         }
         match LogLevel::from_env() {
             // Refused only when the process has a `tracing` subscriber of its own (a Rust
             // program embedding the library): that one decides, not the environment.
             Ok(Some(level)) => {
                 let _ = log_bridge::route(log_bridge::stderr_sink(), level);
-                Ok(())
             }
-            Ok(None) => Ok(()),
-            Err(e) => Err(e.message().to_string()),
+            Ok(None) => {}
+            Err(e) => eprintln!("polylock: {}; logging stays off", e.message()),
         }
-    })
-    .clone()
-    .map_err(Error::invalid_argument)
+    });
 }
 
 /// Write `text` to `out` as bytes the caller frees.
