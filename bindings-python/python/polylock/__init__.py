@@ -46,7 +46,7 @@ from ._ids import (
 from ._polylock import DEFAULT_URL, MAX_NAME_LEN, __version__
 
 # Routes the core's records to `logging` (level from POLYLOCK_LOG / DEBUG=polylock, else
-# WARNING): a bad POLYLOCK_LOG raises InvalidArgumentError here, at import.
+# WARNING): a POLYLOCK_LOG that names no level is one RuntimeWarning here, at import.
 from ._observe import log_level, metrics, metrics_enabled, prometheus_text, set_log_level, set_metrics_enabled
 from ._sync import Client, Lock, Permit, RWLock, Semaphore, connect
 from . import aio

@@ -12,6 +12,7 @@ from __future__ import annotations
 import atexit
 import json
 import logging
+import warnings
 from typing import Any, Dict, Optional, Union
 
 from . import _polylock
@@ -103,8 +104,14 @@ def client_metrics(native: _polylock.NativeClient) -> Dict[str, Any]:
 
 
 def _route_at_import() -> None:
-    # POLYLOCK_LOG=<level> or DEBUG=polylock; a bad value raises InvalidArgumentError here.
-    asked: Optional[str] = _polylock.log_level_from_env()
+    # POLYLOCK_LOG=<level> or DEBUG=polylock. A value that is no level is one warning and the
+    # default level, as in every binding: a misspelt variable must not stop an import.
+    asked: Optional[str]
+    try:
+        asked = _polylock.log_level_from_env()
+    except InvalidArgumentError as err:
+        warnings.warn("polylock: %s; logs stay at the default level (warn)" % err, RuntimeWarning, stacklevel=3)
+        asked = None
     _polylock.route_logging(_emit, "warn" if asked is None else asked)
     # Before the interpreter finalizes, no runtime thread may call back into it. atexit
     # runs last-registered first, so this runs before logging's own shutdown.
