@@ -233,13 +233,34 @@ static void test_metrics(void) {
 
 /* ---- the environment at the first client ---- */
 
-static void test_env_stderr(void) {
+/* stderr goes to a fresh file from start_capture() to end_capture(), which returns what
+ * was written there (NUL-terminated, in a static buffer). */
+static int capture_fd = -1, saved_stderr = -1;
+
+static void start_capture(void) {
     char path[] = "/tmp/polylock-c-stderr-XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
+    capture_fd = mkstemp(path);
+    CHECK(capture_fd >= 0);
+    unlink(path);
     fflush(stderr);
-    int saved = dup(2);
-    CHECK(saved >= 0 && dup2(fd, 2) == 2);
+    saved_stderr = dup(2);
+    CHECK(saved_stderr >= 0 && dup2(capture_fd, 2) == 2);
+}
+
+static const char *end_capture(void) {
+    static char seen[1 << 16];
+    fflush(stderr);
+    CHECK(dup2(saved_stderr, 2) == 2);
+    close(saved_stderr);
+    ssize_t n = pread(capture_fd, seen, sizeof seen - 1, 0);
+    close(capture_fd);
+    CHECK(n >= 0);
+    seen[n] = '\0';
+    return seen;
+}
+
+static void test_env_stderr(void) {
+    start_capture();
     CHECK(setenv("POLYLOCK_LOG", "debug", 1) == 0);
     polylock_client *client = connect_to(url);
     CHECK(polylock_get_log_level() == POLYLOCK_LOG_DEBUG);
@@ -250,14 +271,7 @@ static void test_env_stderr(void) {
     polylock_lock_free(lock);
     polylock_client_free(client);
     CHECK_OK(polylock_set_log_level("off"));
-    CHECK(dup2(saved, 2) == 2);
-    close(saved);
-    static char seen[1 << 16];
-    ssize_t n = pread(fd, seen, sizeof seen - 1, 0);
-    close(fd);
-    unlink(path);
-    CHECK(n > 0);
-    seen[n] = '\0';
+    const char *seen = end_capture();
     char expected[220];
     snprintf(expected, sizeof expected, "name=%s", name);
     CHECK(strstr(seen, "polylock DEBUG") != NULL);
@@ -267,26 +281,14 @@ static void test_env_stderr(void) {
 static void test_env_bad(void) {
     /* A misspelt POLYLOCK_LOG is reported once on stderr and leaves logging off; the
      * library works as without it. */
-    char path[] = "/tmp/polylock-c-stderr-XXXXXX";
-    int fd = mkstemp(path);
-    CHECK(fd >= 0);
-    fflush(stderr);
-    int saved = dup(2);
-    CHECK(saved >= 0 && dup2(fd, 2) == 2);
+    start_capture();
     CHECK(setenv("POLYLOCK_LOG", "loud", 1) == 0);
     polylock_client *client = connect_to(url);
     polylock_client *second = connect_to(url);
     CHECK(polylock_get_log_level() == POLYLOCK_LOG_OFF);
     polylock_client_free(second);
     polylock_client_free(client);
-    CHECK(dup2(saved, 2) == 2);
-    close(saved);
-    static char seen[1 << 12];
-    ssize_t n = pread(fd, seen, sizeof seen - 1, 0);
-    close(fd);
-    unlink(path);
-    CHECK(n > 0);
-    seen[n] = '\0';
+    const char *seen = end_capture();
     const char *first = strstr(seen, "POLYLOCK_LOG");
     CHECK(first != NULL && strstr(seen, "trace") != NULL);
     CHECK(strstr(first + 1, "POLYLOCK_LOG") == NULL); /* once, not per connect */
