@@ -20,15 +20,12 @@ use crate::entry::{entry, read_string, JResult, JniResultExt};
 use crate::vm::{bridge, with_env};
 
 /// `level` as Java reads it: its name, `off` for none.
-fn level_name(level: Option<LogLevel>) -> &'static str {
-    level.map_or("off", LogLevel::as_str)
-}
-
 fn new_string(env: &mut JNIEnv<'_>, text: &str) -> JResult<jstring> {
     Ok(env.new_string(text).or_backend()?.into_raw())
 }
 
-/// Hand one record to `NativeBridge.log(level, target, line, keysAndValues)`.
+/// Hand one record to `NativeBridge.log(level, loggerName, line, keysAndValues)`; the logger
+/// name is the core's (`polylock.engine.acquire`, `polylock.deps.h2.proto`).
 fn to_java(record: &LogRecord) {
     let Some(bridge) = bridge() else { return };
     let _ = with_env(|env| {
@@ -39,7 +36,7 @@ fn to_java(record: &LogRecord) {
         }
         let capacity = 4 + 2 * record.fields.len() as i32;
         let sent = env.with_local_frame(capacity, |env| -> jni::errors::Result<()> {
-            let target = env.new_string(&record.target)?;
+            let target = env.new_string(record.logger_name())?;
             let line = env.new_string(record.line())?;
             let fields = env.new_object_array(2 * record.fields.len() as i32, "java/lang/String", JObject::null())?;
             for (i, (key, value)) in record.fields.iter().enumerate() {
@@ -78,7 +75,7 @@ pub extern "system" fn Java_io_polylock_NativeBridge_logLevelFromEnv<'l>(
 ) -> jstring {
     entry(&mut env, std::ptr::null_mut(), |env| match LogLevel::from_env()? {
         None => Ok(std::ptr::null_mut()),
-        Some(level) => new_string(env, level_name(level)),
+        Some(level) => new_string(env, LogLevel::name_of(level)),
     })
 }
 
@@ -111,7 +108,7 @@ pub extern "system" fn Java_io_polylock_NativeBridge_logSetLevel<'l>(
 /// The level records are handed on at: `off`, `error`, `warn`, `info`, `debug` or `trace`.
 #[no_mangle]
 pub extern "system" fn Java_io_polylock_NativeBridge_logLevel<'l>(mut env: JNIEnv<'l>, _class: JClass<'l>) -> jstring {
-    entry(&mut env, std::ptr::null_mut(), |env| new_string(env, level_name(log_bridge::level())))
+    entry(&mut env, std::ptr::null_mut(), |env| new_string(env, LogLevel::name_of(log_bridge::level())))
 }
 
 /// The process's metrics (every client summed) in the kit's JSON shape.

@@ -82,10 +82,6 @@ fn route(sink: LogSink, level: Option<LogLevel>) -> Result<()> {
     Ok(())
 }
 
-fn level_name(level: Option<LogLevel>) -> &'static str {
-    level.map_or("off", LogLevel::as_str)
-}
-
 /// Read `POLYLOCK_LOG` / `DEBUG` once per process, when the addon first loads. A level turns
 /// on the stderr sink; a bad value leaves logging off and is kept for `index.js`, which
 /// reports it as one process warning (a misspelt variable must not stop a service).
@@ -166,7 +162,7 @@ pub fn set_log_level(level: String) -> Result<()> {
 /// The level records are handed on at now: `'off'` unless something turned logging on.
 #[napi(ts_return_type = "LogLevelName")]
 pub fn log_level() -> &'static str {
-    level_name(log_bridge::level())
+    LogLevel::name_of(log_bridge::level())
 }
 
 /// Records a logger function did not get since the process started: the JavaScript thread

@@ -33,18 +33,14 @@ fn python_level(level: LogLevel) -> u8 {
     }
 }
 
-fn name_of(level: Option<LogLevel>) -> &'static str {
-    level.map_or("off", LogLevel::as_str)
-}
-
 /// The level the environment asks for (`POLYLOCK_LOG`, else `DEBUG=polylock`): a level name,
 /// `"off"`, or None when it says nothing. InvalidArgumentError for an unknown name.
 #[pyfunction]
 pub fn log_level_from_env() -> PyResult<Option<&'static str>> {
-    Ok(LogLevel::from_env().into_py_result()?.map(name_of))
+    Ok(LogLevel::from_env().into_py_result()?.map(LogLevel::name_of))
 }
 
-/// Hand the core's records at `level` and above to `emit(levelno, target, line, message,
+/// Hand the core's records at `level` and above to `emit(levelno, logger_name, target, line, message,
 /// fields)`, called with the GIL on the thread that logged.
 #[pyfunction]
 pub fn route_logging(emit: Py<PyAny>, level: &str) -> PyResult<()> {
@@ -60,7 +56,14 @@ pub fn route_logging(emit: Py<PyAny>, level: &str) -> PyResult<()> {
                 for (key, value) in &record.fields {
                     fields.set_item(key, value)?;
                 }
-                let args = (python_level(record.level), &record.target, record.line(), &record.message, fields);
+                let args = (
+                    python_level(record.level),
+                    record.logger_name(),
+                    &record.target,
+                    record.line(),
+                    &record.message,
+                    fields,
+                );
                 emit.call1(py, args).map(drop)
             })();
             if let Err(err) = emitted {
@@ -94,7 +97,7 @@ pub fn set_log_level(py: Python<'_>, level: &str) -> PyResult<()> {
 /// The level records are handed on at: `off`, `error`, `warn`, `info`, `debug` or `trace`.
 #[pyfunction]
 pub fn log_level() -> &'static str {
-    name_of(log_bridge::level())
+    LogLevel::name_of(log_bridge::level())
 }
 
 /// The process's metrics as JSON text (`polylock.metrics()` parses it).

@@ -26,7 +26,7 @@ fn queue() -> &'static Arc<LogQueue> {
 }
 
 fn level_name(level: Option<LogLevel>) -> String {
-    level.map_or("off", LogLevel::as_str).to_string()
+    LogLevel::name_of(level).to_string()
 }
 
 /// One field of a record, its value as text.

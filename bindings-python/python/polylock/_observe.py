@@ -22,24 +22,10 @@ from ._errors import InvalidArgumentError
 # `logging`: its records are level 5, named TRACE on the record).
 _PYTHON_LEVELS = (("trace", 5), ("debug", logging.DEBUG), ("info", logging.INFO), ("warn", logging.WARNING), ("error", logging.ERROR))
 
-_loggers: Dict[str, logging.Logger] = {}
-
-
-def _logger_for(target: str) -> logging.Logger:
-    """``polylock::engine::acquire`` -> ``polylock.engine.acquire``; another crate's module
-    (a dependency of the core) -> ``polylock.deps.<module>``, so everything is under ``polylock``."""
-    logger = _loggers.get(target)
-    if logger is None:
-        parts = [part for part in target.split("::") if part]
-        if not parts or parts[0] != "polylock":
-            parts = ["polylock", "deps", *parts]
-        logger = _loggers[target] = logging.getLogger(".".join(parts))
-    return logger
-
-
-def _emit(levelno: int, target: str, line: str, message: str, fields: Dict[str, str]) -> None:
-    """One record of the core, handed over by the native module on the thread that logged."""
-    logger = _logger_for(target)
+def _emit(levelno: int, logger_name: str, target: str, line: str, message: str, fields: Dict[str, str]) -> None:
+    """One record of the core, handed over by the native module on the thread that logged.
+    ``logger_name`` is the core's (``polylock.engine.acquire``, ``polylock.deps.h2.proto``)."""
+    logger = logging.getLogger(logger_name)
     if not logger.isEnabledFor(levelno):
         return
     extra = {

@@ -85,6 +85,11 @@ impl LogLevel {
         Ok(asked.then_some(Some(LogLevel::Debug)))
     }
 
+    /// The name of an optional level: `off` for `None`, else [`LogLevel::as_str`].
+    pub fn name_of(level: Option<LogLevel>) -> &'static str {
+        level.map_or("off", LogLevel::as_str)
+    }
+
     fn of(level: &Level) -> LogLevel {
         match *level {
             Level::ERROR => LogLevel::Error,
@@ -127,6 +132,17 @@ impl LogRecord {
         line
     }
 
+    /// The dotted logger name a language's hierarchical logging files the record under, all
+    /// below `polylock`: `polylock::engine::acquire` is `polylock.engine.acquire`, a client
+    /// library's `h2::proto` is `polylock.deps.h2.proto` (Python's `logging`, SLF4J).
+    pub fn logger_name(&self) -> String {
+        let parts: Vec<&str> = self.target.split("::").filter(|part| !part.is_empty()).collect();
+        match parts.first() {
+            Some(_) if is_polylocks(&self.target) => parts.join("."),
+            _ => ["polylock", "deps"].iter().chain(&parts).copied().collect::<Vec<_>>().join("."),
+        }
+    }
+
     /// One JSON object: `{"level", "target", "message", "fields": {...}}`, for bindings that
     /// hand the record to a callback in their language as a structured value.
     pub fn to_json(&self) -> String {
@@ -140,6 +156,11 @@ impl LogRecord {
         })
         .to_string()
     }
+}
+
+/// Whether `target` is one of polylock's modules rather than a client library's.
+fn is_polylocks(target: &str) -> bool {
+    target == "polylock" || target.starts_with("polylock::")
 }
 
 /// Where records go. It must not block for long: it runs on the thread that logged.
@@ -279,7 +300,7 @@ impl Forward {
     /// debug, etcd's gRPC stack alone logs some 900 records per connect.
     fn wants(metadata: &Metadata<'_>) -> bool {
         let (event, routed) = (LogLevel::of(metadata.level()) as u8, LEVEL.load(Relaxed));
-        if metadata.target().starts_with("polylock") {
+        if is_polylocks(metadata.target()) {
             event <= routed
         } else {
             routed == LogLevel::Trace as u8 && event <= LogLevel::Info as u8
@@ -392,6 +413,10 @@ mod tests {
             fields: vec![("name".into(), "orders:42".into()), ("error".into(), "lease ran out".into())],
         };
         assert_eq!(record.line(), r#"hold lost name=orders:42 error="lease ran out""#);
+        assert_eq!(record.logger_name(), "polylock.engine");
+        let dependency = LogRecord { target: "h2::proto".into(), ..record.clone() };
+        assert_eq!(dependency.logger_name(), "polylock.deps.h2.proto");
+        assert_eq!((LogLevel::name_of(None), LogLevel::name_of(Some(LogLevel::Warn))), ("off", "warn"));
         let json: serde_json::Value = serde_json::from_str(&record.to_json()).unwrap();
         assert_eq!(json["fields"]["error"], "lease ran out");
         assert_eq!(json["level"], "warn");

@@ -60,17 +60,12 @@ final class Logging {
         return "warn";
     }
 
-    /** The SLF4J logger of a Rust target. */
-    static String loggerName(String target) {
-        String dotted = target.replace("::", ".");
-        return dotted.equals(ROOT) || dotted.startsWith(ROOT + ".") ? dotted : ROOT + "." + dotted;
-    }
-
-    static void emit(int level, String target, String line, String[] keysAndValues) {
+    /** {@code loggerName} is the core's: {@code polylock.engine.acquire}, {@code polylock.deps.h2.proto}. */
+    static void emit(int level, String loggerName, String line, String[] keysAndValues) {
         if (level < 1 || level >= LEVELS.length) {
             return;
         }
-        Logger logger = LOGGERS.computeIfAbsent(target, t -> LoggerFactory.getLogger(loggerName(t)));
+        Logger logger = LOGGERS.computeIfAbsent(loggerName, LoggerFactory::getLogger);
         LoggingEventBuilder event = logger.atLevel(LEVELS[level]);
         for (int i = 0; i + 1 < keysAndValues.length; i += 2) {
             event = event.addKeyValue(keysAndValues[i], keysAndValues[i + 1]);

@@ -111,9 +111,9 @@ final class NativeBridge {
      * record whose logging fails is dropped.
      */
     @SuppressWarnings("unused")
-    private static void log(int level, String target, String line, String[] keysAndValues) {
+    private static void log(int level, String loggerName, String line, String[] keysAndValues) {
         try {
-            Logging.emit(level, target, line, keysAndValues);
+            Logging.emit(level, loggerName, line, keysAndValues);
         } catch (Throwable dropped) {
             // A failing logger loses this record; it must not fail the operation that logged.
         }

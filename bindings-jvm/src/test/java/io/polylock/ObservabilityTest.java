@@ -232,10 +232,6 @@ class ObservabilityTest {
         } finally {
             Captured.clearLevel(logger);
         }
-        assertEquals("polylock.engine.acquire", Logging.loggerName("polylock::engine::acquire"));
-        assertEquals("polylock", Logging.loggerName("polylock"));
-        assertEquals("polylock.h2.codec", Logging.loggerName("h2::codec"));
-        assertEquals("polylock.polylockx.a", Logging.loggerName("polylockx::a"));
     }
 
     /** The level a child JVM chose at load, with {@code env} set and the level SLF4J enables on polylock. */
