@@ -13,6 +13,7 @@ case failed. Python 3 standard library only.
 """
 
 import argparse
+import fcntl
 import json
 import os
 import random
@@ -174,6 +175,26 @@ def killpg(p, sig):
         pass
 
 
+def group_stopped(pgid):
+    """Every process of the group is in the stopped state (and at least one exists)."""
+    seen = False
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % pid) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2:].split()  # after "pid (comm) ": state ppid pgrp ...
+        if int(fields[2]) != pgid or fields[0] in ("Z", "X"):
+            continue
+        seen = True
+        if fields[0] not in ("T", "t"):
+            return False
+    return seen
+
+
 def reap(p, timeout=10):
     try:
         return p.wait(timeout)
@@ -207,7 +228,17 @@ class Holder:
         return wait_for(lambda: self.ledger.first("start", self.tag), timeout)
 
     def stop(self):
-        killpg(self.p, signal.SIGSTOP)
+        # Never freeze the section while it holds the fencing store's flock: the next holder's
+        # first write would wait for it until SIGCONT (a harness artefact, not the lock's). So:
+        # take the store lock ourselves, stop the group, wait until every process in it has
+        # stopped, and only then let the store go.
+        fd = os.open(os.path.join(self.ledger.dir, "store"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            killpg(self.p, signal.SIGSTOP)
+            check(wait_for(lambda: group_stopped(self.p.pid), 10, 0.005), "%s did not stop" % self.tag)
+        finally:
+            os.close(fd)
 
     def cont(self):
         killpg(self.p, signal.SIGCONT)
