@@ -9,12 +9,10 @@ use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::time::Duration;
 
+use polylock::kit::fork::{self, ConnectedIn};
 use polylock::kit::runtime::{self, Workers, CLOSE_ON_DROP_LIMIT};
-use polylock::ErrorKind;
 use pyo3::prelude::*;
 use tokio::runtime::Runtime;
-
-use crate::errors::binding_error;
 
 /// Blocking calls wake this often, without the GIL held in between, to let Ctrl-C through
 /// (CPython only delivers signals to Python code, never into a native wait).
@@ -29,12 +27,16 @@ pub struct ClientShared {
     // ManuallyDrop: `Drop` decides how to let go of them (closing, or forgetting after fork).
     client: ManuallyDrop<polylock::Client>,
     runtime: ManuallyDrop<Runtime>,
-    pid: u32,
+    connected_in: ConnectedIn,
 }
 
 impl ClientShared {
     pub fn new(runtime: Runtime, client: polylock::Client) -> ClientShared {
-        ClientShared { client: ManuallyDrop::new(client), runtime: ManuallyDrop::new(runtime), pid: std::process::id() }
+        ClientShared {
+            client: ManuallyDrop::new(client),
+            runtime: ManuallyDrop::new(runtime),
+            connected_in: ConnectedIn::this_process(),
+        }
     }
 
     /// The core client, once we know this is still the process that connected.
@@ -53,22 +55,11 @@ impl ClientShared {
     }
 
     pub fn is_inherited_across_fork(&self) -> bool {
-        std::process::id() != self.pid
+        self.connected_in.is_inherited()
     }
 
     fn ensure_same_process(&self) -> PyResult<()> {
-        if self.is_inherited_across_fork() {
-            return Err(binding_error(
-                ErrorKind::Connection,
-                format!(
-                    "this polylock client was created in process {} and inherited across fork() by process {}; \
-                     its runtime's threads do not exist here. Call polylock.connect() again in the child",
-                    self.pid,
-                    std::process::id()
-                ),
-            ));
-        }
-        Ok(())
+        self.connected_in.check().map_err(crate::errors::to_py_err)
     }
 
     /// Run `future` on this client's runtime and wait for it with the GIL released. The wait
@@ -102,8 +93,7 @@ impl Drop for ClientShared {
         if self.is_inherited_across_fork() {
             // The runtime's worker threads stayed in the parent: shutting it down would wait
             // for them forever, and the holds belong to the parent anyway.
-            std::mem::forget(client);
-            std::mem::forget(runtime);
+            fork::abandon((client, runtime));
             return;
         }
         // The kit's close policy (which also copes with being freed on one of the runtime's

@@ -14,12 +14,15 @@
 //! - [`redlock_url`]: the `redlock://` URL of a list of Redis servers;
 //! - [`runtime`]: the one runtime and close policy: worker threads, and how closing gives
 //!   holds back and stops the runtime;
+//! - [`fork`]: a client used in a process forked from the one that connected it is refused
+//!   with one clear error, and forgotten there rather than closed;
 //! - [`log_bridge`]: the core's `tracing` events handed to the language's own logging, with
 //!   one level switch (`POLYLOCK_LOG`, `DEBUG=polylock`) read the same way everywhere;
 //! - [`metrics_json`]: the metrics snapshot as the one JSON shape every binding hands out;
 //! - the error table is [`crate::ErrorKind::ALL`] with its stable names and numbers.
 
 pub mod cancel;
+pub mod fork;
 pub mod idempotency_codec;
 pub mod ids;
 pub mod log_bridge;
