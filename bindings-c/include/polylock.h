@@ -462,6 +462,11 @@ void polylock_cancel_free(polylock_cancel *cancel);
  * Connect to the backend `url` names (`sqlite://path.db`, `redis://host:port`, `mem://`,
  * ...; options in the query string such as `?namespace=orders&lease=30s`).
  *
+ * A client belongs to the process that connected it. In a child forked afterwards, every
+ * call on it (and on its locks and handles) fails at once with `POLYLOCK_CONNECTION` (its
+ * runtime's threads and its connections stayed in the parent), and freeing it there gives
+ * nothing back: connect again in the child.
+ *
  * @param url  the backend's URL, or NULL for `$POLYLOCK_URL`, else `sqlite://polylock.db`.
  * @param out  receives the new client on success; untouched on failure.
  * @return `POLYLOCK_OK`, `POLYLOCK_INVALID_ARGUMENT` (NULL `out`, bad URL),

@@ -19,6 +19,11 @@ pub struct polylock_client {
 /// Connect to the backend `url` names (`sqlite://path.db`, `redis://host:port`, `mem://`,
 /// ...; options in the query string such as `?namespace=orders&lease=30s`).
 ///
+/// A client belongs to the process that connected it. In a child forked afterwards, every
+/// call on it (and on its locks and handles) fails at once with `POLYLOCK_CONNECTION` (its
+/// runtime's threads and its connections stayed in the parent), and freeing it there gives
+/// nothing back: connect again in the child.
+///
 /// @param url  the backend's URL, or NULL for `$POLYLOCK_URL`, else `sqlite://polylock.db`.
 /// @param out  receives the new client on success; untouched on failure.
 /// @return `POLYLOCK_OK`, `POLYLOCK_INVALID_ARGUMENT` (NULL `out`, bad URL),
@@ -63,7 +68,7 @@ pub unsafe extern "C" fn polylock_client_close(client: *mut polylock_client) -> 
     call(|| {
         // SAFETY: the caller's contract.
         let client = unsafe { args::handle(client, "client") }?;
-        let core = client.shared.client.clone();
+        let core = client.shared.client().clone();
         client.shared.block_on(async move {
             core.close().await;
             Ok(())
@@ -102,7 +107,7 @@ pub unsafe extern "C" fn polylock_client_metrics_json(
         // SAFETY (both): the caller's contract.
         let client = unsafe { args::handle(client, "client") }?;
         let out = unsafe { args::out(out, "out") }?;
-        crate::observe::hand_out(out, polylock::kit::metrics_json::to_json(&client.shared.client.metrics()));
+        crate::observe::hand_out(out, polylock::kit::metrics_json::to_json(&client.shared.client().metrics()));
         Ok(())
     })
 }

@@ -121,7 +121,7 @@ pub unsafe extern "C" fn polylock_client_election(
         let client = unsafe { args::handle(client, "client") }?;
         let name = unsafe { args::text(name, "name") }?;
         let out = unsafe { args::out(out, "out") }?;
-        let election = client.shared.client.election(name)?;
+        let election = client.shared.client().election(name)?;
         *out = Box::into_raw(Box::new(polylock_election { shared: client.shared.clone(), election }));
         Ok(())
     })

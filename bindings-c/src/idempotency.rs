@@ -95,7 +95,7 @@ pub unsafe extern "C" fn polylock_client_idempotency(
         let namespace = unsafe { args::text(namespace_, "namespace") }?;
         let out = unsafe { args::out(out, "out") }?;
         let or_default = |ms: u64, default: Duration| if ms == 0 { default } else { Duration::from_millis(ms) };
-        let keys = client.shared.client.idempotency_with(
+        let keys = client.shared.client().idempotency_with(
             namespace,
             or_default(retention_ms, Idempotency::DEFAULT_RETENTION),
             or_default(in_progress_ttl_ms, Idempotency::DEFAULT_IN_PROGRESS_TTL),

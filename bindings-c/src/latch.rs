@@ -42,7 +42,7 @@ pub unsafe extern "C" fn polylock_client_latch(
         let client = unsafe { args::handle(client, "client") }?;
         let name = unsafe { args::text(name, "name") }?;
         let out = unsafe { args::out(out, "out") }?;
-        let latch = client.shared.client.latch(name)?;
+        let latch = client.shared.client().latch(name)?;
         *out = Box::into_raw(Box::new(polylock_latch { shared: client.shared.clone(), latch }));
         Ok(())
     })

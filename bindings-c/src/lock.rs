@@ -69,7 +69,7 @@ pub unsafe extern "C" fn polylock_client_lock_kind(
         let name = unsafe { args::text(name, "name") }?;
         let kind: LockKind = unsafe { args::text(kind, "kind") }?.parse()?;
         let out = unsafe { args::out(out, "out") }?;
-        let lock = client.shared.client.lock(name)?.with_kind(kind)?;
+        let lock = client.shared.client().lock(name)?.with_kind(kind)?;
         *out = Box::into_raw(Box::new(polylock_lock { shared: client.shared.clone(), lock, owns_client: false }));
         Ok(())
     })

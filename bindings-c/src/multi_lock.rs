@@ -65,7 +65,7 @@ pub unsafe extern "C" fn polylock_client_multi_lock(
         let client = unsafe { args::handle(client, "client") }?;
         let out = unsafe { args::out(out, "out") }?;
         let list = unsafe { args::texts(names, count, "names") }?;
-        let locks = client.shared.client.multi_lock(&list)?;
+        let locks = client.shared.client().multi_lock(&list)?;
         *out = Box::into_raw(Box::new(polylock_multi_lock { shared: client.shared.clone(), locks }));
         Ok(())
     })

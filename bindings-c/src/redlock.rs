@@ -71,7 +71,7 @@ pub unsafe extern "C" fn polylock_redlock(
         let url = polylock::kit::redlock_url::redlock_url(&servers)?;
         let client = client::connect(&url)?;
         let shared = Arc::clone(&client.shared);
-        let made = client.shared.client.lock(name).and_then(|lock| lock.with_kind(LockKind::Token));
+        let made = client.shared.client().lock(name).and_then(|lock| lock.with_kind(LockKind::Token));
         match made {
             Ok(lock) => {
                 *out = Box::into_raw(Box::new(polylock_lock { shared, lock, owns_client: true }));

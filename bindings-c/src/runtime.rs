@@ -2,8 +2,10 @@
 //! this binding created for it (DESIGN.md, "Runtime ownership").
 
 use std::future::Future;
+use std::mem::ManuallyDrop;
 use std::sync::RwLock;
 
+use polylock::kit::fork::{self, ConnectedIn};
 use polylock::kit::runtime::{close_and_stop, Workers, CLOSE_LIMIT};
 use polylock::{Error, Result};
 use tokio::runtime::Runtime;
@@ -14,19 +16,33 @@ pub fn new_runtime() -> Result<Runtime> {
 }
 
 pub struct Shared {
-    pub client: polylock::Client,
+    /// ManuallyDrop: in a forked child it is abandoned, not dropped (see `Drop`). Private:
+    /// `client()` hands out the client itself (a clone of the ManuallyDrop would never drop).
+    client: ManuallyDrop<polylock::Client>,
     /// `None` once the client is freed. Lock handles may outlive the client (C frees in any
     /// order); their calls then fail with `CONNECTION` instead of touching a dead runtime.
     runtime: RwLock<Option<Runtime>>,
+    /// In a child forked after the connect, every call fails with `CONNECTION` at once (the
+    /// runtime's threads stayed in the parent: it would wait forever) and freeing forgets.
+    connected_in: ConnectedIn,
 }
 
 impl Shared {
     pub fn new(client: polylock::Client, runtime: Runtime) -> Shared {
-        Shared { client, runtime: RwLock::new(Some(runtime)) }
+        Shared {
+            client: ManuallyDrop::new(client),
+            runtime: RwLock::new(Some(runtime)),
+            connected_in: ConnectedIn::this_process(),
+        }
+    }
+
+    pub fn client(&self) -> &polylock::Client {
+        &self.client
     }
 
     /// Run `future` to completion on the calling (C) thread, driven by this client's runtime.
     pub fn block_on<T>(&self, future: impl Future<Output = Result<T>>) -> Result<T> {
+        self.connected_in.check()?;
         let runtime = self.runtime.read().unwrap_or_else(|poisoned| poisoned.into_inner());
         let runtime = runtime.as_ref().ok_or_else(|| {
             Error::connection(format!("the client for {} was freed; connect again", self.client.url()))
@@ -36,10 +52,32 @@ impl Shared {
 
     /// Close the core client and stop the runtime (the kit's close policy). Waits for calls
     /// in flight on other threads.
+    /// In a forked child: forget the runtime (stopping it would wait for threads that stayed
+    /// in the parent, and the holds are the parent's).
     pub fn shut_down(&self) {
         let mut slot = self.runtime.write().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(runtime) = slot.take() {
-            close_and_stop(runtime, &self.client, CLOSE_LIMIT);
+            if self.connected_in.is_inherited() {
+                fork::abandon(runtime);
+            } else {
+                close_and_stop(runtime, &self.client, CLOSE_LIMIT);
+            }
         }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let runtime = self.runtime.get_mut().unwrap_or_else(|poisoned| poisoned.into_inner()).take();
+        if self.connected_in.is_inherited() {
+            // A child's copy: the runtime's threads and the holds are the parent's.
+            // SAFETY: taken once, here, and never used again.
+            fork::abandon((unsafe { ManuallyDrop::take(&mut self.client) }, runtime));
+            return;
+        }
+        // SAFETY: taken once, here, and never used again. The client goes first, then the
+        // runtime it may still hand work to (when the client was never shut down).
+        unsafe { ManuallyDrop::drop(&mut self.client) };
+        drop(runtime);
     }
 }

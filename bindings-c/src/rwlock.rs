@@ -40,7 +40,7 @@ pub unsafe extern "C" fn polylock_client_rwlock(
         let client = unsafe { args::handle(client, "client") }?;
         let name = unsafe { args::text(name, "name") }?;
         let out = unsafe { args::out(out, "out") }?;
-        let rw = client.shared.client.rw_lock(name)?;
+        let rw = client.shared.client().rw_lock(name)?;
         *out = Box::into_raw(Box::new(polylock_rwlock { shared: client.shared.clone(), rw }));
         Ok(())
     })

@@ -46,7 +46,7 @@ pub unsafe extern "C" fn polylock_segment_open(
             options.step = step;
             options.max_step = options.max_step.max(step);
         }
-        let generator = client.shared.client.segments(tag, options)?;
+        let generator = client.shared.client().segments(tag, options)?;
         *out = Box::into_raw(Box::new(polylock_segment { shared: client.shared.clone(), generator }));
         Ok(())
     })

@@ -41,7 +41,7 @@ pub unsafe extern "C" fn polylock_client_semaphore(
         let client = unsafe { args::handle(client, "client") }?;
         let name = unsafe { args::text(name, "name") }?;
         let out = unsafe { args::out(out, "out") }?;
-        let semaphore = client.shared.client.semaphore(name, permits)?;
+        let semaphore = client.shared.client().semaphore(name, permits)?;
         *out = Box::into_raw(Box::new(polylock_semaphore { shared: client.shared.clone(), semaphore }));
         Ok(())
     })

@@ -43,7 +43,7 @@ pub unsafe extern "C" fn polylock_snowflake_lease(
         let client = unsafe { args::handle(client, "client") }?;
         let out = unsafe { args::out(out, "out") }?;
         let wanted = u64::try_from(worker_id).ok();
-        let core = client.shared.client.clone();
+        let core = client.shared.client().clone();
         let generator =
             client.shared.block_on(async move { core.snowflake(wanted, SnowflakeOptions::default()).await })?;
         *out = Box::into_raw(Box::new(polylock_leased_snowflake { shared: client.shared.clone(), generator }));

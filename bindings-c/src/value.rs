@@ -59,7 +59,7 @@ pub unsafe extern "C" fn polylock_client_value(
         let client = unsafe { args::handle(client, "client") }?;
         let name = unsafe { args::text(name, "name") }?;
         let out = unsafe { args::out(out, "out") }?;
-        let value = client.shared.client.value(name)?;
+        let value = client.shared.client().value(name)?;
         *out = Box::into_raw(Box::new(polylock_value { shared: client.shared.clone(), value }));
         Ok(())
     })

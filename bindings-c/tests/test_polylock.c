@@ -459,12 +459,69 @@ static void test_hold(void) {
     polylock_client_free(client);
 }
 
+/* A client connected before fork(): in the child every call fails at once with
+ * POLYLOCK_CONNECTION naming fork() (the runtime's threads stayed in the parent, so a call
+ * would otherwise wait forever), and freeing it there returns at once without giving back
+ * the parent's hold. The parent's client goes on. */
+static void test_fork(void) {
+    unique_name("fork");
+    polylock_client *client = connect_to(url);
+    polylock_lock *lock = NULL;
+    CHECK_OK(polylock_client_lock(client, name, &lock));
+    uint64_t token = 0;
+    CHECK_OK(polylock_lock_acquire(lock, 10000, 0, &token));
+    int report[2];
+    CHECK(pipe(report) == 0);
+    fflush(NULL);
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        alarm(20); /* a hang ends the child by SIGALRM, which the parent reports */
+        uint64_t child_token = 0;
+        char code = 0;
+        if (polylock_lock_acquire(lock, 1000, 0, &child_token) != POLYLOCK_CONNECTION) {
+            code = 1;
+        } else if (strstr(polylock_last_error(), "fork()") == NULL) {
+            code = 2;
+        } else if (polylock_lock_release(lock) != POLYLOCK_CONNECTION) {
+            code = 3;
+        } else if (polylock_client_close(client) != POLYLOCK_CONNECTION) {
+            code = 4;
+        }
+        polylock_lock_free(lock);
+        polylock_client_free(client);
+        /* The verdict goes through the pipe, and the child ends by SIGKILL: under valgrind an
+         * exit would report as lost what only the parent's threads (absent here) point to. */
+        if (write(report[1], &code, 1) != 1) _exit(5);
+        raise(SIGKILL);
+    }
+    close(report[1]);
+    char code = 99;
+    ssize_t got = read(report[0], &code, 1);
+    close(report[0]);
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child);
+    if (got != 1 || code != 0) {
+        fprintf(stderr, "the forked child reported %d (%s)\n", got == 1 ? code : -1,
+                WIFSIGNALED(status) ? strsignal(WTERMSIG(status)) : "exited");
+    }
+    CHECK(got == 1 && code == 0);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    /* The child's free gave nothing back: the parent still holds, and goes on. */
+    CHECK(polylock_lock_is_held(lock));
+    CHECK_OK(polylock_lock_release(lock));
+    CHECK_OK(polylock_lock_acquire(lock, 10000, 0, &token));
+    CHECK_OK(polylock_lock_release(lock));
+    polylock_lock_free(lock);
+    polylock_client_free(client);
+}
+
 int main(int argc, char **argv) {
     static const named_test tests[] = {
         {"bad_input", test_bad_input},   {"contract", test_contract},     {"other_thread", test_other_thread},
         {"reentrant", test_reentrant},   {"lease_lost", test_lease_lost}, {"snowflake", test_snowflake},
         {"rwlock", test_rwlock},         {"semaphore", test_semaphore},   {"uuid7_ulid", test_uuid7_ulid},
-        {"hold", test_hold},
+        {"hold", test_hold},             {"fork", test_fork},
     };
     return run_named_test(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }
