@@ -135,8 +135,12 @@ impl Client {
         Ok(LeasedSnowflake::new(self.shared.clone(), generator))
     }
 
-    /// Stop the watchdogs, give every hold back and close the backend.
+    /// Stop the watchdogs, give every hold back and close the backend. In a child forked
+    /// after the connect it does nothing: the holds and connections are the parent's.
     pub async fn close(&self) -> Result<(), PolylockError> {
+        if self.shared.is_inherited_across_fork() {
+            return Ok(());
+        }
         let client = self.shared.client().clone();
         self.shared
             .run("the client's close".to_string(), async move {

@@ -6,6 +6,7 @@ use std::future::Future;
 use std::mem::ManuallyDrop;
 
 use polylock::kit::cancel::cancellable;
+use polylock::kit::fork::{self, ConnectedIn};
 use polylock::kit::runtime::{self, Workers, CLOSE_ON_DROP_LIMIT};
 use polylock::Error;
 use tokio::runtime::Runtime;
@@ -14,9 +15,11 @@ use tokio_util::sync::CancellationToken;
 use crate::errors::Result;
 
 pub struct ClientShared {
-    // ManuallyDrop: `Drop` hands both to the kit's close policy.
+    // ManuallyDrop: `Drop` hands both to the kit's close policy (or, in a forked child,
+    // forgets them).
     client: ManuallyDrop<polylock::Client>,
     runtime: ManuallyDrop<Runtime>,
+    connected_in: ConnectedIn,
 }
 
 pub fn new_runtime() -> Result<Runtime> {
@@ -25,7 +28,17 @@ pub fn new_runtime() -> Result<Runtime> {
 
 impl ClientShared {
     pub fn new(runtime: Runtime, client: polylock::Client) -> ClientShared {
-        ClientShared { client: ManuallyDrop::new(client), runtime: ManuallyDrop::new(runtime) }
+        ClientShared {
+            client: ManuallyDrop::new(client),
+            runtime: ManuallyDrop::new(runtime),
+            connected_in: ConnectedIn::this_process(),
+        }
+    }
+
+    /// Whether this is a child forked from the process that connected (Puma's and Unicorn's
+    /// workers, `Process.fork`): the client's runtime threads and connections are the parent's.
+    pub fn is_inherited_across_fork(&self) -> bool {
+        self.connected_in.is_inherited()
     }
 
     pub fn client(&self) -> &polylock::Client {
@@ -43,6 +56,8 @@ impl ClientShared {
         what: String,
         work: impl Future<Output = polylock::Result<T>> + Send + 'static,
     ) -> Result<T> {
+        // In a forked child the runtime has no threads: the task would never run.
+        self.connected_in.check()?;
         let cancel = CancellationToken::new();
         let task = self.runtime.spawn({
             let cancel = cancel.clone();
@@ -56,8 +71,12 @@ impl ClientShared {
     }
 
     /// Start `work` on this client's runtime without waiting for it.
+    /// Start `work` on this client's runtime without waiting for it (in a forked child,
+    /// nothing: there is no runtime thread to run it, and what it would touch is the parent's).
     pub fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
-        self.runtime.spawn(work);
+        if !self.connected_in.is_inherited() {
+            self.runtime.spawn(work);
+        }
     }
 }
 
@@ -66,6 +85,12 @@ impl Drop for ClientShared {
         // SAFETY: both fields are taken exactly once, here, and never used again.
         let (client, runtime) =
             unsafe { (ManuallyDrop::take(&mut self.client), ManuallyDrop::take(&mut self.runtime)) };
+        if self.connected_in.is_inherited() {
+            // The runtime's threads stayed in the parent (stopping it would wait for them),
+            // and so do the holds: forget both.
+            fork::abandon((client, runtime));
+            return;
+        }
         // A client Ruby collected unclosed: give its holds back within the kit's limit (an
         // explicit close already did, so this is then quick).
         runtime::close_and_stop(runtime, &client, CLOSE_ON_DROP_LIMIT);

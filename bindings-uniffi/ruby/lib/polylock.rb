@@ -27,6 +27,7 @@ require_relative 'polylock/id_generators'
 require_relative 'polylock/client'
 require_relative 'polylock/ids'
 require_relative 'polylock/observe'
+require_relative 'polylock/fork'
 require_relative 'polylock/redlock'
 
 module Polylock

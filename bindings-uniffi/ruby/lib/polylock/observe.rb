@@ -102,6 +102,16 @@ module Polylock
         self.logger = Logger.new($stderr) unless @level == :off
       end
 
+      # In a child just forked (AfterFork, fork.rb): fork copies only the forking
+      # thread, so the drain thread is gone. A fresh monitor (the old one may have been held
+      # by that thread) and, if a logger is set, a new drain thread.
+      def after_fork
+        @monitor = Monitor.new
+        @wake = @monitor.new_cond
+        @thread = nil
+        @monitor.synchronize { start_thread } if @logger
+      end
+
       private
 
       def write(entries)
