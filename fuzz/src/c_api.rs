@@ -100,6 +100,34 @@ fn out<T>(r: &mut Reader, slot: &mut T) -> *mut T {
     }
 }
 
+/// Bytes of the input as a `(data, len)` argument: now and then NULL with a length, or NULL
+/// with 0. The pointer is into the input, which outlives the program of calls.
+fn data_arg(r: &mut Reader, max: usize) -> (*const u8, usize) {
+    let data = r.chunk(max);
+    match r.u8() % 8 {
+        0 => (null(), data.len()),
+        1 => (null(), 0),
+        _ => (data.as_ptr(), data.len()),
+    }
+}
+
+/// Call `make` with an out-pointer the input picks (NULL now and then) and keep the handle it
+/// made in `into`. Whether it made one.
+fn make_into<T>(
+    r: &mut Reader,
+    into: &mut Vec<*mut T>,
+    what: &str,
+    make: impl FnOnce(*mut *mut T) -> polylock_status,
+) -> bool {
+    let mut made = null_mut();
+    let target = out(r, &mut made);
+    let kept = check(make(target), what) && !target.is_null();
+    if kept {
+        into.push(made);
+    }
+    kept
+}
+
 /// Check a status: never INTERNAL, and a failure leaves a message to read.
 fn check(status: polylock_status, what: &str) -> bool {
     assert_ne!(status, polylock_status::POLYLOCK_INTERNAL, "{what}: {}", last_error());
@@ -324,13 +352,10 @@ impl Session {
                     polylock_lock_is_lost(lock);
                 }
                 4 => {
-                    let (n, mut rw) = (name(r), null_mut());
-                    let target = out(r, &mut rw);
-                    if check(polylock_client_rwlock(client, n.ptr(), target), "polylock_client_rwlock")
-                        && !target.is_null()
-                    {
-                        self.rwlocks.push(rw);
-                    }
+                    let n = name(r);
+                    make_into(r, &mut self.rwlocks, "polylock_client_rwlock", |out| {
+                        polylock_client_rwlock(client, n.ptr(), out)
+                    });
                 }
                 5 => {
                     let rw = some(r, &self.rwlocks);
@@ -454,20 +479,14 @@ impl Session {
 
     unsafe fn value(&mut self, r: &mut Reader, client: *mut polylock_client) {
         let value = some(r, &self.values);
-        let data = r.chunk(64);
-        let (ptr, len) = match r.u8() % 8 {
-            0 => (null(), data.len()),
-            1 => (null(), 0),
-            _ => (data.as_ptr(), data.len()),
-        };
+        let (ptr, len) = data_arg(r, 64);
         let mut version = 0u64;
         match r.u8() % 6 {
             0 => {
-                let (n, mut v) = (name(r), null_mut());
-                let target = out(r, &mut v);
-                if check(polylock_client_value(client, n.ptr(), target), "polylock_client_value") && !target.is_null() {
-                    self.values.push(v);
-                }
+                let n = name(r);
+                make_into(r, &mut self.values, "polylock_client_value", |out| {
+                    polylock_client_value(client, n.ptr(), out)
+                });
             }
             1 => {
                 let mut got = MaybeUninit::<polylock_versioned>::zeroed();
@@ -635,20 +654,13 @@ impl Session {
     }
 
     unsafe fn election(&mut self, r: &mut Reader, client: *mut polylock_client) {
-        let data = r.chunk(40);
-        let (ptr, len) = match r.u8() % 8 {
-            0 => (null(), data.len()),
-            _ => (data.as_ptr(), data.len()),
-        };
+        let (ptr, len) = data_arg(r, 40);
         match r.u8() % 7 {
             0 => {
-                let (n, mut e) = (name(r), null_mut());
-                let target = out(r, &mut e);
-                if check(polylock_client_election(client, n.ptr(), target), "polylock_client_election")
-                    && !target.is_null()
-                {
-                    self.elections.push(e);
-                }
+                let n = name(r);
+                make_into(r, &mut self.elections, "polylock_client_election", |out| {
+                    polylock_client_election(client, n.ptr(), out)
+                });
             }
             1 => {
                 let (election, timeout, cancel) = (some(r, &self.elections), self.wait(r), some(r, &self.cancels));
@@ -674,13 +686,10 @@ impl Session {
                 }
             }
             3 => {
-                let mut observer = null_mut();
-                let target = out(r, &mut observer);
-                if check(polylock_election_observe(some(r, &self.elections), target), "polylock_election_observe")
-                    && !target.is_null()
-                {
-                    self.observers.push(observer);
-                }
+                let election = some(r, &self.elections);
+                make_into(r, &mut self.observers, "polylock_election_observe", |out| {
+                    polylock_election_observe(election, out)
+                });
             }
             4 => {
                 // An observer waits for the next change: never long.
@@ -729,11 +738,10 @@ impl Session {
         let latch = some(r, &self.latches);
         match r.u8() % 5 {
             0 => {
-                let (n, mut l) = (name(r), null_mut());
-                let target = out(r, &mut l);
-                if check(polylock_client_latch(client, n.ptr(), target), "polylock_client_latch") && !target.is_null() {
-                    self.latches.push(l);
-                }
+                let n = name(r);
+                make_into(r, &mut self.latches, "polylock_client_latch", |out| {
+                    polylock_client_latch(client, n.ptr(), out)
+                });
             }
             1 => {
                 let count = if r.bool() { r.u64() } else { u64::from(r.u8() % 4) };
