@@ -267,11 +267,13 @@ pub(crate) fn connected(scheme: &str, ok: bool) {
 }
 
 /// Count a reconnection of a backend's session or connection (ZooKeeper, Redis).
+#[cfg(any(feature = "redis", feature = "zookeeper"))]
 pub(crate) fn reconnected(scheme: &str) {
     registry().backend(scheme).reconnects.fetch_add(1, Relaxed);
 }
 
 /// Count a fail-over: the backend found another server to talk to (Redis Sentinel's master).
+#[cfg(feature = "redis")]
 pub(crate) fn failed_over(scheme: &str) {
     registry().backend(scheme).failovers.fetch_add(1, Relaxed);
 }

@@ -38,6 +38,8 @@ pub use lost::{LostNotifier, LostReason, LostWatch};
 pub use plain_permits::PlainPermitStore;
 #[cfg(test)]
 pub(crate) use values::contract;
+// Used by the backends that read a server's clock (not in the embedded-only build).
+#[cfg(any(feature = "redis", feature = "zookeeper", feature = "postgres", feature = "mysql"))]
 pub(crate) use values::MeasuredClock;
 pub use values::{CounterStore, ValueChanges, VersionStore, Versioned, Write};
 

@@ -83,12 +83,14 @@ pub trait ValueChanges: Send {
 /// wall clock enters them. A reading is placed at the middle of its round trip, so it is off
 /// by at most half of it; it is taken again once `refresh` old, which bounds how far the two
 /// clocks' rates can drift apart and follows a server whose clock was stepped.
+#[cfg(any(feature = "redis", feature = "zookeeper", feature = "postgres", feature = "mysql"))]
 pub struct MeasuredClock {
     refresh: std::time::Duration,
     /// (when on the monotonic clock, the server's milliseconds then).
     last: std::sync::Mutex<Option<(std::time::Instant, u64)>>,
 }
 
+#[cfg(any(feature = "redis", feature = "zookeeper", feature = "postgres", feature = "mysql"))]
 impl MeasuredClock {
     pub const fn new(refresh: std::time::Duration) -> MeasuredClock {
         MeasuredClock { refresh, last: std::sync::Mutex::new(None) }
