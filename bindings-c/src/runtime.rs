@@ -6,7 +6,7 @@ use std::mem::ManuallyDrop;
 use std::sync::RwLock;
 
 use polylock::kit::fork::{self, ConnectedIn};
-use polylock::kit::runtime::{close_and_stop, Workers, CLOSE_LIMIT};
+use polylock::kit::runtime::{close_or_abandon, Workers, CLOSE_LIMIT};
 use polylock::{Error, Result};
 use tokio::runtime::Runtime;
 
@@ -23,7 +23,7 @@ pub struct Shared {
     /// order); their calls then fail with `CONNECTION` instead of touching a dead runtime.
     runtime: RwLock<Option<Runtime>>,
     /// In a child forked after the connect, every call fails with `CONNECTION` at once (the
-    /// runtime's threads stayed in the parent: it would wait forever) and freeing forgets.
+    /// runtime's threads stayed in the parent: it would wait forever) and freeing abandons.
     connected_in: ConnectedIn,
 }
 
@@ -50,18 +50,12 @@ impl Shared {
         runtime.block_on(future)
     }
 
-    /// Close the core client and stop the runtime (the kit's close policy). Waits for calls
-    /// in flight on other threads.
-    /// In a forked child: forget the runtime (stopping it would wait for threads that stayed
-    /// in the parent, and the holds are the parent's).
+    /// Close the core client and stop the runtime (the kit's close policy; in a forked
+    /// child it abandons both). Waits for calls in flight on other threads.
     pub fn shut_down(&self) {
         let mut slot = self.runtime.write().unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(runtime) = slot.take() {
-            if self.connected_in.is_inherited() {
-                fork::abandon(runtime);
-            } else {
-                close_and_stop(runtime, &self.client, CLOSE_LIMIT);
-            }
+            close_or_abandon(self.connected_in, runtime, self.client().clone(), CLOSE_LIMIT);
         }
     }
 }

@@ -9,7 +9,7 @@ use std::future::Future;
 use std::mem::ManuallyDrop;
 use std::time::Duration;
 
-use polylock::kit::fork::{self, ConnectedIn};
+use polylock::kit::fork::ConnectedIn;
 use polylock::kit::runtime::{self, Workers, CLOSE_ON_DROP_LIMIT};
 use pyo3::prelude::*;
 use tokio::runtime::Runtime;
@@ -90,15 +90,11 @@ impl Drop for ClientShared {
         // SAFETY: both fields are taken exactly once, here, and never used again.
         let (client, runtime) =
             unsafe { (ManuallyDrop::take(&mut self.client), ManuallyDrop::take(&mut self.runtime)) };
-        if self.is_inherited_across_fork() {
-            // The runtime's worker threads stayed in the parent: shutting it down would wait
-            // for them forever, and the holds belong to the parent anyway.
-            fork::abandon((client, runtime));
-            return;
-        }
         // The kit's close policy (which also copes with being freed on one of the runtime's
-        // own threads, a Python object released by an asyncio callback).
-        let mut finish = Some(move || runtime::close_and_stop(runtime, &client, CLOSE_ON_DROP_LIMIT));
+        // own threads, a Python object released by an asyncio callback, and abandons both in
+        // a forked child).
+        let connected_in = self.connected_in;
+        let mut finish = Some(move || runtime::close_or_abandon(connected_in, runtime, client, CLOSE_ON_DROP_LIMIT));
         // Without the GIL: a worker thread may be waiting for it to wake an asyncio loop.
         Python::try_attach(|py| {
             if let Some(finish) = finish.take() {

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::mem::ManuallyDrop;
 
 use polylock::kit::cancel::cancellable;
-use polylock::kit::fork::{self, ConnectedIn};
+use polylock::kit::fork::ConnectedIn;
 use polylock::kit::runtime::{self, Workers, CLOSE_ON_DROP_LIMIT};
 use polylock::Error;
 use tokio::runtime::Runtime;
@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 use crate::errors::Result;
 
 pub struct ClientShared {
-    // ManuallyDrop: `Drop` hands both to the kit's close policy (or, in a forked child,
-    // forgets them).
+    // ManuallyDrop: `Drop` hands both to the kit's close policy (which, in a forked child,
+    // abandons them).
     client: ManuallyDrop<polylock::Client>,
     runtime: ManuallyDrop<Runtime>,
     connected_in: ConnectedIn,
@@ -70,7 +70,6 @@ impl ClientShared {
         }
     }
 
-    /// Start `work` on this client's runtime without waiting for it.
     /// Start `work` on this client's runtime without waiting for it (in a forked child,
     /// nothing: there is no runtime thread to run it, and what it would touch is the parent's).
     pub fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
@@ -85,14 +84,8 @@ impl Drop for ClientShared {
         // SAFETY: both fields are taken exactly once, here, and never used again.
         let (client, runtime) =
             unsafe { (ManuallyDrop::take(&mut self.client), ManuallyDrop::take(&mut self.runtime)) };
-        if self.connected_in.is_inherited() {
-            // The runtime's threads stayed in the parent (stopping it would wait for them),
-            // and so do the holds: forget both.
-            fork::abandon((client, runtime));
-            return;
-        }
         // A client Ruby collected unclosed: give its holds back within the kit's limit (an
-        // explicit close already did, so this is then quick).
-        runtime::close_and_stop(runtime, &client, CLOSE_ON_DROP_LIMIT);
+        // explicit close already did, so this is then quick); in a forked child, abandon both.
+        runtime::close_or_abandon(self.connected_in, runtime, client, CLOSE_ON_DROP_LIMIT);
     }
 }

@@ -3,8 +3,9 @@
 //! forever) and its sockets are the parent's too (a request from the child would interleave
 //! with the parent's on one connection). Bindings whose users fork (Python's
 //! `multiprocessing`, Ruby's preforking servers, C programs) keep a [`ConnectedIn`] beside
-//! each client: every call checks it, and a client let go of in a child is forgotten rather
-//! than closed (closing would give back holds that are the parent's).
+//! each client: every call checks it, and a client let go of in a child is abandoned rather
+//! than closed (closing would give back holds that are the parent's): see
+//! `kit::runtime::close_or_abandon`.
 
 use std::any::Any;
 use std::sync::Mutex;
@@ -31,11 +32,6 @@ impl ConnectedIn {
     /// The calling process.
     pub fn this_process() -> ConnectedIn {
         ConnectedIn { pid: std::process::id() }
-    }
-
-    /// The process id it was connected in.
-    pub fn pid(&self) -> u32 {
-        self.pid
     }
 
     /// Whether this is a forked child of the process that connected.
@@ -68,7 +64,6 @@ mod tests {
         let here = ConnectedIn::this_process();
         assert!(!here.is_inherited());
         assert!(here.check().is_ok());
-        assert_eq!(here.pid(), std::process::id());
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! - [`runtime`]: the one runtime and close policy: worker threads, and how closing gives
 //!   holds back and stops the runtime;
 //! - [`fork`]: a client used in a process forked from the one that connected it is refused
-//!   with one clear error, and forgotten there rather than closed;
+//!   with one clear error, and abandoned there rather than closed;
 //! - [`log_bridge`]: the core's `tracing` events handed to the language's own logging, with
 //!   one level switch (`POLYLOCK_LOG`, `DEBUG=polylock`) read the same way everywhere;
 //! - [`metrics_json`]: the metrics snapshot as the one JSON shape every binding hands out;

@@ -10,6 +10,7 @@ use std::time::Duration;
 use tokio::runtime::{Handle, Runtime};
 
 use crate::error::{Error, Result};
+use crate::kit::fork::{self, ConnectedIn};
 use crate::Client;
 
 /// How many worker threads a binding's runtime gets.
@@ -70,6 +71,18 @@ pub fn close_and_stop(runtime: Runtime, client: &Client, limit: Duration) {
         let _ = tokio::time::timeout(limit, client.close()).await;
     });
     runtime.shutdown_timeout(SHUTDOWN_LIMIT);
+}
+
+/// How a binding lets go of a client and its runtime: [`close_and_stop`] in the process that
+/// connected; in a child forked since, both are [`fork::abandon`]ed instead (stopping the
+/// runtime would wait for threads that stayed in the parent, closing would give back the
+/// parent's holds).
+pub fn close_or_abandon(connected_in: ConnectedIn, runtime: Runtime, client: Client, limit: Duration) {
+    if connected_in.is_inherited() {
+        fork::abandon((client, runtime));
+    } else {
+        close_and_stop(runtime, &client, limit);
+    }
 }
 
 #[cfg(test)]
