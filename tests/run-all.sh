@@ -79,6 +79,9 @@ eval "$(tests/services/services.sh env)"
 step "format and lints"
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked --release -- -D warnings
+# Every build below (tests, maturin, napi, Maven, the C and Ruby builds) must resolve core's
+# dependencies to one feature set, or core compiles again for each of them.
+python3 tools/feature-union/generate.py --check
 
 step "polylock-id for WebAssembly, and the embedded-only (sqlite) build of polylock"
 rustup target list --installed 2>/dev/null | grep -qx wasm32-unknown-unknown || rustup target add wasm32-unknown-unknown
