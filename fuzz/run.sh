@@ -41,9 +41,10 @@ done
 [ ${#targets[@]} -gt 0 ] || targets=(url duration c_api)
 
 # c-abi/Cargo.toml compiles bindings-c's sources: it must have the same dependencies, with
-# the same features.
+# the same features. polylock-feature-union is left out: it has no code, and only aligns the
+# main workspace's builds with each other (tools/feature-union); fuzz/ is a workspace apart.
 deps() {
-    sed -n '/^\[dependencies\]/,/^\[/p' "$1" | grep -E '^[a-z0-9_-]+ *=' \
+    sed -n '/^\[dependencies\]/,/^\[/p' "$1" | grep -E '^[a-z0-9_-]+ *=' | grep -v '^polylock-feature-union *=' \
         | sed -E 's/^([a-z0-9_-]+) *=.*features *= *\[([^]]*)\].*/\1 [\2]/; t; s/^([a-z0-9_-]+) *=.*/\1/' \
         | sort | tr '\n' ' '
 }
