@@ -9,7 +9,8 @@ the WebAssembly one depends on this crate, which asks each dependency of core fo
 union of the features any of those builds asks for: all of them then resolve the same
 units, and core compiles once per run.
 
-    tools/feature-union/generate.py          rewrite Cargo.toml from `cargo tree`
+    tools/feature-union/generate.py          rewrite Cargo.toml from `cargo tree` (then any
+                                             cargo build updates Cargo.lock; commit both)
     tools/feature-union/generate.py --check  fail when a build would resolve differently
 """
 import subprocess
@@ -20,6 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 MANIFEST = HERE / "Cargo.toml"
+LOCKFILE = ROOT / "Cargo.lock"
 
 # Each way CI builds Rust code that links core (tests/run-all.sh and the binding scripts).
 # The embedded-only build (`-p polylock --no-default-features --features sqlite`) and the
@@ -35,6 +37,7 @@ SELECTIONS = {
     "polylock-uniffi --features bindgen": ["-p", "polylock-uniffi", "--features", "polylock-uniffi/bindgen",
                                            "-e", "normal,build"],
 }
+REFERENCE = "cargo test --workspace"
 OWN = {"polylock", "polylock-id", "polylock-feature-union"}
 
 HEADER = """\
@@ -56,9 +59,9 @@ path = "src/lib.rs"
 """
 
 
-def tree(args):
+def tree(args, locked):
     out = subprocess.run(
-        ["cargo", "tree", "--locked", "--prefix", "none", "-f", "{p}|{f}", *args],
+        ["cargo", "tree", *(["--locked"] if locked else []), "--prefix", "none", "-f", "{p}|{f}", *args],
         cwd=ROOT, check=True, capture_output=True, text=True).stdout
     lines = set()
     for line in out.splitlines():
@@ -74,23 +77,28 @@ def package_of(entry):
     return name, version.lstrip("v")
 
 
-def main():
-    check = "--check" in sys.argv[1:]
-    closure = {package_of(l.split("|")[0]) for l in tree(["-p", "polylock", "-e", "normal,build"])}
+def resolve(locked=True):
+    """(core's dependencies compiled for the target, {selection: {package: {feature sets}}})"""
+    closure = {package_of(l.split("|")[0]) for l in tree(["-p", "polylock", "-e", "normal,build"], locked)}
     # Compiled for the target (not only inside build scripts and proc-macros).
     target = {package_of(l.split("|")[0])
-              for l in tree(["--workspace", "-e", "normal,dev,no-proc-macro"])}
+              for l in tree(["--workspace", "-e", "normal,dev,no-proc-macro"], locked)}
     per_selection = {}
     for label, args in SELECTIONS.items():
         features = defaultdict(set)
-        for line in tree(args):
+        for line in tree(args, locked):
             entry, feats = line.split("|", 1)
             pkg = package_of(entry)
             if pkg in closure and pkg[0] not in OWN:
                 features[pkg].add(frozenset(f for f in feats.split(",") if f))
         per_selection[label] = features
-    if check:
-        reference = per_selection["cargo test --workspace"]
+    return target, per_selection
+
+
+def main():
+    if "--check" in sys.argv[1:]:
+        _, per_selection = resolve()
+        reference = per_selection[REFERENCE]
         stale = [f"  {label}: {name} {version} {sorted(map(sorted, sets))} vs "
                  f"{sorted(map(sorted, reference.get((name, version), set())))}"
                  for label, features in per_selection.items()
@@ -103,9 +111,19 @@ def main():
             return 1
         print(f"feature union: {len(SELECTIONS)} builds resolve the same {len(reference)} dependencies of core")
         return 0
+    # Measure what the builds ask for on their own: with the current union in place they all
+    # agree, and nothing would look worth listing. (An empty union changes Cargo.lock's entry
+    # for it: measured unlocked, then both files are put back.)
+    current, lock = MANIFEST.read_text(), LOCKFILE.read_text()
+    MANIFEST.write_text(HEADER)
+    try:
+        target, per_selection = resolve(locked=False)
+    finally:
+        MANIFEST.write_text(current)
+        LOCKFILE.write_text(lock)
     packages = set().union(*per_selection.values())
     differing = {pkg for pkg in packages
-                 if len({frozenset(s) for s in (sel.get(pkg, frozenset()) for sel in per_selection.values())}) > 1}
+                 if len({frozenset(sel.get(pkg, ())) for sel in per_selection.values()}) > 1}
     union = {pkg: set().union(*(f for sel in per_selection.values() for f in sel.get(pkg, ())))
              for pkg in differing}
     names = defaultdict(set)
@@ -125,7 +143,7 @@ def main():
     text = HEADER
     text += "\n[dependencies]\n" + "".join(spec(p) + "\n" for p in sorted(union) if p in target)
     text += "\n[build-dependencies]\n" + "".join(spec(p) + "\n" for p in sorted(union) if p not in target or
-                                                  len({frozenset(s) for s in per_selection["cargo test --workspace"].get(p, ())}) > 1)
+                                                  len(per_selection[REFERENCE].get(p, ())) > 1)
     MANIFEST.write_text(text)
     print(f"wrote {MANIFEST.relative_to(ROOT)}: {len(union)} dependencies of core with a feature union")
     return 0
