@@ -463,22 +463,32 @@ def applies(scenario: dict, backend: str) -> Optional[str]:
     return f"the {backend} backend has no {', '.join(missing)}" if missing else None
 
 
+def home_backend(scenario: dict, backends: List[str]) -> Optional[str]:
+    """The backend a scenario runs on for every surface: sqlite where it applies, else the
+    first server that offers what it needs (Redis for the fair and token kinds...)."""
+    for backend in backends:
+        if applies(scenario, backend) is None:
+            return backend
+    return None
+
+
 def plan(scenarios: List[dict], surfaces: List[str], backends: List[str], full: bool) -> List[Cell]:
-    """Single-surface cells for every (scenario, surface, backend); on CI (not full) the
-    server backends get every scenario from a rotation of surfaces, so each surface meets
-    each server, and sqlite gets all of them. Multi-language cells: every `cross` combination
-    on sqlite and on each server."""
+    """Every (scenario, surface) on the scenario's home backend; on the other servers every
+    scenario from a rotation of `per_server` surfaces, so each surface meets each server
+    (--full: every surface everywhere). Multi-language cells: every `cross` combination on the
+    home backend and on each server."""
     cells: List[Cell] = []
     rotation = 0
-    per_server = 2  # surfaces a (scenario, server) pair is run by on CI
+    per_server = 1
     for scenario in scenarios:
+        home = home_backend(scenario, backends)
         for backend in backends:
             if applies(scenario, backend) is not None:
                 continue
             chosen = surfaces
-            if not full and backend != "sqlite" and len(surfaces) > per_server:
+            if not full and backend != home and len(surfaces) > per_server:
                 chosen = [surfaces[(rotation + i) % len(surfaces)] for i in range(per_server)]
-                rotation += 1
+                rotation += per_server
             for surface in chosen:
                 cells.append(Cell(surface, scenario["name"], backend))
             for combo in scenario.get("cross", []):

@@ -7,9 +7,10 @@
 # stage already built it), then runs orchestrate.py, which prints the matrix, writes it as
 # JSON with --out, and exits non-zero on any failed cell. Without --backends: sqlite and
 # every server whose POLYLOCK_TEST_<SERVER>_URL is set (`eval "$(tests/services/services.sh
-# env)"`). Without --full, each server runs every scenario on a rotation of two surfaces (so
-# every surface meets every server) and sqlite runs all of them on every surface; --full
-# runs every surface on every server. See PROTOCOL.md for the protocol and scenario format.
+# env)"`). Each scenario runs on every surface on its home backend (sqlite, or the first
+# server that offers what it needs); without --full the other servers run it on a rotation
+# of surfaces, so every surface meets every server; --full runs every surface everywhere.
+# See PROTOCOL.md for the protocol and the scenario format.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${POLYLOCK_CARGO_TARGET:-$HOME/.cache/polylock/target}}"
