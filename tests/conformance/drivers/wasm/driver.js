@@ -60,13 +60,13 @@ const ops = {
   uuid7: () => wasm.uuid7(),
   ulid: () => wasm.ulid(),
   // The package has one timestamp reader for every kind of ID it knows.
-  uuid7_timestamp: (req) => wasm.timestampOf(req.id),
-  ulid_timestamp: (req) => wasm.timestampOf(req.id),
-  ulid_to_uuid: (req) => wasm.ulidToUuid(req.id),
-  uuid_to_ulid: (req) => wasm.uuidToUlid(req.id),
+  uuid7_timestamp: (req) => wasm.timestampOf(req.of),
+  ulid_timestamp: (req) => wasm.timestampOf(req.of),
+  ulid_to_uuid: (req) => wasm.ulidToUuid(req.of),
+  uuid_to_ulid: (req) => wasm.uuidToUlid(req.of),
   snowflake_parse(req) {
     const parts =
-      req.epoch_ms === undefined ? wasm.parseSnowflake(id(req.id)) : wasm.parseSnowflake(id(req.id), { epochMs: req.epoch_ms })
+      req.epoch_ms === undefined ? wasm.parseSnowflake(id(req.of)) : wasm.parseSnowflake(id(req.of), { epochMs: req.epoch_ms })
     return { timestamp_ms: parts.timestampMs, worker_id: parts.workerId, sequence: parts.sequence }
   },
 }
