@@ -1,0 +1,304 @@
+"""Conformance driver of the `python` surface: polylock's blocking API (tests/conformance/
+PROTOCOL.md). Every request runs on the main thread, one at a time, so the owner of every
+lock hold is this driver's main thread (the sync API's owner is the calling thread)."""
+
+from __future__ import annotations
+
+import queue
+import sys
+import threading
+import time
+from typing import Any, Dict, List, Optional
+
+import polylock
+
+from protocol import (
+    ADMIN,
+    ERROR_TABLE,
+    IS_LOCKED,
+    WATCH,
+    answer_of,
+    begin_answer,
+    response_json,
+    ids_ops,
+    kwargs,
+    not_offered,
+    parse,
+    seconds,
+    text,
+    write,
+)
+
+NO_RAISING_ACQUIRE = (
+    "{what}.acquire returns {nothing} when the wait runs out; the blocking API has no acquire that raises LockTimeoutError"
+)
+
+objects: Dict[str, Any] = {}  # label -> object (clients, handles, guards, ...)
+rw_locks: Dict[tuple, polylock.RWLock] = {}  # (client label, name) -> the one RWLock of both sides
+multi_names: Dict[str, List[str]] = {}  # multi-lock label -> names in the request's order
+observers: Dict[str, "queue.Queue[Any]"] = {}  # election label -> leaders seen by its observer
+
+
+def reset(_: Dict[str, Any] = {}) -> None:
+    # Closing a client gives back its holds, permits, worker ids and ends its observers.
+    for obj in list(objects.values()):
+        if isinstance(obj, polylock.Client):
+            try:
+                obj.close()
+            except Exception as error:  # reset ignores errors
+                print(f"reset: {error!r}", file=sys.stderr)
+    objects.clear()
+    rw_locks.clear()
+    multi_names.clear()
+    observers.clear()
+
+
+def save(r: Dict[str, Any], obj: Any) -> Any:
+    objects[r["as"]] = obj
+    return obj
+
+
+def connect(r: Dict[str, Any]) -> None:
+    save(r, polylock.connect(r["url"]))
+
+
+def lock(r: Dict[str, Any]) -> None:
+    save(r, objects[r["client"]].lock(r["name"], **kwargs(kind=r.get("kind"))))
+
+
+def rw_lock(r: Dict[str, Any]) -> None:
+    key = (r["client"], r["name"])
+    if key not in rw_locks:
+        rw_locks[key] = objects[r["client"]].rw_lock(r["name"])
+    save(r, getattr(rw_locks[key], r["side"]))
+
+
+def semaphore(r: Dict[str, Any]) -> None:
+    save(r, objects[r["client"]].semaphore(r["name"], r["permits"]))
+
+
+def multi_lock(r: Dict[str, Any]) -> None:
+    save(r, objects[r["client"]].multi_lock(r["names"]))
+    multi_names[r["as"]] = list(r["names"])
+
+
+def token_of(guard: Any, label: str) -> Any:
+    if isinstance(guard, polylock.Permit):
+        return guard.fencing_token
+    if isinstance(guard, polylock.MultiLock):
+        tokens = guard.fencing_tokens
+        return [tokens[name] for name in multi_names[label]]
+    return guard.fencing_token
+
+
+def try_acquire(r: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    handle = objects[r["handle"]]
+    args = kwargs(timeout=seconds(r, "wait_ms"), lease=seconds(r, "lease_ms"))
+    if isinstance(handle, polylock.Semaphore):
+        permit = handle.acquire(**args)
+        if permit is None:
+            return None
+        return {"token": save(r, permit).fencing_token}
+    if not handle.acquire(**args):
+        return None
+    # A lock's (or multi-lock's) hold is the handle itself, owned by this thread.
+    save(r, handle)
+    if isinstance(handle, polylock.MultiLock):
+        multi_names[r["as"]] = multi_names[r["handle"]]
+    return {"token": token_of(handle, r["as"])}
+
+
+def acquire(r: Dict[str, Any]) -> None:
+    handle = objects[r["handle"]]
+    if isinstance(handle, polylock.Semaphore):
+        not_offered(NO_RAISING_ACQUIRE.format(what="Semaphore", nothing="None"))
+    if isinstance(handle, polylock.MultiLock):
+        not_offered(NO_RAISING_ACQUIRE.format(what="MultiLock", nothing="False"))
+    not_offered(NO_RAISING_ACQUIRE.format(what="Lock", nothing="False"))
+
+
+def release_handle(r: Dict[str, Any]) -> None:
+    handle = objects[r["handle"]]
+    if isinstance(handle, polylock.Semaphore):
+        not_offered("Semaphore.release takes a permit id; a semaphore handle has no release of its own")
+    handle.release()
+
+
+def is_lost(r: Dict[str, Any]) -> bool:
+    guard = objects[r["guard"]]
+    if isinstance(guard, (polylock.Permit, polylock.MultiLock)):
+        not_offered(f"a {type(guard).__name__} has no is_lost()")
+    return guard.is_lost()
+
+
+def wait_lost(r: Dict[str, Any]) -> bool:
+    guard = objects[r["guard"]]
+    if isinstance(guard, (polylock.Permit, polylock.MultiLock)):
+        not_offered(f"a {type(guard).__name__} has no lost signal nor is_lost()")
+    # The blocking API has no lost signal (no callback, event or future): PROTOCOL.md allows a
+    # poll of is_lost() where the surface has no signal.
+    deadline = time.monotonic() + seconds(r, "wait_ms")
+    while True:
+        if guard.is_lost():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.005)
+
+
+def hold_count(r: Dict[str, Any]) -> int:
+    handle = objects[r["handle"]]
+    if not isinstance(handle, polylock.Lock):
+        not_offered(f"a {type(handle).__name__} has no hold_count")
+    return handle.hold_count
+
+
+def election(r: Dict[str, Any]) -> None:
+    save(r, objects[r["client"]].election(r["name"]))
+
+
+def leader_json(leader: Optional[polylock.Leader]) -> Optional[Dict[str, Any]]:
+    return None if leader is None else {"value": text(leader.value), "term": leader.term}
+
+
+def campaign(r: Dict[str, Any]) -> Dict[str, int]:
+    leadership = objects[r["election"]].campaign(r["value"], **kwargs(timeout=seconds(r, "wait_ms")))
+    return {"term": save(r, leadership).term}
+
+
+def observe_next(r: Dict[str, Any]) -> Any:
+    label = r["election"]
+    if label not in observers:
+        # Election.observe() is a blocking iterator with no timeout: one thread per observer
+        # iterates it, so that a request can wait for its next item with a bound.
+        seen: "queue.Queue[Any]" = queue.Queue()
+        changes = objects[label].observe()
+
+        def follow() -> None:
+            try:
+                for leader in changes:
+                    seen.put(("leader", leader))
+            except BaseException as error:
+                seen.put(("error", error))
+
+        threading.Thread(target=follow, name=f"observe {label}", daemon=True).start()
+        observers[label] = seen
+    try:
+        what, item = observers[label].get(timeout=seconds(r, "wait_ms"))
+    except queue.Empty:
+        return "no change"
+    if what == "error":
+        raise item
+    return leader_json(item)
+
+
+def latch(r: Dict[str, Any]) -> None:
+    save(r, objects[r["client"]].latch(r["name"]))
+
+
+def value(r: Dict[str, Any]) -> None:
+    save(r, objects[r["client"]].value(r["name"]))
+
+
+def value_get(r: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    got = objects[r["value"]].get()
+    return None if got is None else {"value": text(got[0]), "version": got[1]}
+
+
+def idempotency(r: Dict[str, Any]) -> None:
+    save(r, objects[r["client"]].idempotency(r["namespace"]))
+
+
+def idem_run(r: Dict[str, Any]) -> Any:
+    response = r["response"]
+    result = objects[r["idempotency"]].run(
+        r["key"], r["payload"], lambda: response, **kwargs(wait=seconds(r, "wait_ms"))
+    )
+    return response_json(result)
+
+
+def segment(r: Dict[str, Any]) -> None:
+    save(r, objects[r["client"]].segment(r["tag"], **kwargs(step=r.get("step"))))
+
+
+def snowflake(r: Dict[str, Any]) -> Dict[str, Any]:
+    generator = save(r, objects[r["client"]].snowflake(**kwargs(worker_id=r.get("worker_id"))))
+    return {"worker_id": generator.worker_id}
+
+
+OPS = {
+    "reset": reset,
+    "connect": connect,
+    "close": lambda r: objects[r["client"]].close(),
+    "error_table": lambda r: not_offered(ERROR_TABLE),
+    "lock": lock,
+    "rw_lock": rw_lock,
+    "semaphore": semaphore,
+    "multi_lock": multi_lock,
+    "acquire": acquire,
+    "try_acquire": try_acquire,
+    "release": lambda r: objects[r["guard"]].release(),
+    "release_handle": release_handle,
+    "token": lambda r: token_of(objects[r["guard"]], r["guard"]),
+    "is_lost": is_lost,
+    "wait_lost": wait_lost,
+    "hold_count": hold_count,
+    "is_locked": lambda r: not_offered(IS_LOCKED),
+    "status": lambda r: not_offered(ADMIN),
+    "list": lambda r: not_offered(ADMIN),
+    "force_unlock": lambda r: not_offered(ADMIN),
+    "election": election,
+    "campaign": campaign,
+    "try_campaign": lambda r: not_offered(
+        "Election.campaign raises LockTimeoutError when the wait runs out; there is no form that returns None"
+    ),
+    "leader": lambda r: leader_json(objects[r["election"]].leader()),
+    "resign": lambda r: objects[r["leadership"]].resign(),
+    "is_leader": lambda r: objects[r["leadership"]].is_leader,
+    "observe_next": observe_next,
+    "latch": latch,
+    "latch_set": lambda r: objects[r["latch"]].try_set_count(r["count"]),
+    "count_down": lambda r: objects[r["latch"]].count_down(),
+    "latch_count": lambda r: objects[r["latch"]].count,
+    "latch_wait": lambda r: objects[r["latch"]].wait(**kwargs(timeout=seconds(r, "wait_ms"))),
+    "value": value,
+    "value_get": value_get,
+    "value_create": lambda r: objects[r["value"]].create(r["data"].encode()),
+    "value_cas": lambda r: objects[r["value"]].compare_and_set(r["version"], r["data"].encode()),
+    "value_delete": lambda r: objects[r["value"]].delete(r["version"]),
+    "value_write_fenced": lambda r: objects[r["value"]].write_fenced(r["token"], r["data"].encode()),
+    "value_watch": lambda r: not_offered(WATCH),
+    "idempotency": idempotency,
+    "idem_begin": lambda r: begin_answer(objects[r["idempotency"]].begin(r["key"], r["payload"]), lambda t: save(r, t)),
+    "idem_complete": lambda r: objects[r["ticket"]].complete(r["response"].encode()),
+    "idem_abandon": lambda r: objects[r["ticket"]].abandon(),
+    "idem_run": idem_run,
+    "segment": segment,
+    "next_id": lambda r: objects[r["segment"]].next_id(),
+    "next_ids": lambda r: objects[r["segment"]].next_ids(r["count"]),
+    "snowflake": snowflake,
+    "snowflake_next": lambda r: objects[r["snowflake"]].next_id(),
+    "snowflake_close": lambda r: objects[r["snowflake"]].close(),
+    **ids_ops(),
+}
+
+
+def main() -> None:
+    write({"ready": "python"})
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = parse(line)
+        op = OPS.get(request.get("op"))
+        try:
+            if op is None:
+                not_offered(f"unknown op {request.get('op')!r}")
+            outcome, error = op(request), None
+        except Exception as raised:
+            outcome, error = None, raised
+        write(answer_of(request, outcome, error))
+    reset()
+
+
+if __name__ == "__main__":
+    main()
