@@ -34,7 +34,7 @@ from protocol import (  # noqa: E402
 )
 
 NO_RAISING_ACQUIRE = (
-    "polylock.aio's {what}.acquire resolves to {nothing} when the wait runs out; there is no acquire that raises LockTimeoutError"
+    "polylock.aio's {what}.acquire resolves to {nothing} when the wait runs out; there is no acquire with a timeout that raises LockTimeoutError"
 )
 NO_ELECTION = "polylock.aio.Client has no election (the blocking Client has)"
 
@@ -84,10 +84,18 @@ async def try_acquire(r: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return {"token": save(r, handle).fencing_token}
 
 
-def acquire(r: Dict[str, Any]) -> None:
-    if isinstance(objects[r["handle"]], aio.Semaphore):
-        not_offered(NO_RAISING_ACQUIRE.format(what="Semaphore", nothing="None"))
-    not_offered(NO_RAISING_ACQUIRE.format(what="Lock", nothing="False"))
+async def acquire(r: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    # The waiting form. Without a wait it is the surface's `await acquire()` (what `async with`
+    # runs), which has no timeout to end with. With a wait the only form resolves to
+    # False/None when it runs out, so that request is not offered.
+    if "wait_ms" in r:
+        if isinstance(objects[r["handle"]], aio.Semaphore):
+            not_offered(NO_RAISING_ACQUIRE.format(what="Semaphore", nothing="None"))
+        not_offered(NO_RAISING_ACQUIRE.format(what="Lock", nothing="False"))
+    taken = await try_acquire(r)
+    if taken is None:
+        raise RuntimeError("acquire() without a timeout resolved to nothing")  # a DRIVER error
+    return taken
 
 
 def release_handle(r: Dict[str, Any]) -> Any:

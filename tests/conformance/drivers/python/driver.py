@@ -30,7 +30,7 @@ from protocol import (
 )
 
 NO_RAISING_ACQUIRE = (
-    "{what}.acquire returns {nothing} when the wait runs out; the blocking API has no acquire that raises LockTimeoutError"
+    "{what}.acquire returns {nothing} when the wait runs out; the blocking API has no acquire with a timeout that raises LockTimeoutError"
 )
 
 objects: Dict[str, Any] = {}  # label -> object (clients, handles, guards, ...)
@@ -108,13 +108,21 @@ def try_acquire(r: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return {"token": token_of(handle, r["as"])}
 
 
-def acquire(r: Dict[str, Any]) -> None:
+def acquire(r: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    # The waiting form. Without a wait it is the surface's blocking acquire() (what `with lock:`
+    # runs), which has no timeout to end with. With a wait the only form returns False/None
+    # when it runs out, so that request is not offered.
     handle = objects[r["handle"]]
-    if isinstance(handle, polylock.Semaphore):
-        not_offered(NO_RAISING_ACQUIRE.format(what="Semaphore", nothing="None"))
-    if isinstance(handle, polylock.MultiLock):
-        not_offered(NO_RAISING_ACQUIRE.format(what="MultiLock", nothing="False"))
-    not_offered(NO_RAISING_ACQUIRE.format(what="Lock", nothing="False"))
+    if "wait_ms" in r:
+        if isinstance(handle, polylock.Semaphore):
+            not_offered(NO_RAISING_ACQUIRE.format(what="Semaphore", nothing="None"))
+        if isinstance(handle, polylock.MultiLock):
+            not_offered(NO_RAISING_ACQUIRE.format(what="MultiLock", nothing="False"))
+        not_offered(NO_RAISING_ACQUIRE.format(what="Lock", nothing="False"))
+    taken = try_acquire(r)
+    if taken is None:
+        raise RuntimeError("acquire() without a timeout returned nothing")  # a DRIVER error
+    return taken
 
 
 def release_handle(r: Dict[str, Any]) -> None:

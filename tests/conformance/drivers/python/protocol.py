@@ -89,16 +89,16 @@ def parse(line: str) -> Dict[str, Any]:
 # IDs need no backend and no owner: the same module functions on both surfaces.
 def ids_ops() -> Dict[str, Any]:
     def snowflake_parse(r: Dict[str, Any]) -> Dict[str, int]:
-        parts = polylock.parse_snowflake(r["id"], **kwargs(epoch_ms=r.get("epoch_ms")))
+        parts = polylock.parse_snowflake(r["of"], **kwargs(epoch_ms=r.get("epoch_ms")))
         return {"timestamp_ms": parts.timestamp_ms, "worker_id": parts.worker, "sequence": parts.sequence}
 
     return {
         "uuid7": lambda r: str(polylock.uuid7()),
         "ulid": lambda r: polylock.ulid(),
-        "uuid7_timestamp": lambda r: polylock.uuid7_timestamp_ms(r["id"]),
-        "ulid_timestamp": lambda r: polylock.ulid_timestamp_ms(r["id"]),
-        "ulid_to_uuid": lambda r: str(polylock.ulid_to_uuid(r["id"])),
-        "uuid_to_ulid": lambda r: polylock.uuid_to_ulid(r["id"]),
+        "uuid7_timestamp": lambda r: polylock.uuid7_timestamp_ms(r["of"]),
+        "ulid_timestamp": lambda r: polylock.ulid_timestamp_ms(r["of"]),
+        "ulid_to_uuid": lambda r: str(polylock.ulid_to_uuid(r["of"])),
+        "uuid_to_ulid": lambda r: polylock.uuid_to_ulid(r["of"]),
         "snowflake_parse": snowflake_parse,
     }
 
