@@ -55,7 +55,8 @@ async def reset(_: Dict[str, Any] = {}) -> None:
 
 
 def save(r: Dict[str, Any], obj: Any) -> Any:
-    objects[r["as"]] = obj
+    if "as" in r:  # a request may leave its result unnamed
+        objects[r["as"]] = obj
     return obj
 
 

@@ -31,7 +31,8 @@ if [[ -n "$installed" && -f "$installed" ]]; then
   # Stale when any source of the wheel (the binding, the core, the ID crate, the lock file)
   # is newer than the installed module.
   newer=$(find "$binding/src" "$binding/python" "$binding/Cargo.toml" "$binding/pyproject.toml" \
-    "$root/core/src" "$root/core/Cargo.toml" "$root/id/src" "$root/id/Cargo.toml" "$root/Cargo.lock" \
+    "$root/core/src" "$root/core/Cargo.toml" "$root/id/src" "$root/id/Cargo.toml" "$root/Cargo.lock" "$root/Cargo.toml" \
+    "$root/tools/feature-union/Cargo.toml" \
     -newer "$installed" -type f -print -quit 2>/dev/null || true)
   [[ -z "$newer" ]] && stale=no
 fi

@@ -54,7 +54,8 @@ def reset(_: Dict[str, Any] = {}) -> None:
 
 
 def save(r: Dict[str, Any], obj: Any) -> Any:
-    objects[r["as"]] = obj
+    if "as" in r:  # a request may leave its result unnamed
+        objects[r["as"]] = obj
     return obj
 
 
@@ -103,9 +104,9 @@ def try_acquire(r: Dict[str, Any]) -> Optional[Dict[str, Any]]:
         return None
     # A lock's (or multi-lock's) hold is the handle itself, owned by this thread.
     save(r, handle)
-    if isinstance(handle, polylock.MultiLock):
+    if isinstance(handle, polylock.MultiLock) and "as" in r:
         multi_names[r["as"]] = multi_names[r["handle"]]
-    return {"token": token_of(handle, r["as"])}
+    return {"token": token_of(handle, r["handle"])}
 
 
 def acquire(r: Dict[str, Any]) -> Optional[Dict[str, Any]]:
