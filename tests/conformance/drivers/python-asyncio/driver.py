@@ -13,7 +13,6 @@ from typing import Any, Dict, Optional
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
-import polylock  # noqa: E402
 import polylock.aio as aio  # noqa: E402
 
 from protocol import (  # noqa: E402
