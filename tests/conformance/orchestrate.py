@@ -353,6 +353,11 @@ def run_cell(scenario: dict, surfaces: List[str], backend: str, lane: Lane) -> T
     index = 0
     try:
         env["url"] = backend_url(backend, lane, run_id)
+        # Options a scenario needs of one backend, e.g. a short session TTL where a killed
+        # holder's lock lasts until its session ends (etcd, ZooKeeper).
+        extra = scenario.get("url_options", {}).get(backend)
+        if extra:
+            env["url"] += ("&" if "?" in env["url"] else "?") + extra
         for index, step in enumerate(scenario["steps"]):
             op = step["op"]
             expect = step.get("expect", {})
@@ -378,6 +383,8 @@ def run_cell(scenario: dict, surfaces: List[str], backend: str, lane: Lane) -> T
                 if op == "pending":
                     item = driver.has_answer_within(step["for_ms"] / 1000.0)
                     if item is not None:
+                        if item[1] and "not_offered" in item[1]:
+                            raise NotOffered(item[1]["not_offered"])
                         raise StepFailed(f"'{label}' answered within {step['for_ms']} ms: {describe(item[1])}")
                     continue
                 del pending[label]
