@@ -9,10 +9,9 @@ use std::time::Duration;
 
 use polylock::id::{self, SnowflakeLayout, UlidGenerator, Uuid7Generator};
 use polylock::{
-    AcquireOptions, Begin, Client, Election, Error, ErrorDetails, ErrorKind, Guard, Idempotency, Latch,
-    LeaderChanges, LeaderRecord, LeasedSnowflake, Leadership, Lock, LockKind, MultiGuard, MultiLock, Permit, RwLock,
-    RwLockSide, RwMode, SegmentGenerator, SegmentOptions, Semaphore, SnowflakeOptions, Ticket, Value, ValueWatch,
-    VersionedValue,
+    AcquireOptions, Begin, Client, Election, Error, ErrorDetails, ErrorKind, Guard, Idempotency, Latch, LeaderChanges,
+    LeaderRecord, Leadership, LeasedSnowflake, Lock, LockKind, MultiGuard, MultiLock, Permit, RwLock, RwLockSide,
+    RwMode, SegmentGenerator, SegmentOptions, Semaphore, SnowflakeOptions, Ticket, Value, ValueWatch, VersionedValue,
 };
 use serde_json::{json, Value as Json};
 
@@ -90,10 +89,18 @@ impl Held {
     /// Resolves when the hold is lost: the guard's own lost future.
     async fn lost(&self) {
         match self {
-            Held::Lock(guard) => drop(guard.lost().await),
-            Held::Side(guard) => drop(guard.lost().await),
-            Held::Permit(permit) => drop(permit.lost().await),
-            Held::Multi(guard, _) => drop(guard.lost().await),
+            Held::Lock(guard) => {
+                guard.lost().await;
+            }
+            Held::Side(guard) => {
+                guard.lost().await;
+            }
+            Held::Permit(permit) => {
+                permit.lost().await;
+            }
+            Held::Multi(guard, _) => {
+                guard.lost().await;
+            }
         }
     }
 
@@ -329,7 +336,7 @@ impl Driver {
                 if options.lease.is_some() || options.wait.is_some_and(|wait| !wait.is_zero()) {
                     return not_offered(
                         "Rust's try_acquire() tries once under the watchdog and takes no wait or lease; \
-                         acquire_with takes them and returns Err(kind Timeout), never None",
+                         only acquire_with takes them, and it returns Err(kind Timeout), never None",
                     );
                 }
                 let held = match get(&o.handles, req, "handle")? {
@@ -515,7 +522,9 @@ impl Driver {
                         Error::new(ErrorKind::InProgress, "begin answered Begin::InProgress")
                             .with_details(ErrorDetails::RetryAfter { after: retry_after }),
                     )),
-                    Begin::Mismatch => Err(Fail::Polylock(Error::new(ErrorKind::Mismatch, "begin answered Begin::Mismatch"))),
+                    Begin::Mismatch => {
+                        Err(Fail::Polylock(Error::new(ErrorKind::Mismatch, "begin answered Begin::Mismatch")))
+                    }
                 }
             }
             "idem_complete" => {
