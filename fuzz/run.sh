@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
 # Run every fuzz target, bounded; exit non-zero on a crash. One line per target.
 #
-#   fuzz/run.sh [--quick] [TARGET...]        CI: the stable runner (about 25 s a target)
+#   fuzz/run.sh [--quick] [TARGET...]        CI: the stable runner (10 s a target with --quick)
 #   fuzz/run.sh --long SECONDS [TARGET...]   local: cargo fuzz (libFuzzer), SECONDS a target
 #
 # --quick (and no option) uses the stable runner (src/bin/stable.rs) on stable Rust: the
 # committed crash cases, the seed corpus, then deterministic mutations (a fixed sequence,
-# as much of it as the time allows).
+# as much of it as the time allows). It is built in the main workspace's target dir from the
+# dependency builds every other member uses (polylock-fuzz is a workspace member; one feature
+# set, tools/feature-union), so after `cargo test --workspace --release` only the runner
+# itself links.
 # --long builds and runs each target with cargo-fuzz (installed under $POLYLOCK_TOOLS) on the
-# same stable toolchain through RUSTC_BOOTSTRAP=1, with AddressSanitizer, and the seed corpus
-# copied to a working corpus under the target dir (the committed one stays small).
-# Environment: POLYLOCK_TOOLS (default ~/.cache/polylock/tools), POLYLOCK_FUZZ_TARGET_DIR
-# (the cargo target dir; default ~/.cache/polylock/target-fuzz), POLYLOCK_FUZZ_SECONDS
-# (stable runner: seconds a target; 25 with --quick, else 120), POLYLOCK_FUZZ_EXECS (stable
+# same stable toolchain through RUSTC_BOOTSTRAP=1, with AddressSanitizer and --features
+# libfuzzer, and the seed corpus copied to a working corpus under its target dir (the
+# committed one stays small).
+# Environment: POLYLOCK_TOOLS (default ~/.cache/polylock/tools), CARGO_TARGET_DIR or
+# POLYLOCK_CARGO_TARGET (the stable runner's cargo target dir, the workspace's; default
+# ~/.cache/polylock/target), POLYLOCK_FUZZ_TARGET_DIR (cargo fuzz's: its instrumented build
+# shares nothing with the others; default ~/.cache/polylock/target-fuzz), POLYLOCK_FUZZ_SECONDS
+# (stable runner: seconds a target; 10 with --quick, else 120), POLYLOCK_FUZZ_EXECS (stable
 # runner: a number of inputs instead, the same run on every machine), POLYLOCK_FUZZ_SANITIZER
 # (cargo fuzz --sanitizer: address, the default, or none).
 #
@@ -24,7 +30,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 tools="${POLYLOCK_TOOLS:-$HOME/.cache/polylock/tools}"
-export CARGO_TARGET_DIR="${POLYLOCK_FUZZ_TARGET_DIR:-$HOME/.cache/polylock/target-fuzz}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${POLYLOCK_CARGO_TARGET:-$HOME/.cache/polylock/target}}"
 
 mode=stable quick=0 long_seconds=0
 targets=()
@@ -32,7 +38,7 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --quick) quick=1 ;;
         --long) mode=cargo-fuzz; long_seconds="${2:?--long needs SECONDS}"; shift ;;
-        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
         -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
         *) targets+=("$1") ;;
     esac
@@ -41,8 +47,8 @@ done
 [ ${#targets[@]} -gt 0 ] || targets=(url duration c_api)
 
 # c-abi/Cargo.toml compiles bindings-c's sources: it must have the same dependencies, with
-# the same features. polylock-feature-union is left out: it has no code, and only aligns the
-# main workspace's builds with each other (tools/feature-union); fuzz/ is a workspace apart.
+# the same features. polylock-feature-union is compared apart from them (both must have it):
+# it has no code, and only aligns the workspace's builds with each other (tools/feature-union).
 deps() {
     sed -n '/^\[dependencies\]/,/^\[/p' "$1" | grep -E '^[a-z0-9_-]+ *=' | grep -v '^polylock-feature-union *=' \
         | sed -E 's/^([a-z0-9_-]+) *=.*features *= *\[([^]]*)\].*/\1 [\2]/; t; s/^([a-z0-9_-]+) *=.*/\1/' \
@@ -53,6 +59,13 @@ if [ "$(deps "$here/../bindings-c/Cargo.toml")" != "$(deps "$here/c-abi/Cargo.to
          "fuzz/c-abi/Cargo.toml's ($(deps "$here/c-abi/Cargo.toml")): copy them over" >&2
     exit 1
 fi
+for manifest in "$here/Cargo.toml" "$here/c-abi/Cargo.toml"; do
+    if ! grep -q '^polylock-feature-union *= *{ *workspace *= *true *}' "$manifest"; then
+        echo "run.sh: $manifest must depend on polylock-feature-union (workspace = true), as every" \
+             "member linking core does, or its build resolves core's dependencies apart" >&2
+        exit 1
+    fi
+done
 
 # Loopback only, if this kernel lets an unprivileged user make a network namespace.
 isolate=()
@@ -62,24 +75,33 @@ fi
 
 cd "$here"
 if [ "$mode" = stable ]; then
-    if [ $quick = 1 ]; then seconds=25; else seconds=120; fi
+    # 10 s a target in CI: the crash cases and seeds replay in well under a second, and the
+    # deterministic mutations after them are the same sequence every run, so a longer budget
+    # only repeats what earlier runs of the same commit already fed (coverage-guided search
+    # is --long's job).
+    if [ $quick = 1 ]; then seconds=10; else seconds=120; fi
     execs=1000000000
     if [ -n "${POLYLOCK_FUZZ_EXECS:-}" ]; then execs=$POLYLOCK_FUZZ_EXECS seconds=1000000; fi
     seconds="${POLYLOCK_FUZZ_SECONDS:-$seconds}"
-    cargo build --release --locked --no-default-features --bin stable
+    # The workspace's release profile and features: everything but the runner is already
+    # built by `cargo test --workspace --release`.
+    cargo build --release --locked -p polylock-fuzz --bin stable
     exec ${isolate[@]+"${isolate[@]}"} "$CARGO_TARGET_DIR/release/stable" --execs "$execs" --seconds "$seconds" --dir "$here" "${targets[@]}"
 fi
 
-# --long: cargo fuzz.
+# --long: cargo fuzz, from fuzz/ (it finds the workspace above and builds with its Cargo.lock).
 if [ ! -x "$tools/bin/cargo-fuzz" ]; then
     cargo install cargo-fuzz --locked --root "$tools"
 fi
-# Its own target dir: the instrumented build and the stable one can then be built at once.
-export CARGO_TARGET_DIR="$CARGO_TARGET_DIR/libfuzzer" PATH="$tools/bin:$PATH" RUSTC_BOOTSTRAP=1
+# Its own target dir: the instrumented build shares no unit with the workspace's, and the two
+# can then be built at once.
+export CARGO_TARGET_DIR="${POLYLOCK_FUZZ_TARGET_DIR:-$HOME/.cache/polylock/target-fuzz}/libfuzzer"
+export PATH="$tools/bin:$PATH" RUSTC_BOOTSTRAP=1
 sanitizer="${POLYLOCK_FUZZ_SANITIZER:-address}"
+fuzz_opts=(--sanitizer "$sanitizer" --release --features libfuzzer)
 status=0
 for t in "${targets[@]}"; do
-    cargo fuzz build --sanitizer "$sanitizer" --release "$t"
+    cargo fuzz build "${fuzz_opts[@]}" "$t"
     work="$CARGO_TARGET_DIR/corpus/$t"
     mkdir -p "$work" "$here/artifacts/$t"
     cp -n "$here/corpus/$t"/* "$work"/ 2>/dev/null || true
@@ -91,11 +113,11 @@ for t in "${targets[@]}"; do
     crashes=("$here/crashes/$t"/*)
     rc=0
     if [ -e "${crashes[0]}" ]; then
-        ${isolate[@]+"${isolate[@]}"} cargo fuzz run --sanitizer "$sanitizer" --release "$t" "${crashes[@]}" >"$log" 2>&1
+        ${isolate[@]+"${isolate[@]}"} cargo fuzz run "${fuzz_opts[@]}" "$t" "${crashes[@]}" >"$log" 2>&1
         rc=$?
     fi
     if [ $rc = 0 ]; then
-        ${isolate[@]+"${isolate[@]}"} cargo fuzz run --sanitizer "$sanitizer" --release "$t" "$work" "$here/corpus/$t" -- \
+        ${isolate[@]+"${isolate[@]}"} cargo fuzz run "${fuzz_opts[@]}" "$t" "$work" "$here/corpus/$t" -- \
             -max_total_time="$long_seconds" -timeout=10 -rss_limit_mb=3072 \
             -artifact_prefix="$here/artifacts/$t/" >>"$log" 2>&1
         rc=$?

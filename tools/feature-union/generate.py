@@ -23,7 +23,9 @@ ROOT = HERE.parent.parent
 MANIFEST = HERE / "Cargo.toml"
 LOCKFILE = ROOT / "Cargo.lock"
 
-# Each way CI builds Rust code that links core (tests/run-all.sh and the binding scripts).
+# Each way CI builds Rust code that links core (tests/run-all.sh, the binding scripts, fuzz/run.sh).
+# (cargo fuzz, fuzz/run.sh --long, builds with sanitizer flags in a target dir of its own:
+# nothing there is shared anyway, so its libfuzzer feature is left out.)
 # The embedded-only build (`-p polylock --no-default-features --features sqlite`) and the
 # WebAssembly one differ on purpose and are left out.
 SELECTIONS = {
@@ -36,6 +38,8 @@ SELECTIONS = {
     "polylock-jvm (Maven)": ["-p", "polylock-jvm", "-e", "normal,build"],
     "polylock-uniffi --features bindgen": ["-p", "polylock-uniffi", "--features", "polylock-uniffi/bindgen",
                                            "-e", "normal,build"],
+    # fuzz/run.sh: the stable runner (and bindings-c's sources as the rlib polylock-c-abi).
+    "polylock-fuzz (fuzz/run.sh)": ["-p", "polylock-fuzz", "-e", "normal,build"],
 }
 REFERENCE = "cargo test --workspace"
 OWN = {"polylock", "polylock-id", "polylock-feature-union"}
