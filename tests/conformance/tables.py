@@ -6,9 +6,9 @@ matrix (`run.sh --out matrix.json`), so no table can claim what a surface lacks.
     tables.py --matrix matrix.json --check    exit 1 if either would change (CI)
 
 A feature's cell for a surface is read from the scenarios of that feature on their home
-backend (where every surface runs them): "yes" when all pass, "drift" when some are known
-drift (the issue is named), "no" when the surface offers none of them (the reason is listed),
-"partly" when it offers some.
+backend (where every surface runs them): "yes" when all pass, "no" when the surface offers
+none of them, else "k of n" passed; the reasons of the others (known drift naming its issue,
+or why the surface does not offer it) are numbered notes.
 """
 
 from __future__ import annotations
@@ -51,40 +51,50 @@ def feature_cells(matrix: dict, scenarios: List[dict]) -> Dict[str, Dict[str, Li
     return table
 
 
+FEATURES = ["mutex", "mutex kinds", "limits", "read-write lock", "semaphore", "multi-lock", "election", "latch",
+            "values", "idempotency", "segments", "snowflake", "IDs", "admin", "client", "errors"]
+
+
 def verdict(cells: List[dict], notes: Dict[str, int]) -> str:
-    results = {c["result"] for c in cells}
-    def note(why: str) -> str:
-        if why not in notes:
-            notes[why] = len(notes) + 1
-        return f"[{notes[why]}]"
+    """'yes' when every scenario passed, 'no' when none is offered, else how many passed; with
+    `notes`, the reasons of the others as numbered notes."""
+    def refs() -> str:
+        if notes is None:
+            return ""
+        numbers = []
+        for cell in cells:
+            if cell["result"] in ("known", "not offered"):
+                why = cell["why"].split(" [")[0]  # the entry's reason, without what the run saw
+                notes.setdefault(why, len(notes) + 1)
+                numbers.append(notes[why])
+        return " " + " ".join(f"[{n}]" for n in sorted(set(numbers)))
+    results = [c["result"] for c in cells]
     if "fail" in results:
         return "FAILS"
-    if results == {"pass"}:
+    if all(r == "pass" for r in results):
         return "yes"
-    if "known" in results:
-        issues = sorted({c["why"].split(":")[0] for c in cells if c["result"] == "known"})
-        return "drift " + ", ".join(issues)
-    if results == {"not offered"}:
-        return "no " + note(cells[0]["why"])
-    offered = [c for c in cells if c["result"] == "not offered"]
-    return "partly " + " ".join(sorted({note(c["why"]) for c in offered}))
+    if all(r == "not offered" for r in results):
+        return "no" + refs()
+    passed = results.count("pass")
+    return f"{passed} of {len(results)}" + refs()
 
 
-def surface_table(matrix: dict, scenarios: List[dict]) -> str:
+def surface_table(matrix: dict, scenarios: List[dict], with_notes: bool = True) -> str:
     table = feature_cells(matrix, scenarios)
     surfaces = [s for s in SURFACES if any(s in row for row in table.values())]
-    features = list(dict.fromkeys(s.get("feature", "other") for s in scenarios))
-    notes: Dict[str, int] = {}
-    lines = ["| feature | " + " | ".join(title(s) for s in surfaces) + " |",
+    features = [f for f in FEATURES if f in table] + sorted(f for f in table if f not in FEATURES)
+    notes: Dict[str, int] = {} if with_notes else None  # type: ignore[assignment]
+    lines = ["| feature (scenarios) | " + " | ".join(title(s) for s in surfaces) + " |",
              "| --- |" + " --- |" * len(surfaces)]
     for feature in features:
         row = table.get(feature, {})
-        lines.append(f"| {feature} | " + " | ".join(verdict(row[s], notes) if s in row else "" for s in surfaces) + " |")
+        count = sum(1 for s in scenarios if s.get("feature") == feature)
+        lines.append(f"| {feature} ({count}) | "
+                     + " | ".join(verdict(row[s], notes) if s in row else "" for s in surfaces) + " |")
     if notes:
         lines.append("")
         for why, number in notes.items():
-            lines.append(f"[{number}] {why}  ")
-        lines[-1] = lines[-1].rstrip()
+            lines.append(f"{number}. {why}")
     return "\n".join(lines)
 
 
@@ -112,7 +122,7 @@ Every row below is a set of scenarios of the conformance kit (`tests/conformance
 driver per surface that uses only that surface's public API. A cell says what the run found:
 **yes** (every scenario of the feature passed), **drift #N** (the surface does it with another
 meaning; issue N removes it), **no** (the surface does not offer it; the reason is given), or
-**partly**. Backends in this run: {', '.join(backends)}. Run it yourself with
+**k of n** scenarios passed, with the reasons of the others in the numbered notes. Backends in this run: {', '.join(backends)}. Run it yourself with
 `tests/conformance/run.sh` (see `tests/conformance/PROTOCOL.md`).
 
 ## Features by surface
@@ -133,9 +143,10 @@ Each row is one scenario with one process per language, on every backend it appl
 
 def readme_block(matrix: dict, scenarios: List[dict]) -> str:
     return f"""{BEGIN}
-{surface_table(matrix, scenarios)}
+{surface_table(matrix, scenarios, with_notes=False)}
 
-Checked by the conformance kit on every CI run; details in [docs/conformance.md](docs/conformance.md).
+"yes": every scenario of the feature passed; "k of n": the others are drift that issue #34
+removes or not offered, each named in [docs/conformance.md](docs/conformance.md).
 {END}"""
 
 
