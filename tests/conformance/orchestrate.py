@@ -34,8 +34,10 @@ _COMMON = {"mutex", "kind:reentrant", "rw", "semaphore", "multi", "election", "l
 BACKENDS: Dict[str, Dict[str, Any]] = {
     "sqlite": {"env": None, "caps": _COMMON | {"list", "force_unlock"}},
     "redis": {"env": "POLYLOCK_TEST_REDIS_URL", "caps": _COMMON | {"kind:fair", "kind:token", "list", "force_unlock"}},
-    "postgres": {"env": "POLYLOCK_TEST_POSTGRES_URL", "caps": _COMMON | {"kind:lease", "list", "force_unlock"}},
-    "mariadb": {"env": "POLYLOCK_TEST_MARIADB_URL", "caps": _COMMON | {"kind:lease", "list", "force_unlock"}},
+    # The default kind there is a session lock (pg_advisory_lock, GET_LOCK): not listed, not
+    # breakable by another session; only the lease kind's rows are.
+    "postgres": {"env": "POLYLOCK_TEST_POSTGRES_URL", "caps": _COMMON | {"kind:lease"}},
+    "mariadb": {"env": "POLYLOCK_TEST_MARIADB_URL", "caps": _COMMON | {"kind:lease"}},
     "etcd": {"env": "POLYLOCK_TEST_ETCD_URL", "caps": _COMMON | {"list", "force_unlock"}},
     "zookeeper": {"env": "POLYLOCK_TEST_ZOOKEEPER_URL", "caps": _COMMON | {"list", "force_unlock"}},
 }
@@ -510,9 +512,11 @@ def plan(scenarios: List[dict], surfaces: List[str], backends: List[str], full: 
 
 def apply_known(cell: Cell, known: Dict[Tuple[str, str], List[dict]]) -> None:
     entries = []
+    cross = "+" in cell.surface
     for surface in cell.surface.split("+"):
         entries += [e for e in known.get((surface, cell.scenario), [])
-                    if e.get("backends", ["*"]) == ["*"] or cell.backend in e.get("backends", [])]
+                    if (e.get("backends", ["*"]) == ["*"] or cell.backend in e.get("backends", []))
+                    and (cross or not e.get("cross_only"))]
     if not entries or "+" in cell.surface and cell.result == "pass":
         return
     if cell.result == "pass":
