@@ -333,12 +333,12 @@ const ops = {
   },
   uuid7: () => polylock.uuid7(),
   ulid: () => polylock.ulid(),
-  uuid7_timestamp: (req) => polylock.uuid7TimestampMs(req.id),
-  ulid_timestamp: (req) => polylock.ulidTimestampMs(req.id),
-  ulid_to_uuid: (req) => polylock.ulidToUuid(req.id),
-  uuid_to_ulid: (req) => polylock.uuidToUlid(req.id),
+  uuid7_timestamp: (req) => polylock.uuid7TimestampMs(req.of),
+  ulid_timestamp: (req) => polylock.ulidTimestampMs(req.of),
+  ulid_to_uuid: (req) => polylock.ulidToUuid(req.of),
+  uuid_to_ulid: (req) => polylock.uuidToUlid(req.of),
   snowflake_parse(req) {
-    const parts = req.epoch_ms === undefined ? polylock.parseSnowflake(id(req.id)) : polylock.parseSnowflake(id(req.id), req.epoch_ms)
+    const parts = req.epoch_ms === undefined ? polylock.parseSnowflake(id(req.of)) : polylock.parseSnowflake(id(req.of), req.epoch_ms)
     return { timestamp_ms: parts.timestampMs, worker_id: parts.worker, sequence: parts.sequence }
   },
 }
