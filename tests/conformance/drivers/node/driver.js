@@ -111,6 +111,8 @@ function tokenOf(guard) {
 
 /** Settles with `promise`'s value, or with `timedOut` if `waitMs` passes first. */
 function within(promise, waitMs, timedOut) {
+  // The driver's own timer (the surface takes no wait here): setTimeout fires at once past 2^31-1 ms.
+  if (!(waitMs >= 0 && waitMs <= 2 ** 31 - 1)) throw new DriverError(`wait_ms ${waitMs} is not a timer the driver can set`)
   let timer
   const late = new Promise((resolve) => {
     timer = setTimeout(() => resolve(timedOut), waitMs)
@@ -374,7 +376,8 @@ async function answer(line) {
     if (err instanceof polylock.PolylockError) {
       return { ...reply, ok: false, error: err.code.replace(/^POLYLOCK_/, ''), message: err.message, details: details(err) }
     }
-    return { ...reply, ok: false, error: 'DRIVER', message: String(err && err.stack ? err.stack : err) }
+    const message = err instanceof DriverError ? err.message : String(err && err.stack ? err.stack : err)
+    return { ...reply, ok: false, error: 'DRIVER', message }
   }
 }
 
