@@ -30,7 +30,7 @@ LANGS = {
     "sh": "shell", "bash": "shell", "shell": "shell", "console": "shell",
 }
 # Tags of blocks that are data, not programs: never run, never an error.
-DATA = {"text", "xml", "yaml", "yml", "toml", "json", "ini", "diff", "promql", "sql", "dockerfile",
+DATA = {"text", "html", "xml", "yaml", "yml", "toml", "json", "ini", "diff", "promql", "sql", "dockerfile",
         "ts", "typescript", "protobuf", "gemfile", "cmake", "make"}
 NORUN = re.compile(r"(?:^|\s)norun(?:=\"?([^\"]*)\"?)?|^\s*(?:#|//)\s*norun:\s*(.+)$", re.M)
 # Blocks whose text must stay as it is (so no norun in their info string), shown and not run.
