@@ -112,7 +112,7 @@ def java_classpath():
         raise Missing("the Java jar is not built: run bindings-jvm/run-tests.sh (mvn package)")
     out = ROOT / "bindings-jvm/target/docs-classpath.txt"
     if not out.exists() or out.stat().st_mtime < (ROOT / "bindings-jvm/pom.xml").stat().st_mtime:
-        code, log = run(["mvn", "-q", "-o", "-f", str(ROOT / "bindings-jvm/pom.xml"), "dependency:build-classpath",
+        code, log = run(["mvn", "-q", "-f", str(ROOT / "bindings-jvm/pom.xml"), "dependency:build-classpath",
                          "-Dmdep.includeScope=runtime", f"-Dmdep.outputFile={out}"], ROOT, os.environ.copy(), 300)
         if code:
             raise Missing("mvn dependency:build-classpath failed in bindings-jvm (run bindings-jvm/run-tests.sh):\n" + log)
