@@ -8,8 +8,8 @@
 # committed crash cases, the seed corpus, then deterministic mutations (a fixed sequence,
 # as much of it as the time allows). It is built in the main workspace's target dir from the
 # dependency builds every other member uses (polylock-fuzz is a workspace member; one feature
-# set, tools/feature-union), so after `cargo test --workspace --release` only the runner
-# itself links.
+# set, tools/feature-union), so after `cargo test --workspace --release` only polylock-c-abi
+# and polylock-fuzz themselves compile.
 # --long builds and runs each target with cargo-fuzz (installed under $POLYLOCK_TOOLS) on the
 # same stable toolchain through RUSTC_BOOTSTRAP=1, with AddressSanitizer and --features
 # libfuzzer, and the seed corpus copied to a working corpus under its target dir (the
@@ -83,8 +83,8 @@ if [ "$mode" = stable ]; then
     execs=1000000000
     if [ -n "${POLYLOCK_FUZZ_EXECS:-}" ]; then execs=$POLYLOCK_FUZZ_EXECS seconds=1000000; fi
     seconds="${POLYLOCK_FUZZ_SECONDS:-$seconds}"
-    # The workspace's release profile and features: everything but the runner is already
-    # built by `cargo test --workspace --release`.
+    # The workspace's release profile and features: every dependency is already built by
+    # `cargo test --workspace --release` (tests/run-all.sh builds this runner in its Rust build).
     cargo build --release --locked -p polylock-fuzz --bin stable
     exec ${isolate[@]+"${isolate[@]}"} "$CARGO_TARGET_DIR/release/stable" --execs "$execs" --seconds "$seconds" --dir "$here" "${targets[@]}"
 fi
