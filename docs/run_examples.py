@@ -133,7 +133,10 @@ publish = false
 [dependencies]
 polylock = {{ path = "{ROOT / 'core'}" }}
 polylock-id = {{ path = "{ROOT / 'id'}" }}
-tokio = {{ version = "1", features = ["full"] }}
+# The workspace's one feature set for core's dependencies (tools/feature-union): with any
+# other (tokio's "full", say) cargo would compile core and its dependencies again.
+polylock-feature-union = {{ path = "{ROOT / 'tools/feature-union'}" }}
+tokio = {{ version = "1", features = ["macros", "rt-multi-thread"] }}
 
 [workspace]
 """)
