@@ -80,6 +80,11 @@ class Error : public std::runtime_error {
 };
 
 namespace detail {
+/** release() on a guard or permit that was released already, or moved from: it holds nothing,
+ *  so the call is NOT_OWNER (as the C ABI's second release of a permit is), never a crash. */
+[[noreturn]] inline void released_already(const char *what) {
+    throw Error(POLYLOCK_NOT_OWNER, std::string(what) + " was already released or moved from: it holds nothing");
+}
 inline void check(polylock_status status) {
     if (status != POLYLOCK_OK) {
         const char *message = polylock_last_error();
@@ -194,7 +199,11 @@ class Guard {
     std::uint64_t fencing_token() const noexcept { return token_; }
     bool is_lost() const noexcept { return lock_ && lock_->is_lost(); }
     /** Release now and throw if that failed (POLYLOCK_LOST: someone else may hold it). */
-    void release() { std::exchange(lock_, nullptr)->release(); }
+    void release() {
+        Lock *lock = std::exchange(lock_, nullptr);
+        if (!lock) detail::released_already("this guard");
+        lock->release();
+    }
 
   private:
     Lock *lock_;
@@ -240,6 +249,7 @@ class RwGuard {
     /** Release now and throw if that failed. */
     void release() {
         RwLock *rw = std::exchange(rw_, nullptr);
+        if (!rw) detail::released_already("this guard");
         Write ? rw->release_write() : rw->release_read();
     }
 
@@ -278,7 +288,11 @@ class Permit {
     std::uint64_t id() const noexcept { return id_; }
     std::uint64_t fencing_token() const noexcept { return token_; }
     /** Release now and throw if that failed (POLYLOCK_LOST: its lease ran out). */
-    void release() { detail::check(polylock_semaphore_release(std::exchange(semaphore_, nullptr)->get(), id_)); }
+    void release() {
+        Semaphore *semaphore = std::exchange(semaphore_, nullptr);
+        if (!semaphore) detail::released_already("this permit");
+        detail::check(polylock_semaphore_release(semaphore->get(), id_));
+    }
 
   private:
     Semaphore *semaphore_;
@@ -461,6 +475,7 @@ class MultiGuard {
     bool is_lost() const noexcept { return polylock_multi_hold_is_lost(raw_.get()); }
     /** Release now and throw if that failed (POLYLOCK_LOST: a part was lost). */
     void release() {
+        if (!raw_) detail::released_already("this multi-lock hold");
         auto raw = std::move(raw_);
         detail::check(polylock_multi_hold_release(raw.get()));
     }

@@ -109,6 +109,30 @@ int main(int argc, char **argv) {
         }
         polylock::Permit again(pool, 2000);
         EXPECT(again.fencing_token() > first_permit);
+        // A second release (or one of a moved-from permit or guard) is NOT_OWNER, not a crash.
+        again.release();
+        try {
+            again.release();
+            EXPECT(false);
+        } catch (const polylock::Error &err) {
+            EXPECT(err.status() == POLYLOCK_NOT_OWNER);
+        }
+        polylock::Lock twice = client.lock(name + ":twice");
+        polylock::Guard held(twice, 2000);
+        polylock::Guard moved(std::move(held));
+        try {
+            held.release();
+            EXPECT(false);
+        } catch (const polylock::Error &err) {
+            EXPECT(err.status() == POLYLOCK_NOT_OWNER);
+        }
+        moved.release();
+        try {
+            moved.release();
+            EXPECT(false);
+        } catch (const polylock::Error &err) {
+            EXPECT(err.status() == POLYLOCK_NOT_OWNER);
+        }
     }
 
     {
