@@ -56,6 +56,21 @@ fn v_with_json_prints_one_json_object_per_line() {
 }
 
 #[test]
+fn a_newline_in_a_lock_name_cannot_forge_a_text_log_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(&dir);
+    let out = polylock()
+        .args(["-vv", "--url", &url, "run", "--lock", "job\nINFO forged=1\r\u{1b}[2J", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.lines().any(|l| l.contains("op=") && l.contains("job\\nINFO forged=1")), "{text}");
+    assert!(!text.lines().any(|l| l.starts_with("INFO forged")), "{text}");
+    assert!(!text.contains(['\r', '\u{1b}']), "{text:?}");
+}
+
+#[test]
 fn logging_is_off_by_default_and_log_level_picks_text() {
     let dir = tempfile::tempdir().unwrap();
     let url = sqlite_url(&dir);
