@@ -151,6 +151,38 @@ fn announced(child: &mut Child) -> String {
     addr.to_string()
 }
 
+/// Connections are bounded (64 at once): idle ones past the bound are closed at once, not
+/// kept for the five seconds a request head may take, and a scrape works again once the idle
+/// ones are gone.
+#[test]
+fn serve_metrics_bounds_its_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(&dir);
+    let child = polylock()
+        .args(["--url", &url, "serve-metrics", "--listen", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = Kill(child);
+    let addr = announced(&mut child.0);
+    let idle: Vec<TcpStream> = (0..64 + 16).map(|_| TcpStream::connect(&addr).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let mut closed = 0;
+    for mut stream in &idle {
+        stream.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        let mut byte = [0u8; 1];
+        if matches!(stream.read(&mut byte), Ok(0)) {
+            closed += 1;
+        }
+    }
+    assert!(closed >= 16, "{closed} of {} idle connections closed at once", idle.len());
+    assert!(started.elapsed() < Duration::from_secs(4));
+    drop(idle);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(get(&addr, "/metrics").0, "HTTP/1.1 200 OK");
+}
+
 #[test]
 fn serve_metrics_answers_a_scrape_with_its_probes() {
     let dir = tempfile::tempdir().unwrap();

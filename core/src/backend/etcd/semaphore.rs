@@ -15,7 +15,6 @@
 //! was written, keeps its key's create revision: the fence key was written with it). So every
 //! permit's token is greater than every earlier one, permits freed by one release included.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -29,13 +28,14 @@ use super::mutex::{call, delete_if_revision, key_revision};
 use super::rw_lock::{lease_gone, past, session_ended, RETRY_PAUSE};
 use super::waits::next_event;
 use super::{etcd_hold, renew_hold, sleep_until_some, EtcdBackend, FinishOnDrop};
+use crate::backend::checked_counts::CheckedCounts;
 use crate::error::{Error, ErrorKind, Result};
 use crate::spi::{AcquireRequest, Acquired, HeldLock, HoldStore, Permits, Release, Renewal};
 
 pub(super) struct EtcdSemaphores {
     backend: Arc<EtcdBackend>,
     /// Names whose count this client has checked, with that count.
-    checked: Mutex<HashMap<String, u32>>,
+    checked: Mutex<CheckedCounts>,
 }
 
 fn count_key(name: &str) -> String {
@@ -51,7 +51,7 @@ impl EtcdSemaphores {
         &self.backend.client
     }
 
-    fn checked(&self) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
+    fn checked(&self) -> std::sync::MutexGuard<'_, CheckedCounts> {
         self.checked.lock().unwrap_or_else(|e| e.into_inner())
     }
 

@@ -68,7 +68,7 @@ impl RedisBackend {
     pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Self> {
         let endpoint = Endpoint::parse(url)?;
         let rw_preference = RwPreference::parse(url.take_option("rw_preference"))?;
-        let (push, pushes) = tokio::sync::mpsc::unbounded_channel();
+        let (push, pushes) = pubsub::push_channel();
         // `timeout` bounds the whole connect: the connection managers retry a handshake that
         // gets no answer, which would otherwise take about three times as long.
         let (limit, shown) = (endpoint.timeout, endpoint.redacted.clone());
