@@ -717,7 +717,7 @@ async fn queries_see_any_holder_and_force_unlock_frees_the_lock() {
 /// Issue 35: keys are `<namespace>:<name>` and names may contain ':', so the namespace `a`
 /// with the name `b:c` and the namespace `a:b` with the name `c` were one key: two
 /// applications kept apart by namespaces shared each other's locks. A namespace with ':' is
-/// refused at connect on every backend (and an idempotency namespace with ':' when made).
+/// refused at connect on every backend.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_namespace_with_the_separator_is_refused_on_every_backend() {
     let (urls, _dir) = common::every_backend_urls("ns-sep");
@@ -735,10 +735,6 @@ async fn a_namespace_with_the_separator_is_refused_on_every_backend() {
         assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{bad}: {err}");
         assert!(err.message().contains("':'"), "{bad}: {err}");
         let client = Client::connect(&url).await.unwrap_or_else(|err| panic!("{url}: {err}"));
-        if client.capabilities().versioned_values {
-            let err = client.idempotency("orders:v1").unwrap_err();
-            assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{url}: {err}");
-        }
         client.close().await;
     }
 }

@@ -109,14 +109,6 @@ impl Idempotency {
             return Err(Error::invalid_argument("an idempotency namespace must not be empty"));
         }
         validate_name(namespace)?;
-        // Records are `<prefix><namespace>:<key>`: with a ':' in namespaces, namespace `a` and
-        // key `b:c` would be namespace `a:b` and key `c` (issue 35).
-        if namespace.contains(':') {
-            return Err(Error::invalid_argument(format!(
-                "an idempotency namespace must not contain ':' (got '{namespace}'): records are kept under \
-                 '<namespace>:<key>', so namespace 'a:b' with key 'c' would be namespace 'a' with key 'b:c'"
-            )));
-        }
         for (what, duration) in [("retention", retention), ("in_progress_ttl", in_progress_ttl)] {
             if duration < Duration::from_millis(1) {
                 return Err(Error::invalid_argument(format!(
