@@ -11,7 +11,7 @@ use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType}
 use redis::{Client, ConnectionAddr, FromRedisValue, PushInfo, RedisError, ScriptInvocation, TlsCertificates};
 
 use super::endpoint::{Endpoint, Topology};
-use super::pubsub::PushSender;
+use super::push::PushSender;
 use crate::error::{Error, Result};
 
 /// A connection that runs commands: a single server's, or a cluster's (routing by key).

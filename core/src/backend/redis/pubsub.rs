@@ -7,14 +7,13 @@
 //! connection wakes them all, since messages may have been missed.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use redis::{PushInfo, PushKind, Value};
-use tokio::sync::mpsc::error::TrySendError;
+use redis::{PushKind, Value};
 use tokio::sync::Notify;
 
 use super::link::Link;
+use super::push::PushReceiver;
 use crate::backend::poll::Wakeups;
 use crate::error::Result;
 
@@ -30,46 +29,6 @@ struct Channel {
 }
 
 type Channels = Arc<Mutex<HashMap<String, Channel>>>;
-
-/// The most push messages queued for the dispatcher. Past it a message is dropped and the
-/// dispatcher, told of the overflow, wakes every listener to look again, as after a lost
-/// connection: memory stays bounded however fast the server pushes.
-pub(super) const PUSH_QUEUE: usize = 4096;
-
-/// The sending side of the push queue, as the connections' push callbacks use it.
-#[derive(Clone)]
-pub(super) struct PushSender {
-    queue: tokio::sync::mpsc::Sender<PushInfo>,
-    overflowed: Arc<AtomicBool>,
-}
-
-/// The receiving side: the dispatcher's.
-pub(super) struct PushReceiver {
-    queue: tokio::sync::mpsc::Receiver<PushInfo>,
-    overflowed: Arc<AtomicBool>,
-}
-
-/// A bounded push queue of [`PUSH_QUEUE`] messages.
-pub(super) fn push_channel() -> (PushSender, PushReceiver) {
-    let (queue, receiver) = tokio::sync::mpsc::channel(PUSH_QUEUE);
-    let overflowed = Arc::new(AtomicBool::new(false));
-    (PushSender { queue, overflowed: overflowed.clone() }, PushReceiver { queue: receiver, overflowed })
-}
-
-impl PushSender {
-    /// Queue `info`, never waiting: a full queue drops it and records the overflow. `Err`
-    /// once the dispatcher is gone.
-    pub fn send(&self, info: PushInfo) -> std::result::Result<(), ()> {
-        match self.queue.try_send(info) {
-            Ok(()) => Ok(()),
-            Err(TrySendError::Full(_)) => {
-                self.overflowed.store(true, Ordering::Release);
-                Ok(())
-            }
-            Err(TrySendError::Closed(_)) => Err(()),
-        }
-    }
-}
 
 pub(super) struct Subscriptions {
     link: Arc<Link>,
@@ -99,10 +58,10 @@ impl Subscriptions {
         let channels: Channels = Arc::default();
         let dispatch = channels.clone();
         tokio::spawn(async move {
-            while let Some(push) = pushes.queue.recv().await {
+            while let Some(push) = pushes.recv().await {
                 let channels = dispatch.lock().unwrap_or_else(|e| e.into_inner());
                 // Messages were dropped on a full queue: wake everyone to look again.
-                if pushes.overflowed.swap(false, Ordering::AcqRel) {
+                if pushes.take_overflow() {
                     for channel in channels.values() {
                         channel.wake.notify_waiters();
                     }
@@ -220,26 +179,5 @@ fn channel_name(value: &Value) -> Option<String> {
         Value::BulkString(bytes) => String::from_utf8(bytes.clone()).ok(),
         Value::SimpleString(text) => Some(text.clone()),
         _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_push_queue_is_bounded_and_records_an_overflow() {
-        let (sender, mut receiver) = push_channel();
-        for _ in 0..PUSH_QUEUE + 100 {
-            sender.send(PushInfo { kind: PushKind::Message, data: vec![] }).unwrap();
-        }
-        assert!(receiver.overflowed.load(Ordering::Acquire));
-        let mut queued = 0;
-        while receiver.queue.try_recv().is_ok() {
-            queued += 1;
-        }
-        assert_eq!(queued, PUSH_QUEUE);
-        drop(receiver);
-        assert!(sender.send(PushInfo { kind: PushKind::Message, data: vec![] }).is_err());
     }
 }
