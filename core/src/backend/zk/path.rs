@@ -12,12 +12,14 @@
 //!
 //! Since levels nest, a name's path can be a node inside another name's lock path. Two kinds
 //! of names would then share nodes with another primitive, and are refused (issue 35,
-//! [`recipe_level`]): a level that reads as a recipe's sequential node (ending in `lock-`,
-//! `lease-`, `latch-`, `__READ__` or `__WRIT__` and digits: the lock `a/x-lock-0000000000`
-//! sat among the contenders of the lock `a`, first in line, and `a` waited behind it), and a
-//! last level `locks` or `leases`, the two children of a semaphore's path (the lock `s/locks`
-//! is the mutex every contender of the semaphore `s` takes). Any other level nests safely:
-//! the recipes count only children in their own node form.
+//! [`recipe_level`]): a level below the first that reads as a recipe's sequential node
+//! (ending in `lock-`, `lease-`, `latch-`, `__READ__` or `__WRIT__` and digits: the lock
+//! `a/x-lock-0000000000` sat among the contenders of the lock `a`, first in line, and `a`
+//! waited behind it), and a last level `locks` or `leases`, the two children of a semaphore's
+//! path (the lock `s/locks` is the mutex every contender of the semaphore `s` takes). Any
+//! other level nests safely: the recipes count only children in their own node form. The
+//! first level is a child of the root (or chroot), never of a lock path, so `lock-1` (or
+//! `ns:lock-1` under a namespace) is an ordinary name.
 
 use crate::error::{Error, Result};
 
@@ -55,7 +57,9 @@ const SEQUENTIAL_NODE_NAMES: [&str; 5] = [LOCK_NAME, "lease-", "latch-", "__READ
 /// Why a path is refused as a name's path because a level of it is a recipe's node, if it is.
 fn recipe_level(path: &str) -> Option<String> {
     let levels: Vec<&str> = path[1..].split('/').collect();
-    for level in &levels {
+    // The first level is a child of the root (or chroot), never of a lock path: `lock-1`,
+    // or `ns:lock-1` under a namespace, is an ordinary name.
+    for level in levels.iter().skip(1) {
         for node_name in SEQUENTIAL_NODE_NAMES {
             if let Some(at) = level.rfind(node_name) {
                 let digits = &level[at + node_name.len()..];
@@ -141,6 +145,8 @@ mod tests {
         assert_eq!(lock_path("/locks/orders").unwrap(), "/locks/orders");
         assert_eq!(lock_path("locks/orders/lock-x").unwrap(), "/locks/orders/lock-x");
         assert_eq!(lock_path("locks").unwrap(), "/locks");
+        assert_eq!(lock_path("lock-1").unwrap(), "/lock-1");
+        assert_eq!(lock_path("ns:job-lock-0000000001").unwrap(), "/ns:job-lock-0000000001");
         for bad in [
             "a//b",
             "a/",
