@@ -489,8 +489,10 @@ polylock_status polylock_client_close(polylock_client *client);
 
 /**
  * Close the client (as `polylock_client_close()`), stop its runtime and join its threads,
- * then free it. Waits for calls in flight on other threads. Locks made from it stay valid
- * to free, and fail with `POLYLOCK_CONNECTION` if used. NULL is ignored.
+ * then free it. Waits for calls in flight on other threads (they keep a reference on the
+ * client until they return). Locks made from it stay valid to free, and fail with
+ * `POLYLOCK_CONNECTION` if used. NULL is ignored, and so is a client freed already; a call
+ * made on a client after its free fails with `POLYLOCK_INVALID_ARGUMENT`.
  *
  * # Safety
  * `client` is NULL or a client from `polylock_connect()` not freed yet.

@@ -117,8 +117,8 @@ pub unsafe extern "C" fn polylock_client_election(
     out: *mut *mut polylock_election,
 ) -> polylock_status {
     call(|| {
-        // SAFETY (all three): the caller's contract.
-        let client = unsafe { args::handle(client, "client") }?;
+        let client = crate::client::live(client)?;
+        // SAFETY (both): the caller's contract.
         let name = unsafe { args::text(name, "name") }?;
         let out = unsafe { args::out(out, "out") }?;
         let election = client.shared.client().election(name)?;

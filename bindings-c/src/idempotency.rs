@@ -90,8 +90,8 @@ pub unsafe extern "C" fn polylock_client_idempotency(
     out: *mut *mut polylock_idempotency,
 ) -> polylock_status {
     call(|| {
-        // SAFETY (all three): the caller's contract.
-        let client = unsafe { args::handle(client, "client") }?;
+        let client = crate::client::live(client)?;
+        // SAFETY (both): the caller's contract.
         let namespace = unsafe { args::text(namespace_, "namespace") }?;
         let out = unsafe { args::out(out, "out") }?;
         let or_default = |ms: u64, default: Duration| if ms == 0 { default } else { Duration::from_millis(ms) };

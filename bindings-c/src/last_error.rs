@@ -16,7 +16,9 @@ thread_local! {
 /// carry) are replaced so that the message is never cut short or lost.
 pub fn set(message: &str) {
     let text = CString::new(message.replace('\0', "\\0")).unwrap_or_default();
-    LAST_ERROR.with(|slot| *slot.borrow_mut() = Some(text));
+    // `try_with`: a call from a thread-exit destructor finds the slot gone; `with` would
+    // panic there, outside any `catch_unwind`, and abort the process.
+    let _ = LAST_ERROR.try_with(|slot| *slot.borrow_mut() = Some(text));
     set_details(None);
 }
 

@@ -107,3 +107,23 @@ pub use value::{
     polylock_value_delete, polylock_value_free, polylock_value_get, polylock_value_write_fenced, polylock_versioned,
 };
 pub use version::polylock_version;
+
+/// The handles C may share between threads (the header says so of each): checked at compile
+/// time, so a change that makes one of them `!Send` or `!Sync` fails the build.
+const _: () = {
+    const fn shared_between_threads<T: Send + Sync>() {}
+    shared_between_threads::<polylock_client>();
+    shared_between_threads::<polylock_lock>();
+    shared_between_threads::<polylock_rwlock>();
+    shared_between_threads::<polylock_semaphore>();
+    shared_between_threads::<polylock_multi_lock>();
+    shared_between_threads::<polylock_hold>();
+    shared_between_threads::<polylock_election>();
+    shared_between_threads::<polylock_latch>();
+    shared_between_threads::<polylock_value>();
+    shared_between_threads::<polylock_segment>();
+    shared_between_threads::<polylock_snowflake>();
+    shared_between_threads::<polylock_leased_snowflake>();
+    shared_between_threads::<polylock_idempotency>();
+    shared_between_threads::<polylock_cancel>();
+};

@@ -64,8 +64,8 @@ pub unsafe extern "C" fn polylock_client_lock_kind(
     out: *mut *mut polylock_lock,
 ) -> polylock_status {
     call(|| {
-        // SAFETY (all four): the caller's contract.
-        let client = unsafe { args::handle(client, "client") }?;
+        let client = crate::client::live(client)?;
+        // SAFETY (all three): the caller's contract.
         let name = unsafe { args::text(name, "name") }?;
         let kind: LockKind = unsafe { args::text(kind, "kind") }?.parse()?;
         let out = unsafe { args::out(out, "out") }?;

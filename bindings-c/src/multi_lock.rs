@@ -61,8 +61,8 @@ pub unsafe extern "C" fn polylock_client_multi_lock(
     out: *mut *mut polylock_multi_lock,
 ) -> polylock_status {
     call(|| {
-        // SAFETY (both): the caller's contract.
-        let client = unsafe { args::handle(client, "client") }?;
+        let client = crate::client::live(client)?;
+        // SAFETY: the caller's contract.
         let out = unsafe { args::out(out, "out") }?;
         let list = unsafe { args::texts(names, count, "names") }?;
         let locks = client.shared.client().multi_lock(&list)?;

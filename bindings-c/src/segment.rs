@@ -37,8 +37,8 @@ pub unsafe extern "C" fn polylock_segment_open(
     out: *mut *mut polylock_segment,
 ) -> polylock_status {
     call(|| {
-        // SAFETY (all three): the caller's contract.
-        let client = unsafe { args::handle(client, "client") }?;
+        let client = crate::client::live(client)?;
+        // SAFETY (both): the caller's contract.
         let tag = unsafe { args::text(tag, "tag") }?;
         let out = unsafe { args::out(out, "out") }?;
         let mut options = SegmentOptions::default();

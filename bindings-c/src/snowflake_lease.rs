@@ -39,8 +39,8 @@ pub unsafe extern "C" fn polylock_snowflake_lease(
     out: *mut *mut polylock_leased_snowflake,
 ) -> polylock_status {
     call(|| {
-        // SAFETY (both): the caller's contract.
-        let client = unsafe { args::handle(client, "client") }?;
+        let client = crate::client::live(client)?;
+        // SAFETY: the caller's contract.
         let out = unsafe { args::out(out, "out") }?;
         let wanted = u64::try_from(worker_id).ok();
         let core = client.shared.client().clone();

@@ -516,12 +516,65 @@ static void test_fork(void) {
     polylock_client_free(client);
 }
 
+/* Threads calling the client, also outside a wait on its runtime (making a lock, reading
+ * its metrics, leasing a Snowflake id), while the main thread frees it: each call either
+ * works on the client it started with or, once the client is freed, is refused with
+ * INVALID_ARGUMENT; nothing reads freed memory (run under valgrind in CI). */
+enum { FREE_RACE_THREADS = 4 };
+static atomic_int free_race_refused;
+
+static void *free_race_caller(void *arg) {
+    polylock_client *client = arg;
+    for (int round = 0; round < 100000; round++) {
+        polylock_lock *lock = NULL;
+        polylock_status status = polylock_client_lock_kind(client, "free-race", "reentrant", &lock);
+        if (status == POLYLOCK_OK) {
+            polylock_lock_free(lock);
+        }
+        polylock_bytes metrics = {0};
+        polylock_status read = polylock_client_metrics_json(client, &metrics);
+        if (read == POLYLOCK_OK) {
+            polylock_bytes_free(&metrics);
+        }
+        if (round % 16 == 0) {
+            polylock_leased_snowflake *generator = NULL;
+            if (polylock_snowflake_lease(client, -1, &generator) == POLYLOCK_OK) {
+                polylock_leased_snowflake_free(generator);
+            }
+        }
+        if (status == POLYLOCK_INVALID_ARGUMENT && read == POLYLOCK_INVALID_ARGUMENT) {
+            atomic_fetch_add(&free_race_refused, 1);
+            return NULL;
+        }
+        CHECK(status == POLYLOCK_OK || status == POLYLOCK_INVALID_ARGUMENT || status == POLYLOCK_CONNECTION);
+    }
+    return NULL;
+}
+
+static void test_free_race(void) {
+    for (int attempt = 0; attempt < 3; attempt++) {
+        polylock_client *client = connect_to(url);
+        pthread_t threads[FREE_RACE_THREADS];
+        for (int i = 0; i < FREE_RACE_THREADS; i++) {
+            CHECK(pthread_create(&threads[i], NULL, free_race_caller, client) == 0);
+        }
+        sleep_ms(30);
+        polylock_client_free(client);
+        /* Freed twice: ignored. */
+        polylock_client_free(client);
+        for (int i = 0; i < FREE_RACE_THREADS; i++) {
+            CHECK(pthread_join(threads[i], NULL) == 0);
+        }
+    }
+    CHECK(atomic_load(&free_race_refused) == 3 * FREE_RACE_THREADS);
+}
+
 int main(int argc, char **argv) {
     static const named_test tests[] = {
         {"bad_input", test_bad_input},   {"contract", test_contract},     {"other_thread", test_other_thread},
         {"reentrant", test_reentrant},   {"lease_lost", test_lease_lost}, {"snowflake", test_snowflake},
         {"rwlock", test_rwlock},         {"semaphore", test_semaphore},   {"uuid7_ulid", test_uuid7_ulid},
-        {"hold", test_hold},             {"fork", test_fork},
+        {"hold", test_hold},             {"fork", test_fork},             {"free_race", test_free_race},
     };
     return run_named_test(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

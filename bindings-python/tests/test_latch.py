@@ -127,7 +127,8 @@ def test_redis_keeps_redissons_layout():
 
 def test_redlock_has_no_latches():
     server = REDIS_URL.split("://", 1)[1].split("/")[0].split("?")[0]
-    client = polylock.connect(polylock._polylock.redlock_url([server] * 3))
+    # One server: a list naming it three times is refused (issue 35).
+    client = polylock.connect(polylock._polylock.redlock_url([server]))
     with pytest.raises(polylock.UnsupportedError):
         client.latch("x")
     client.close()

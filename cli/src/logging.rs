@@ -48,9 +48,26 @@ pub fn init(level: LevelFilter, format: LogFormat) {
     let filter = Targets::new().with_default(others).with_target("polylock", level);
     let layer = tracing_subscriber::fmt::layer().with_writer(std::io::stderr).with_ansi(false);
     let _ = match format {
-        LogFormat::Text => tracing_subscriber::registry().with(layer.with_filter(filter)).try_init(),
+        LogFormat::Text => {
+            tracing_subscriber::registry().with(layer.fmt_fields(escaped_fields()).with_filter(filter)).try_init()
+        }
         LogFormat::Json => tracing_subscriber::registry()
             .with(layer.json().flatten_event(true).with_current_span(false).with_span_list(true).with_filter(filter))
             .try_init(),
     };
+}
+
+/// The text format's fields, `key=value` with control characters escaped (strings quoted, as
+/// the default does), so a lock name with a newline cannot forge a line of its own.
+fn escaped_fields() -> impl for<'w> tracing_subscriber::fmt::FormatFields<'w> + 'static {
+    use tracing_subscriber::field::MakeExt;
+    tracing_subscriber::fmt::format::debug_fn(|writer, field, value| {
+        let text = polylock::kit::log_bridge::escape_controls(&format!("{value:?}"));
+        if field.name() == "message" {
+            write!(writer, "{text}")
+        } else {
+            write!(writer, "{field}={text}")
+        }
+    })
+    .delimited(" ")
 }

@@ -80,12 +80,25 @@ pub async fn bind(addr: SocketAddr) -> Result<TcpListener, u8> {
     }
 }
 
-/// Answer requests until the listener fails; each connection in a task of its own.
+/// The most connections answered at once; one past it is closed at once, unanswered, so
+/// clients that connect and send nothing cannot pile up tasks and descriptors.
+pub const MAX_CONNECTIONS: usize = 64;
+
+/// Answer requests until the listener fails; each connection in a task of its own, at most
+/// [`MAX_CONNECTIONS`] at once.
 pub async fn serve(listener: TcpListener) {
+    let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
-                tokio::spawn(answer(stream));
+                let Ok(slot) = slots.clone().try_acquire_owned() else {
+                    drop(stream);
+                    continue;
+                };
+                tokio::spawn(async move {
+                    answer(stream).await;
+                    drop(slot);
+                });
             }
             // Out of file descriptors and the like: wait a little rather than spin.
             Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,

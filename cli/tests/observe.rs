@@ -56,6 +56,21 @@ fn v_with_json_prints_one_json_object_per_line() {
 }
 
 #[test]
+fn a_newline_in_a_lock_name_cannot_forge_a_text_log_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(&dir);
+    let out = polylock()
+        .args(["-vv", "--url", &url, "run", "--lock", "job\nINFO forged=1\r\u{1b}[2J", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(text.lines().any(|l| l.contains("op=") && l.contains("job\\nINFO forged=1")), "{text}");
+    assert!(!text.lines().any(|l| l.starts_with("INFO forged")), "{text}");
+    assert!(!text.contains(['\r', '\u{1b}']), "{text:?}");
+}
+
+#[test]
 fn logging_is_off_by_default_and_log_level_picks_text() {
     let dir = tempfile::tempdir().unwrap();
     let url = sqlite_url(&dir);
@@ -134,6 +149,38 @@ fn announced(child: &mut Child) -> String {
         .and_then(|rest| rest.strip_suffix("/metrics\n"))
         .unwrap_or_else(|| panic!("{line}"));
     addr.to_string()
+}
+
+/// Connections are bounded (64 at once): idle ones past the bound are closed at once, not
+/// kept for the five seconds a request head may take, and a scrape works again once the idle
+/// ones are gone.
+#[test]
+fn serve_metrics_bounds_its_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = sqlite_url(&dir);
+    let child = polylock()
+        .args(["--url", &url, "serve-metrics", "--listen", "127.0.0.1:0"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = Kill(child);
+    let addr = announced(&mut child.0);
+    let idle: Vec<TcpStream> = (0..64 + 16).map(|_| TcpStream::connect(&addr).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    let mut closed = 0;
+    for mut stream in &idle {
+        stream.set_read_timeout(Some(Duration::from_millis(20))).unwrap();
+        let mut byte = [0u8; 1];
+        if matches!(stream.read(&mut byte), Ok(0)) {
+            closed += 1;
+        }
+    }
+    assert!(closed >= 16, "{closed} of {} idle connections closed at once", idle.len());
+    assert!(started.elapsed() < Duration::from_secs(4));
+    drop(idle);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(get(&addr, "/metrics").0, "HTTP/1.1 200 OK");
 }
 
 #[test]

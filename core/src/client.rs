@@ -73,6 +73,9 @@ impl Client {
         })?;
         let mut url = ConnectUrl::parse(url)?;
         let namespace = url.take_option("namespace").filter(|ns| !ns.is_empty());
+        if let Some(ns) = &namespace {
+            crate::primitives::check_namespace(ns)?;
+        }
         let watchdog_lease = url.take_duration("lease")?.unwrap_or(DEFAULT_WATCHDOG_LEASE);
         if watchdog_lease < Duration::from_millis(30) {
             return Err(Error::invalid_argument(format!(

@@ -49,3 +49,4 @@ pub use primitives::{LeasedSnowflake, SegmentGenerator, SegmentOptions, SharedCl
 pub use primitives::{MultiGuard, MultiLock, MultiLockPart};
 pub use spi::LeaderRecord;
 pub use spi::{Capabilities, LockKind, LockStatus, LostReason, LostWatch, Permits, Primitive, RwMode};
+pub use spi::{MAX_PERMITS, MAX_SQL_PERMITS};

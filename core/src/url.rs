@@ -19,12 +19,20 @@ pub fn default_url() -> String {
 
 /// A parsed connection URL. Backends take the options they know; any option left over when
 /// the backend is done is an error, so a misspelt option never goes unnoticed.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ConnectUrl {
     scheme: String,
     target: String,
     options: Vec<(String, String)>,
     redacted: String,
+}
+
+/// Written by hand: the target and the options may hold a password, so only the redacted
+/// URL is shown.
+impl std::fmt::Debug for ConnectUrl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectUrl").field("scheme", &self.scheme).field("url", &self.redacted).finish()
+    }
 }
 
 impl ConnectUrl {
@@ -33,7 +41,7 @@ impl ConnectUrl {
         let (scheme, rest) = text.split_once("://").ok_or_else(|| {
             Error::invalid_argument(format!(
                 "'{}' is not a polylock URL; expected scheme://..., such as sqlite://polylock.db or redis://localhost:6379",
-                redact(text)
+                redact_unparsed(text)
             ))
         })?;
         // RFC 3986's scheme characters: a '://' inside an option's value (`?ca=file:///…`) of a
@@ -44,13 +52,11 @@ impl ConnectUrl {
         if !is_scheme {
             return Err(Error::invalid_argument(format!(
                 "'{}' is not a polylock URL; expected scheme://..., such as sqlite://polylock.db or redis://localhost:6379",
-                redact(text)
+                redact_unparsed(text)
             )));
         }
-        let (target, query) = match rest.split_once('?') {
-            Some((target, query)) => (target, query),
-            None => (rest, ""),
-        };
+        let (target, query) = split_query(rest);
+        let query = query.unwrap_or("");
         let options = form_urlencoded::parse(query.as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
         Ok(ConnectUrl {
             scheme: scheme.to_ascii_lowercase(),
@@ -106,7 +112,6 @@ impl ConnectUrl {
 
 /// Decode the percent-escapes of a URL's user, password or path part (a literal '+' stays
 /// a '+', as it does outside a query string).
-#[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper"))]
 pub(crate) fn percent_decode(text: &str) -> String {
     form_urlencoded::parse(format!("x={}", text.replace('+', "%2B")).as_bytes())
         .next()
@@ -139,31 +144,68 @@ pub(crate) fn escape_userinfo(target: &str) -> String {
     }
 }
 
-/// Hide the password of a `user:password@host` authority, and the value of any option whose
-/// name says it is a secret.
-pub fn redact(url: &str) -> String {
-    let (head, query) = match url.split_once('?') {
-        Some((h, q)) => (h, Some(q)),
-        None => (url, None),
+/// Where the user info of `rest` (a URL's text after `://`) ends: the index of its '@', if it
+/// has one. The user info runs to the last '@' before the host, across any '/', '?' or '#'
+/// a password holds (random passwords have them): a '?' starts the query only if no '@'
+/// follows it, or if what follows it reads as an option (`name=`) and the part before it
+/// has an '@' or none at all. An '@' in an option's value is best written `%40`.
+pub(crate) fn userinfo_end(rest: &str) -> Option<usize> {
+    let Some(question) = rest.find('?') else { return rest.rfind('@') };
+    let after = &rest[question + 1..];
+    if after.contains('@') && !reads_as_option(after) {
+        return rest.rfind('@');
+    }
+    rest[..question].rfind('@')
+}
+
+/// `name=` at the start of `text`: an option's name is letters, digits and `_.-%`.
+fn reads_as_option(text: &str) -> bool {
+    match text.split_once('=') {
+        Some((name, _)) => {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '%'))
+        }
+        None => false,
+    }
+}
+
+/// `rest` (after `://`) split into its target (user info, hosts, path) and its query, which
+/// starts at the first '?' after the user info.
+pub(crate) fn split_query(rest: &str) -> (&str, Option<&str>) {
+    let from = userinfo_end(rest).unwrap_or(0);
+    match rest[from..].find('?') {
+        Some(at) => (&rest[..from + at], Some(&rest[from + at + 1..])),
+        None => (rest, None),
+    }
+}
+
+/// A text that is no URL, for a message: everything between `//` and the last '@' (or, with
+/// no `//` before it, everything before the last '@') replaced, so no password it may hold
+/// shows; secret options after it are hidden as [`redact`] hides them.
+pub(crate) fn redact_unparsed(text: &str) -> String {
+    let (_, mut out, query) = unparsed_parts(text);
+    push_options(&mut out, query);
+    out
+}
+
+/// `text` read as no URL: the part hidden (to the last '@'), the head shown in its place, and
+/// the query after the last '@'.
+fn unparsed_parts(text: &str) -> (Option<&str>, String, Option<&str>) {
+    let from = text.rfind('@').unwrap_or(0);
+    let (head, query) = match text[from..].find('?') {
+        Some(q) => (&text[..from + q], Some(&text[from + q + 1..])),
+        None => (text, None),
     };
-    let mut out = match head.split_once("://") {
-        // The user info runs to the last '@' before the query, as the backends read it, even
-        // across a '/': a raw '/' in a password (base64 has them) must not end the authority
-        // here while the backend still takes it as part of the password. A path holding an
-        // '@' after a ':' is over-hidden, the safe direction.
-        Some((scheme, rest)) => match rest.rsplit_once('@') {
-            Some((userinfo, after)) => match userinfo.split_once(':') {
-                Some((user, _password)) => format!("{scheme}://{user}:***@{after}"),
-                None => format!("{scheme}://{userinfo}@{after}"),
-            },
-            None => format!("{scheme}://{rest}"),
-        },
-        // Not a URL at all; still never echo what might be a password.
-        None => match head.rsplit_once('@') {
-            Some((_, hosts)) => format!("***@{hosts}"),
-            None => head.to_string(),
-        },
-    };
+    match (head.find("//"), head.rfind('@')) {
+        (Some(slashes), Some(at)) if slashes < at => {
+            (Some(&head[slashes + 2..at]), format!("{}//***{}", &head[..slashes], &head[at..]), query)
+        }
+        (_, Some(at)) => (Some(&head[..at]), format!("***{}", &head[at..]), query),
+        _ => (None, head.to_string(), query),
+    }
+}
+
+/// `?` and the options of `query`, the values of secret-named ones hidden.
+fn push_options(out: &mut String, query: Option<&str>) {
     if let Some(query) = query {
         let pairs: Vec<String> = query
             .split('&')
@@ -175,40 +217,70 @@ pub fn redact(url: &str) -> String {
         out.push('?');
         out.push_str(&pairs.join("&"));
     }
+}
+
+/// Hide the password of a `user:password@host` authority, and the value of any option whose
+/// name (percent-decoded) says it is a secret. An '@' left in the query after the user info
+/// is ambiguous (a password with `?name=` in it reads as an option): then everything between
+/// `//` and the last '@' is hidden, the safe direction.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        // Not a URL at all; still never echo what might be a password.
+        return redact_unparsed(url);
+    };
+    let (target, query) = split_query(rest);
+    if query.is_some_and(|q| q.contains('@')) {
+        return redact_unparsed(url);
+    }
+    let mut out = match target.rsplit_once('@') {
+        Some((userinfo, after)) => match userinfo.split_once(':') {
+            Some((user, _password)) => format!("{scheme}://{user}:***@{after}"),
+            None => format!("{scheme}://{userinfo}@{after}"),
+        },
+        None => format!("{scheme}://{target}"),
+    };
+    push_options(&mut out, query);
     out
 }
 
 /// What `redact` hides in `url`, as written and percent-decoded: the password (up to the
-/// last '@'), or all before the '@' of a text that is no URL, and secret options' values.
+/// last '@'), or all before the last '@' of a text that is no URL, and secret options' values.
 pub(crate) fn secrets(url: &str) -> Vec<String> {
-    let (head, query) = url.split_once('?').unwrap_or((url, ""));
     let mut found = Vec::new();
-    let hidden = match head.split_once("://") {
-        Some((_, rest)) => rest.rsplit_once('@').and_then(|(userinfo, _)| userinfo.split_once(':')).map(|(_, p)| p),
-        None => head.rsplit_once('@').map(|(before, _)| before),
+    let parsed = url.split_once("://").map(|(_, rest)| split_query(rest));
+    let query = match parsed {
+        Some((target, query)) if !query.is_some_and(|q| q.contains('@')) => {
+            found
+                .extend(target.rsplit_once('@').and_then(|(info, _)| info.split_once(':')).map(|(_, p)| p.to_string()));
+            query
+        }
+        _ => {
+            let (hidden, _, query) = unparsed_parts(url);
+            found.extend(hidden.map(str::to_string));
+            // The password inside what is hidden, which a backend may quote alone.
+            found.extend(hidden.and_then(|h| h.split_once(':')).map(|(_, p)| p.to_string()));
+            query
+        }
     };
-    found.extend(hidden.map(str::to_string));
-    for pair in query.split('&') {
+    for pair in query.unwrap_or("").split('&') {
         if let Some((key, value)) = pair.split_once('=') {
             if is_secret_option(key) {
                 found.push(value.to_string());
             }
         }
     }
-    let decoded: Vec<String> = found
-        .iter()
-        .filter_map(|text| {
-            let query = format!("x={}", text.replace('+', "%2B"));
-            form_urlencoded::parse(query.as_bytes()).next().map(|(_, value)| value.into_owned())
-        })
-        .collect();
+    let decoded: Vec<String> = found.iter().map(|text| percent_decode(text)).collect();
     found.extend(decoded);
     found.retain(|secret| !secret.is_empty());
     found
 }
 
+/// An option whose name, percent-decoded as `take_option` sees it, names a secret.
 fn is_secret_option(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
+    let key = form_urlencoded::parse(format!("{key}=").as_bytes())
+        .next()
+        .map_or_else(|| key.to_string(), |(k, _)| k.into_owned())
+        .to_ascii_lowercase();
     ["password", "passwd", "pass", "secret", "token", "auth"].iter().any(|s| key.contains(s))
 }
 
@@ -244,6 +316,53 @@ mod tests {
             assert!(shown.contains(":***@127.0.0.1"), "{shown}");
         }
         assert_eq!(redact("sqlite:///tmp/a@b.db"), "sqlite:///tmp/a@b.db");
+    }
+
+    #[test]
+    fn a_question_mark_in_a_password_stays_in_the_password() {
+        let mut url = ConnectUrl::parse("redis://u:pa?ss@127.0.0.1:16379/0?timeout=1s").unwrap();
+        assert_eq!(url.target(), "u:pa?ss@127.0.0.1:16379/0");
+        assert_eq!(url.redacted(), "redis://u:***@127.0.0.1:16379/0?timeout=1s");
+        assert_eq!(url.take_option("timeout").as_deref(), Some("1s"));
+        url.ensure_no_options_left().unwrap();
+        let url = ConnectUrl::parse("postgres://app:x?y/z#w@db:5432/locks").unwrap();
+        assert_eq!(url.target(), "app:x?y/z#w@db:5432/locks");
+        assert_eq!(url.redacted(), "postgres://app:***@db:5432/locks");
+        // An '@' in an option's value after a host is still an option.
+        let mut url = ConnectUrl::parse("redis://h:1?client_name=a@b").unwrap();
+        assert_eq!(url.target(), "h:1");
+        assert_eq!(url.take_option("client_name").as_deref(), Some("a@b"));
+        // A password that reads as `?name=` is ambiguous: redaction hides up to the last '@'.
+        let shown = redact("redis://u:pw?x=1@h:1");
+        assert!(!shown.contains("pw") && !shown.contains("x=1"), "{shown}");
+        assert!(secrets("redis://u:pw?x=1@h:1").iter().any(|s| s.contains("pw")));
+        assert_eq!(redact("redis://u:p?a=b@h:1?password=hunter22"), "redis://***@h:1?password=***");
+        assert!(secrets("redis://u:p?a=b@h:1?password=hunter22").contains(&"hunter22".to_string()));
+    }
+
+    #[test]
+    fn a_url_that_does_not_parse_is_shown_without_its_user_info() {
+        for text in ["bogus:u:pa?ss@h:1", "1x://u:pa?ss@h:1", "u:pa/ss@h:1?ca=file:///x"] {
+            let err = ConnectUrl::parse(text).unwrap_err();
+            assert!(!err.to_string().contains("pa?ss") && !err.to_string().contains("pa/ss"), "{err}");
+        }
+        assert_eq!(redact_unparsed("1x://u:pa?ss@h:1"), "1x://***@h:1");
+        assert_eq!(redact_unparsed("u:p@h"), "***@h");
+    }
+
+    #[test]
+    fn percent_encoded_secret_options_are_hidden() {
+        let shown = redact("redis+sentinel://h:1/m?sentinel_p%61ssword=hunter22&db=1");
+        assert_eq!(shown, "redis+sentinel://h:1/m?sentinel_p%61ssword=***&db=1");
+        assert!(secrets("redis://h:1?p%61ss=hunter22").contains(&"hunter22".to_string()));
+    }
+
+    #[test]
+    fn debug_shows_the_redacted_url_only() {
+        let url = ConnectUrl::parse("redis://u:hunter22@h:1?sentinel_password=swordfish").unwrap();
+        let shown = format!("{url:?}");
+        assert!(!shown.contains("hunter22") && !shown.contains("swordfish"), "{shown}");
+        assert!(shown.contains("u:***@h:1"), "{shown}");
     }
 
     #[test]

@@ -233,3 +233,33 @@ async fn bad_names_and_closed_clients_get_typed_errors() {
     client.close().await;
     assert_eq!(client.election("x").unwrap_err().kind(), ErrorKind::Connection);
 }
+
+/// Issue 35 (section 9): closing a leader's client, its leadership neither resigned nor
+/// dropped, hands the leadership on at once, on every backend: the next candidate leads well
+/// within its wait, long before any lease or session timeout could have ended the old
+/// leader's claim. On ZooKeeper the closed client's leader node used to outlive `close()`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn closing_the_leaders_client_hands_the_leadership_on_at_once() {
+    let (urls, _dir) = election_urls("election-closed");
+    for url in urls {
+        let own = Client::connect(&url).await.unwrap_or_else(|err| panic!("{url}: {err}"));
+        let other = Client::connect(&url).await.unwrap();
+        let name = "closed-leader";
+        let leadership = own.election(name).unwrap().campaign(b"doomed", Some(Duration::from_secs(10))).await.unwrap();
+        own.close().await;
+        let started = std::time::Instant::now();
+        let next = other
+            .election(name)
+            .unwrap()
+            .campaign(b"next", Some(Duration::from_secs(20)))
+            .await
+            .unwrap_or_else(|err| panic!("{url}: the next candidate never led: {err}"));
+        let waited = started.elapsed();
+        assert!(waited < Duration::from_secs(5), "{url}: the next candidate led only after {waited:?}");
+        assert!(next.term() > leadership.term(), "{url}");
+        assert!(leadership.is_lost() || !leadership.is_leader(), "{url}: the closed client still believes it leads");
+        next.resign().await.unwrap();
+        other.close().await;
+        drop(leadership);
+    }
+}

@@ -556,3 +556,70 @@ async fn without_credentials_or_the_ca_the_server_refuses() {
     assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
     assert!(!err.to_string().contains("polylock-etcd-secret"), "{err}");
 }
+
+/// Issue 35: a mutex counts only its own contender keys `<name>/<lease hex>`. Before, the
+/// lease-less count key a semaphore leaves (`<name>/permits`), a semaphore's permits, a
+/// nested name's keys (`kz/sub/<hex>` blocked `kz`, as in Go's Mutex) and any other key under
+/// `<name>/` held the lock (for ever, for a key without a lease), `status` named them as the
+/// holder, and `force_unlock` deleted them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_the_names_own_contender_keys_hold_a_mutex() {
+    let client = connect(&etcd_url()).await;
+    let mut raw = raw(&etcd_url()).await;
+    let inspect = client.inspect();
+
+    // A semaphore of the name: its count key stays, its permits are held.
+    let kx = unique("kx");
+    let semaphore = client.semaphore(&kx, 2).unwrap();
+    semaphore.acquire().await.unwrap().release().await.unwrap();
+    let permit = semaphore.acquire().await.unwrap();
+    assert!(contenders(&mut raw, &kx).await.iter().any(|(key, _, lease)| key.ends_with("/permits") && *lease == 0));
+    let lock = client.lock(&kx).unwrap();
+    assert!(!lock.is_locked().await.unwrap(), "a semaphore's keys do not hold the mutex");
+    let status = inspect.status(&kx, None).await.unwrap();
+    assert!(!status.held && status.holder.is_none(), "{status:?}");
+    assert!(!lock.force_unlock().await.unwrap(), "nothing of the mutex's to delete");
+    let guard = lock.try_acquire().await.unwrap().expect("the mutex is free beside the semaphore");
+    assert!(!permit.is_lost());
+    guard.release().await.unwrap();
+    permit.release().await.unwrap();
+    assert_eq!(contenders(&mut raw, &kx).await.len(), 1, "the semaphore's count key is left alone");
+
+    // A nested name, a read-write lock of the name, a stray key: none holds `kz`.
+    let kz = unique("kz");
+    let nested = client.lock(&format!("{kz}/sub")).unwrap().acquire().await.unwrap();
+    let nested_hex = client.lock(&format!("{kz}/abc")).unwrap().acquire().await.unwrap();
+    let write = client.rw_lock(&kz).unwrap().write().acquire().await.unwrap();
+    raw.put(format!("{kz}/not-a-lease"), "", None).await.unwrap();
+    let lock = client.lock(&kz).unwrap();
+    assert!(!lock.is_locked().await.unwrap());
+    assert!(!inspect.status(&kz, None).await.unwrap().held);
+    assert!(!lock.force_unlock().await.unwrap());
+    let guard = lock.acquire_with(AcquireOptions::default().wait(Duration::from_secs(2))).await.unwrap();
+    assert!(!nested.is_lost() && !nested_hex.is_lost() && !write.is_lost());
+    // Forcing the mutex open deletes only its own keys.
+    assert!(lock.force_unlock().await.unwrap());
+    timeout(Duration::from_secs(5), guard.lost()).await.expect("the forced-open hold is lost");
+    assert!(!nested.is_lost() && !nested_hex.is_lost() && !write.is_lost());
+    let left: Vec<_> = contenders(&mut raw, &kz).await.into_iter().map(|(key, ..)| key).collect();
+    assert!(left.iter().any(|key| key.ends_with("/not-a-lease")), "{left:?}");
+    assert_eq!(left.len(), 4, "the nested locks', the write lock's and the stray key: {left:?}");
+    for guard in [nested, nested_hex] {
+        guard.release().await.unwrap();
+    }
+    write.release().await.unwrap();
+    raw.delete(format!("{kz}/not-a-lease"), None).await.unwrap();
+    // The mutex still excludes `etcdctl lock` of its own name. (Go's Mutex counts every key
+    // under `kz/`, so etcdctl would also wait behind the keys released above.)
+    let guard = lock.acquire().await.unwrap();
+    let mut ctl = etcdctl(&etcd_url()).args(["lock", &kz, "--", "true"]).stdout(Stdio::null()).spawn().unwrap();
+    wait_for_contenders(&mut raw, &kz, 2).await;
+    sleep(Duration::from_millis(500)).await;
+    assert!(ctl.try_wait().unwrap().is_none(), "etcdctl lock got the name polylock holds");
+    let status = inspect.status(&kz, None).await.unwrap();
+    assert_eq!(status.waiters, Some(1), "etcdctl's key waits: {status:?}");
+    assert!(status.holder.as_deref().unwrap().starts_with(&format!("{kz}/")), "{status:?}");
+    guard.release().await.unwrap();
+    assert!(wait_child(&mut ctl, Duration::from_secs(5)).await.success());
+    client.close().await;
+}

@@ -229,8 +229,12 @@ async fn the_semaphore_layout_and_the_count_fixed_by_the_first_use() {
     assert_eq!(found.len(), 3, "{found:?}");
     assert_eq!((found[0].0.as_str(), found[0].1.as_str(), found[0].3), (format!("{name}/permits").as_str(), "2", 0));
     for (key, value, _, lease) in &found[1..] {
-        let hex = key.strip_prefix(&format!("{name}/")).unwrap();
-        assert_eq!(i64::from_str_radix(hex, 16).ok(), Some(*lease), "`<name>/<lease hex>` under that lease: {key}");
+        let hex = key.strip_prefix(&format!("{name}/permit-")).unwrap();
+        assert_eq!(
+            i64::from_str_radix(hex, 16).ok(),
+            Some(*lease),
+            "`<name>/permit-<lease hex>` under that lease: {key}"
+        );
         assert!(value.is_empty());
     }
     assert!(semaphore.try_acquire().await.unwrap().is_none(), "both permits are out");
@@ -352,7 +356,7 @@ async fn a_session_that_ends_frees_its_holds_and_its_waiters_stop_with_lost() {
     };
     sleep(Duration::from_millis(300)).await;
     let holder_lease =
-        i64::from_str_radix(keys(&mut raw, &sem_name).await[1].0.rsplit('/').next().unwrap(), 16).unwrap();
+        i64::from_str_radix(keys(&mut raw, &sem_name).await[1].0.rsplit("/permit-").next().unwrap(), 16).unwrap();
     raw.lease_revoke(holder_lease).await.unwrap();
     let theirs = waiting.await.unwrap().expect("the permit comes back with the lease");
     timeout(Duration::from_secs(20), permit.lost()).await.expect("the holder learns its session ended");

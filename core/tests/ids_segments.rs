@@ -173,3 +173,29 @@ async fn a_store_that_cannot_answer_gives_exhausted_with_a_retry_hint_then_recov
     assert!(recovered.expect("IDs flow again once the store answers") > 4);
     client.close().await;
 }
+
+/// A batch above `polylock::id::MAX_BATCH` is refused before anything is allocated: a count
+/// of 10**15 used to abort the host process on the allocation (issue 35).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_batch_is_refused_not_an_abort() {
+    let dir = tempfile::tempdir().unwrap();
+    let client = Client::connect(&format!("sqlite://{}", dir.path().join("huge.db").display())).await.unwrap();
+    let generator = client.segment("t").unwrap();
+    for count in [polylock::id::MAX_BATCH + 1, 1_000_000_000_000_000, usize::MAX] {
+        let err = generator.next_ids(count).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+        assert!(err.message().contains(&polylock::id::MAX_BATCH.to_string()), "{err}");
+    }
+    assert!(generator.take_ready(usize::MAX).len() <= polylock::id::MAX_BATCH);
+    assert_eq!(generator.next_ids(3).await.unwrap().len(), 3);
+    let snowflake = client.snowflake(None, polylock::SnowflakeOptions::default()).await.unwrap();
+    let err = snowflake.next_ids(1_000_000_000_000_000).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    for err in [
+        polylock::kit::ids::uuid7_batch(1_000_000_000_000_000).unwrap_err(),
+        polylock::kit::ids::ulid_batch(1_000_000_000_000_000).unwrap_err(),
+    ] {
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    }
+    assert_eq!(polylock::kit::ids::uuid7_batch(2).unwrap().len(), 2);
+}

@@ -149,10 +149,11 @@ async fn closing_the_client_ends_a_wait_with_a_connection_error() {
 async fn bad_names_and_redlock_get_typed_errors() {
     let client = Client::connect("mem://latch-names").await.unwrap();
     assert_eq!(client.latch("").unwrap_err().kind(), ErrorKind::InvalidArgument);
-    // RedLock has no one store to keep a count in (three votes of the one test server here).
+    // RedLock has no one store to keep a count in (one vote of the one test server here: a URL
+    // naming it three times is refused since issue 35).
     let redis = redis_url();
     let server = redis.trim_start_matches("redis://").split(['/', '?']).next().unwrap().to_string();
-    let redlock = Client::connect(&format!("redlock://{server},{server},{server}")).await.unwrap();
+    let redlock = Client::connect(&format!("redlock://{server}")).await.unwrap();
     assert_eq!(redlock.latch("x").unwrap_err().kind(), ErrorKind::Unsupported);
     redlock.close().await;
 }

@@ -713,3 +713,28 @@ async fn queries_see_any_holder_and_force_unlock_frees_the_lock() {
         assert!(!observer.force_unlock().await.unwrap(), "{}: nothing left to remove", store.url);
     }
 }
+
+/// Issue 35: keys are `<namespace>:<name>` and names may contain ':', so the namespace `a`
+/// with the name `b:c` and the namespace `a:b` with the name `c` were one key: two
+/// applications kept apart by namespaces shared each other's locks. A namespace with ':' is
+/// refused at connect on every backend.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_namespace_with_the_separator_is_refused_on_every_backend() {
+    let (urls, _dir) = common::every_backend_urls("ns-sep");
+    for url in urls {
+        let bad = format!("{url}{}namespace=a:b", if url.contains('?') { '&' } else { '?' });
+        // The URL's own namespace comes first, so take it out.
+        let bad = match bad.split_once("namespace=") {
+            Some((head, tail)) if tail.contains("namespace=a:b") => {
+                let rest = tail.split_once('&').map_or("", |(_, rest)| rest);
+                format!("{head}{rest}")
+            }
+            _ => bad,
+        };
+        let err = Client::connect(&bad).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{bad}: {err}");
+        assert!(err.message().contains("':'"), "{bad}: {err}");
+        let client = Client::connect(&url).await.unwrap_or_else(|err| panic!("{url}: {err}"));
+        client.close().await;
+    }
+}

@@ -214,3 +214,36 @@ async fn bad_part_lists_are_refused() {
     assert_eq!(err.kind(), ErrorKind::Unsupported, "mem has no token locks: {err}");
     client.close().await;
 }
+
+/// On PostgreSQL and MariaDB each reentrant part and each read or write side keeps a session
+/// connection of its own: a multi-lock of more such parts than `max_sessions` could never be
+/// taken, and is refused at once (it used to fail only after the pool's timeout, even with no
+/// wait). Lease parts keep no session and do not count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_session_parts_than_the_sql_session_pool_are_refused_at_once() {
+    for server in [common::postgres_url(), common::mariadb_url()] {
+        let sep = if server.contains('?') { '&' } else { '?' };
+        let url = format!("{server}{sep}max_sessions=2&namespace=multi-bound-{}", std::process::id());
+        let client = Client::connect(&url).await.unwrap_or_else(|e| panic!("{url}: {e}"));
+        let started = std::time::Instant::now();
+        let err = client.multi_lock(&["a", "b", "c"]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+        assert!(err.message().contains("max_sessions") && err.message().contains('2'), "{err}");
+        let err = client
+            .multi_lock_of([MultiLockPart::lock("a"), MultiLockPart::read("b"), MultiLockPart::write("c")])
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+        assert!(started.elapsed() < Duration::from_secs(1));
+        // Two session parts and lease parts beside them: taken.
+        let multi = client
+            .multi_lock_of([
+                MultiLockPart::lock("a"),
+                MultiLockPart::lock("b"),
+                MultiLockPart::lock_of_kind("c", polylock::LockKind::Lease),
+            ])
+            .unwrap();
+        let guard = multi.acquire_with(wait(5000)).await.unwrap_or_else(|e| panic!("{url}: {e}"));
+        guard.release().await.unwrap();
+        client.close().await;
+    }
+}

@@ -743,3 +743,83 @@ async fn a_password_with_a_raw_slash_and_at_sign_connects() {
     assert!(!text.contains("wr/ong") && !text.contains("ong@pass"), "{text}");
     let _: () = redis::cmd("ACL").arg(&["DELUSER", &user]).query_async(&mut admin).await.unwrap();
 }
+
+/// Issue 35: one name, several primitives, and keys of no lock layout. Before, a semaphore
+/// then a mutex of one name failed for ever with a `Backend` error quoting `WRONGTYPE`, a
+/// read-write lock wrote its `mode` into a mutex's hash (breaking the mutex's hold), a lock
+/// waited for ever behind a list or set of another application, and force-unlock `DEL`eted
+/// whatever key the name was. Now each is a `Conflict` at once, naming what holds the name,
+/// and force-unlock deletes only a mutex's key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_held_by_another_primitive_or_a_foreign_key_is_a_conflict() {
+    use polylock::Error;
+    let client = connect(&redis_url()).await;
+    let mut redis = raw(&redis_url()).await;
+    let within_the_wait = |started: Instant, err: &Error| {
+        assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+        assert!(started.elapsed() < Duration::from_secs(2), "{err} only after {:?}", started.elapsed());
+    };
+    let five_seconds = AcquireOptions::default().wait(Duration::from_secs(5));
+
+    // A semaphore, then a mutex of each kind, and a force-unlock.
+    let name = unique("sem-then-lock");
+    let permit = client.semaphore(&name, 2).unwrap().acquire().await.unwrap();
+    for kind in [LockKind::Reentrant, LockKind::Fair, LockKind::Token] {
+        let started = Instant::now();
+        let lock = client.lock(&name).unwrap().with_kind(kind).unwrap();
+        let err = lock.acquire_with(five_seconds).await.unwrap_err();
+        within_the_wait(started, &err);
+        assert!(err.message().contains("semaphore") && !err.message().contains("WRONGTYPE"), "{kind:?}: {err}");
+        let err = lock.force_unlock().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Conflict, "{kind:?}: {err}");
+    }
+    assert_eq!(redis.get::<_, String>(&name).await.unwrap(), "1", "the semaphore's counter is left alone");
+    assert!(!permit.is_lost());
+    permit.release().await.unwrap();
+
+    // A mutex, then a semaphore, a read-write lock and a token lock of the name.
+    let name = unique("lock-then-others");
+    let guard = client.lock(&name).unwrap().acquire().await.unwrap();
+    let started = Instant::now();
+    let err = client.semaphore(&name, 2).unwrap().acquire_with(five_seconds).await.unwrap_err();
+    within_the_wait(started, &err);
+    assert!(err.message().contains("a lock"), "{err}");
+    for write in [false, true] {
+        let rw = client.rw_lock(&name).unwrap();
+        let side = if write { rw.write() } else { rw.read() };
+        let started = Instant::now();
+        let err = side.acquire_with(five_seconds).await.unwrap_err();
+        within_the_wait(started, &err);
+    }
+    let token = client.lock(&name).unwrap().with_kind(LockKind::Token).unwrap();
+    within_the_wait(Instant::now(), &token.try_acquire().await.unwrap_err());
+    let fields: Vec<String> = redis.hkeys(&name).await.unwrap();
+    assert_eq!(fields.len(), 1, "only the mutex's holder is in its hash: {fields:?}");
+    assert!(!guard.is_lost());
+    guard.release().await.unwrap();
+
+    // A read-write lock, then a mutex.
+    let name = unique("rw-then-lock");
+    let read = client.rw_lock(&name).unwrap().read().acquire().await.unwrap();
+    let err = client.lock(&name).unwrap().acquire_with(five_seconds).await.unwrap_err();
+    assert!(err.kind() == ErrorKind::Conflict && err.message().contains("read-write lock"), "{err}");
+    assert_eq!(client.lock(&name).unwrap().force_unlock().await.unwrap_err().kind(), ErrorKind::Conflict);
+    assert!(!read.is_lost());
+    read.release().await.unwrap();
+
+    // Keys of another application: a list, and a number.
+    let name = unique("foreign");
+    let () = redis.rpush(&name, "job").await.unwrap();
+    let started = Instant::now();
+    let err = client.lock(&name).unwrap().acquire_with(five_seconds).await.unwrap_err();
+    within_the_wait(started, &err);
+    assert!(err.message().contains("a list"), "{err}");
+    assert_eq!(client.lock(&name).unwrap().force_unlock().await.unwrap_err().kind(), ErrorKind::Conflict);
+    assert_eq!(redis.llen::<_, i64>(&name).await.unwrap(), 1, "force-unlock left the list alone");
+    let () = redis.del(&name).await.unwrap();
+    let () = redis.set(&name, 42).await.unwrap();
+    let err = client.lock(&name).unwrap().with_kind(LockKind::Token).unwrap().try_acquire().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+    let () = redis.del(&name).await.unwrap();
+    client.close().await;
+}

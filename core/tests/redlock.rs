@@ -269,3 +269,26 @@ async fn node_redlock_and_polylock_exclude_each_other() {
     assert_eq!(peer.release(), "released");
     client.close().await;
 }
+
+/// Issue 35: a list that names one server twice (by name, or by names that resolve to one
+/// address) is refused at connect with `InvalidArgument`; before, it was accepted, every
+/// acquire failed (one server's vote counted twice) and an acquire without a wait hung.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_server_named_twice_is_refused() {
+    let redis = crate::common::server_url("POLYLOCK_TEST_REDIS_URL", "redis://127.0.0.1:16379");
+    let port = redis.rsplit(':').next().unwrap().trim_end_matches(|c: char| !c.is_ascii_digit()).to_string();
+    let one = format!("127.0.0.1:{port}");
+    for url in [
+        format!("redlock://{one},{one}"),
+        format!("redlock://{one},{one},{one}"),
+        format!("redlock://localhost:{port},{one},127.0.0.1:1"),
+        polylock::kit::redlock_url::redlock_url(&[format!("redis://{one}"), one.clone(), "127.0.0.1:1".into()])
+            .unwrap(),
+    ] {
+        let started = std::time::Instant::now();
+        let err = Client::connect(&url).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{url}: {err}");
+        assert!(err.message().contains("one server"), "{url}: {err}");
+        assert!(started.elapsed() < Duration::from_secs(2), "{url}: refused only after {:?}", started.elapsed());
+    }
+}

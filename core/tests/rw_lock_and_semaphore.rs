@@ -238,3 +238,25 @@ async fn a_lease_counts_from_the_grant_not_from_the_start_of_the_wait() {
         b.close().await;
     }
 }
+
+/// Permits are bounded per backend (`MAX_PERMITS`, `MAX_SQL_PERMITS` on PostgreSQL and
+/// MySQL): above the bound the handle is refused at once with `InvalidArgument` naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permits_above_the_backends_bound_are_refused() {
+    let (urls, _dir) = urls();
+    for url in &urls {
+        let client = Client::connect(url).await.unwrap_or_else(|e| panic!("{url}: {e}"));
+        let sql = url.starts_with("postgres") || url.starts_with("mysql");
+        let bound = if sql { polylock::MAX_SQL_PERMITS } else { polylock::MAX_PERMITS };
+        assert_eq!(client.capabilities().max_permits(), bound, "{url}");
+        for permits in [bound + 1, u32::MAX] {
+            let err = client.semaphore("many-permits", permits).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{url}: {err}");
+            assert!(err.message().contains(&bound.to_string()), "{url}: {err}");
+        }
+        let sem = client.semaphore("many-permits", bound).unwrap();
+        let permit = sem.acquire_with(wait(2000)).await.unwrap_or_else(|e| panic!("{url}: {e}"));
+        permit.release().await.unwrap();
+        client.close().await;
+    }
+}

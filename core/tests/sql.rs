@@ -301,3 +301,35 @@ async fn mysql_tls_modes_verify_as_they_say() {
     tls_refused(&with_options(&mariadb_url(), &format!("ssl-mode=VERIFY_CA&ssl-ca={other}"))).await;
     tls_refused(&with_options(&mariadb_url(), "ssl-mode=VERIFY_CA")).await;
 }
+
+/// Issue 35: the semaphore `x` takes its permits as the session locks `x#0`, `x#1`, .. through
+/// the mutex's name mapping, so the mutex `x#0` was slot 0 of the semaphore `x`: holding one
+/// blocked the other. Names ending in `#` and digits (and the hashed form `polylock:<48 hex>`)
+/// are refused on PostgreSQL and MySQL now, on every primitive, naming the character.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_that_is_a_semaphore_slot_or_a_hashed_name_is_refused() {
+    for url in [postgres_url(), mariadb_url()] {
+        let client = Client::connect(&url).await.unwrap();
+        let name = unique("slots");
+        let permit = client.semaphore(&name, 1).unwrap().acquire().await.unwrap();
+        let slot = format!("{name}#0");
+        let err = client.lock(&slot).unwrap().try_acquire().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{url}: {err}");
+        assert!(err.message().contains("'#'"), "{url}: {err}");
+        let err = client.rw_lock(&slot).unwrap().write().try_acquire().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{url}: {err}");
+        let err = client.semaphore(&slot, 2).unwrap().try_acquire().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{url}: {err}");
+        let err = client.lock(&slot).unwrap().with_kind(polylock::LockKind::Lease).unwrap().try_acquire().await;
+        assert_eq!(err.unwrap_err().kind(), ErrorKind::InvalidArgument, "{url}");
+        let hashed = format!("polylock:{}", "0123456789abcdef".repeat(3));
+        let err = client.lock(&hashed).unwrap().try_acquire().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{url}: {err}");
+        // Other uses of '#' are ordinary names.
+        let ordinary = client.lock(&format!("{name}#x")).unwrap().try_acquire().await.unwrap().expect("free");
+        assert!(!permit.is_lost());
+        ordinary.release().await.unwrap();
+        permit.release().await.unwrap();
+        client.close().await;
+    }
+}

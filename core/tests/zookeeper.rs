@@ -450,3 +450,38 @@ async fn the_ensemble_survives_losing_its_leader_while_8_workers_contend() {
         client.close().await;
     }
 }
+
+/// Issue 35: `/` nests levels, so a name could be a node inside another name's lock path.
+/// Before, the lock `a/x-lock-0000000000` made `/a/x-lock-0000000000`, which the lock `a`
+/// sorted first among its contenders and waited behind; and the lock `s/locks` was the mutex
+/// every contender of the semaphore `s` takes. Such names are refused now, naming the level;
+/// other nested names still nest, and never hold the name above them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_name_that_is_another_recipes_node_is_refused_and_nesting_never_blocks() {
+    let client = connect(&zk_url()).await;
+    let a = unique("nest");
+    for bad in [
+        format!("{a}/x-lock-0000000000"),
+        format!("{a}/_c_5b0d-__WRIT__0000000001/b"),
+        format!("{a}/lease-0000000004"),
+        format!("{a}/locks"),
+        format!("{a}/leases"),
+    ] {
+        let err = client.lock(&bad).unwrap().try_acquire().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{bad}: {err}");
+        let level = bad.rsplit('/').find(|level| !level.is_empty() && *level != "b").unwrap();
+        assert!(err.message().contains(level), "{bad}: {err}");
+    }
+    let err = client.semaphore(&format!("{a}/x-lock-1"), 2).unwrap().try_acquire().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
+    // Nesting as Curator does still works, and a held nested name never holds the one above.
+    let nested = client.lock(&format!("{a}/sub")).unwrap().acquire().await.unwrap();
+    let top = client.lock(&a).unwrap().try_acquire().await.unwrap().expect("the name above a nested hold is free");
+    let semaphore = client.semaphore(&format!("{a}/sem"), 1).unwrap().acquire().await.unwrap();
+    assert!(!nested.is_lost() && !semaphore.is_lost());
+    for guard in [top, nested] {
+        guard.release().await.unwrap();
+    }
+    semaphore.release().await.unwrap();
+    client.close().await;
+}

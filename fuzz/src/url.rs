@@ -85,8 +85,9 @@ const DURATIONS: [&str; 12] =
     ["5s", "0", "10ms", "29ms", "30ms", "1h30m", "365d", "366d", "18446744073709551615", "1.5s", "-1s", ""];
 
 const WORD: &str = "abcxyzABCXYZ0123456789-._~";
-/// Every character a password may hold in a URL people write, but '@', '?' and '#'.
-const PASSWORD: &str = "abcxyzQRS0189/:,%+ =&;.-_~!$'()*[]é€";
+/// Every character a password may hold in a URL people write, '@', '?' and '#' included: the
+/// user info runs to the last '@' before the host.
+const PASSWORD: &str = "abcxyzQRS0189/:,%+ =&;.-_~!$'()*[]é€@?#";
 
 pub fn run(data: &[u8]) {
     let mut r = Reader::new(data);
@@ -164,21 +165,22 @@ fn is_secret_option(key: &str) -> bool {
 }
 
 /// The secrets a raw URL carries, read generously: the password is whatever lies between
-/// the user's ':' and the last '@' before the query (a password with a '/' or ',' in it is
-/// still the password its owner typed), plus the values of secret-named options.
+/// the user's ':' and the last '@' of the text (a password with a '/', ',', '?' or '@' in it
+/// is still the password its owner typed), plus the values of secret-named options after it.
 fn secrets_in(text: &str) -> Vec<String> {
     let text = text.trim();
     let mut secrets = Vec::new();
-    let (head, query) = match text.split_once('?') {
-        Some((head, query)) => (head, query),
-        None => (text, ""),
-    };
-    let authority = head.split_once("://").map_or(head, |(_, rest)| rest);
-    if let Some((userinfo, _)) = authority.rsplit_once('@') {
-        if let Some((_, password)) = userinfo.split_once(':') {
-            secrets.push(password.to_string());
+    let rest = text.split_once("://").map_or(text, |(_, rest)| rest);
+    let after_userinfo = match rest.rsplit_once('@') {
+        Some((userinfo, after)) => {
+            if let Some((_, password)) = userinfo.split_once(':') {
+                secrets.push(password.to_string());
+            }
+            after
         }
-    }
+        None => rest,
+    };
+    let query = after_userinfo.split_once('?').map_or("", |(_, query)| query);
     for pair in query.split('&') {
         if let Some((key, value)) = pair.split_once('=') {
             if is_secret_option(key) {
@@ -210,7 +212,8 @@ fn messages(text: &str) -> Vec<String> {
         Ok(mut url) => {
             let scheme = trimmed.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
             assert_eq!(Some(url.scheme()), scheme.as_deref(), "{text:?}");
-            assert!(!url.target().contains('?'), "{text:?}");
+            // A '?' may be the password's, never the hosts' or the path's.
+            assert!(!url.target().rsplit('@').next().unwrap_or("").contains('?'), "{text:?}");
             assert_eq!(url.redacted(), redact(trimmed), "{text:?}");
             shown.push(url.redacted().to_string());
             url.take_option("namespace");
@@ -232,10 +235,9 @@ fn messages(text: &str) -> Vec<String> {
 fn connect(text: &str, scheme: &str) -> Vec<String> {
     let trimmed = text.trim();
     let rest = trimmed.split_once("://").map_or("", |(_, rest)| rest);
-    let (target, query) = match rest.split_once('?') {
-        Some((target, query)) => (target, Some(query)),
-        None => (rest, None),
-    };
+    // The options start where the parser says the target ends (a '?' may be the password's).
+    let target_len = ConnectUrl::parse(trimmed).map_or(rest.len(), |url| url.target().len());
+    let (target, query) = (&rest[..target_len], rest.get(target_len + 1..));
     let with_query = |base: String| match query {
         Some(query) => format!("{base}?{query}"),
         None => base,

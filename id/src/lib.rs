@@ -30,3 +30,19 @@ pub use random::{CountingRandom, Random};
 pub use snowflake::{parse_snowflake, Snowflake, SnowflakeLayout, SnowflakeParts, DEFAULT_MAX_ROLLBACK};
 pub use ulid::{format_ulid, parse_ulid, ulid_timestamp_ms, ulid_to_uuid, uuid_to_ulid, UlidGenerator, UlidOverflow};
 pub use uuid7::{format_uuid, parse_uuid, uuid7_at, uuid7_timestamp_ms, Uuid7Generator};
+
+/// The most IDs one batch call hands out (`next_ids`, `batch`, and polylock's segment and
+/// leased Snowflake batches): one million, 8 MB of `u64`s or 16 MB of `u128`s. A larger count
+/// is refused with `InvalidArgument` before anything is allocated, so no count from any
+/// language can abort the host process on an allocation failure.
+pub const MAX_BATCH: usize = 1_000_000;
+
+/// `InvalidArgument` when `count` is above [`MAX_BATCH`].
+pub fn check_batch(count: usize) -> Result<()> {
+    if count > MAX_BATCH {
+        return Err(IdError::invalid_argument(format!(
+            "a batch of {count} IDs is more than the {MAX_BATCH} one call hands out; ask in several calls"
+        )));
+    }
+    Ok(())
+}

@@ -85,7 +85,8 @@ impl Segments {
 
     /// Up to `count` IDs from what is loaded (fewer when the ranges run out first).
     pub fn next_ids(&mut self, count: usize) -> Vec<u64> {
-        let mut ids = Vec::with_capacity(count);
+        // Never more than is loaded, so the capacity need not follow a huge count.
+        let mut ids = Vec::with_capacity(count.min(crate::MAX_BATCH));
         while ids.len() < count {
             match self.next_id() {
                 Ok(id) => ids.push(id),

@@ -226,7 +226,9 @@ impl Snowflake {
     }
 
     /// `count` IDs in increasing order.
+    /// At most [`crate::MAX_BATCH`], else `InvalidArgument`.
     pub fn next_ids(&self, count: usize) -> Result<Vec<u64>> {
+        crate::check_batch(count)?;
         let mut ids = Vec::with_capacity(count);
         for _ in 0..count {
             ids.push(self.next_id()?);

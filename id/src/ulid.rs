@@ -87,7 +87,9 @@ impl UlidGenerator {
     }
 
     /// `n` ULIDs in increasing order.
+    /// At most [`crate::MAX_BATCH`], else `InvalidArgument`.
     pub fn batch(&self, n: usize) -> Result<Vec<u128>> {
+        crate::check_batch(n)?;
         (0..n).map(|_| self.next()).collect()
     }
 

@@ -68,7 +68,9 @@ impl Uuid7Generator {
     }
 
     /// `n` UUIDs in increasing order.
+    /// At most [`crate::MAX_BATCH`], else `InvalidArgument`.
     pub fn batch(&self, n: usize) -> Result<Vec<u128>> {
+        crate::check_batch(n)?;
         (0..n).map(|_| self.next()).collect()
     }
 

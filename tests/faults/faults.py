@@ -1024,6 +1024,69 @@ def case_member_down(backend, runs=10):
 # ---------------------------------------------------------------------------------------
 # The runner
 
+# ---------------------------------------------------------------------------------------
+# Case 7: one name never blocks, breaks or deletes another (issue 35)
+
+
+def cli(url, *args, timeout=30):
+    """Run one CLI command to its end: (exit code, seconds, stdout + stderr)."""
+    t0 = now()
+    r = subprocess.run([CLI, "--url", url] + list(args), capture_output=True, text=True, timeout=timeout)
+    return r.returncode, now() - t0, r.stdout + r.stderr
+
+
+def case_collision(backend):
+    """Names and primitives that shared a key before issue 35, through real `polylock` runs."""
+    url = with_query(shared_url(backend), **client_opts(backend))
+    name = "%s-collide-%s" % (PREFIX, backend)
+    seen = []
+    # Every backend: a namespace with the separator in it is refused at connect.
+    code, _, out = cli(with_query(url, namespace="a:b"), "run", "--lock", name, "--", "true")
+    check(code == 64 and "':'" in out, "namespace a:b: exit %s: %s" % (code, out[-300:]))
+    seen.append("namespace a:b refused")
+    if backend == "etcd":
+        code, _, out = cli(url, "run", "--semaphore", name, "--permits", "2", "--", "true")
+        check(code == 0, "semaphore: exit %s: %s" % (code, out[-300:]))
+        code, took, out = cli(url, "run", "--lock", name, "--wait", "5s", "--", "true")
+        check(code == 0, "the lock of a semaphore's name: exit %s after %s (the count key held it): %s"
+              % (code, ms(took), out[-300:]))
+        status = status_json(url, name)
+        check(status is not None and not status["held"], "status names a holder: %s" % status)
+        led = Ledger("collision-" + backend)
+        nested = Holder(led, url, name + "/sub", "N", hold=30)
+        check(nested.started(20), "the nested lock never started: " + nested.output()[-300:])
+        code, took, out = cli(url, "run", "--lock", name, "--wait", "5s", "--", "true")
+        check(code == 0, "the lock behind a held nested name: exit %s after %s: %s" % (code, ms(took), out[-300:]))
+        nested.kill()
+        seen.append("lock after a semaphore and beside a held NAME/sub: granted in %s" % ms(took))
+    elif backend == "redis":
+        code, _, out = cli(url, "run", "--semaphore", name, "--permits", "2", "--", "true")
+        check(code == 0, "semaphore: exit %s: %s" % (code, out[-300:]))
+        code, took, out = cli(url, "run", "--lock", name, "--wait", "10s", "--", "true")
+        check(code == 70 and "semaphore" in out and "WRONGTYPE" not in out and took < 5,
+              "the lock of a semaphore's name: exit %s after %s: %s" % (code, ms(took), out[-300:]))
+        seen.append("lock of a semaphore's name: Conflict in %s" % ms(took))
+        code, _, out = cli(url, "unlock", "--force", name)
+        check(code != 0, "force-unlock deleted a semaphore's counter: %s" % out[-300:])
+        code, _, out = cli(url, "run", "--semaphore", name, "--permits", "2", "--", "true")
+        check(code == 0, "the semaphore after the refused force-unlock: exit %s: %s" % (code, out[-300:]))
+        seen.append("force-unlock refused")
+        redlock = "redlock://%s,%s" % ((url.split("://", 1)[1].split("?")[0].split("/")[0],) * 2)
+        code, _, out = cli(redlock, "run", "--lock", name, "--", "true")
+        check(code == 64 and "one server" in out, "a RedLock URL naming one server twice: exit %s: %s"
+              % (code, out[-300:]))
+        seen.append("redlock with one server twice refused")
+    elif backend == "zookeeper":
+        code, _, out = cli(url, "run", "--lock", name + "/x-lock-0000000000", "--", "true")
+        check(code == 64, "a level in a contender's node form: exit %s: %s" % (code, out[-300:]))
+        seen.append("NAME/x-lock-0000000000 refused")
+    else:  # postgres, mariadb
+        code, _, out = cli(url, "run", "--lock", name + "#0", "--", "true")
+        check(code == 64 and "#" in out, "a semaphore slot's name: exit %s: %s" % (code, out[-300:]))
+        seen.append("NAME#0 refused")
+    return "; ".join(seen)
+
+
 CASES = []
 
 
@@ -1052,6 +1115,9 @@ for _b, _k in RESTART_TARGETS:
 for _b, _k, _f in PARTITION_TARGETS:
     add("partition", "%s/%s" % (_b, _k or "default"), case_partition, _b, _k, _f)
 
+
+for _b in ("redis", "etcd", "zookeeper", "postgres", "mariadb"):
+    add("collision", _b, case_collision, _b)
 
 for _b in ("etcd", "zookeeper"):
     for _f in ("kill", "freeze"):

@@ -165,7 +165,8 @@ class ElectionLatchRedLockTest < Minitest::Test
     redis = ENV.fetch('POLYLOCK_TEST_REDIS_URL', '')
     skip 'POLYLOCK_TEST_REDIS_URL is not set' if redis.empty?
     server = redis.sub(%r{\Aredis://}, '').split(%r{[/?]}).first
-    Polylock.connect("redlock://#{[server] * 3 * ','}") do |client|
+    # One server: a URL naming it three times is refused (issue 35).
+    Polylock.connect("redlock://#{server}") do |client|
       assert_raises(Polylock::Error::Unsupported) { client.election('x') }
       assert_raises(Polylock::Error::Unsupported) { client.latch('x') }
     end

@@ -2,6 +2,8 @@
 //! implements the store interface (`crate::spi`) and imports nothing from the engine or
 //! the primitives.
 
+#[cfg(any(feature = "etcd", feature = "zookeeper"))]
+mod checked_counts;
 #[cfg(feature = "etcd")]
 mod etcd;
 mod mem;

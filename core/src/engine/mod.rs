@@ -148,6 +148,11 @@ impl Engine {
         self.capabilities
     }
 
+    /// The backend's bound on holds that keep a connection each (see `Store::session_bound`).
+    pub fn session_bound(&self) -> Option<crate::spi::SessionBound> {
+        self.store.session_bound()
+    }
+
     /// Whether the backend's grants carry fencing tokens (see `Store::fencing_tokens`).
     pub fn fencing_tokens(&self) -> bool {
         self.store.fencing_tokens()

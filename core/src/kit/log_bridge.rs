@@ -117,13 +117,15 @@ pub struct LogRecord {
 impl LogRecord {
     /// The message followed by `key=value` for each field (values with spaces quoted), as
     /// one line for loggers that take text.
+    /// Control characters are escaped (`\n`, `\u{1b}`), so no value (a lock name with a
+    /// newline) can forge a line of its own.
     pub fn line(&self) -> String {
-        let mut line = self.message.clone();
+        let mut line = escape_controls(&self.message);
         for (key, value) in &self.fields {
             if !line.is_empty() {
                 line.push(' ');
             }
-            if value.is_empty() || value.contains([' ', '"', '=']) {
+            if value.is_empty() || value.contains([' ', '"', '=']) || value.chars().any(char::is_control) {
                 let _ = write!(line, "{key}={value:?}");
             } else {
                 let _ = write!(line, "{key}={value}");
@@ -386,10 +388,33 @@ impl Fields<'_> {
     }
 }
 
+/// `text` with its control characters (newline, carriage return, escape...) written as Rust
+/// escapes, for text-line log formats; other characters are kept as they are.
+pub fn escape_controls(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::Mutex;
+
+    #[test]
+    fn a_newline_in_a_value_cannot_forge_a_line() {
+        let record = LogRecord {
+            level: LogLevel::Info,
+            target: "polylock::engine".into(),
+            message: "acquired\nWARN fake".into(),
+            fields: vec![("name".into(), "a\nINFO op=release name=b".into()), ("key".into(), "x\ry\u{1b}[2J".into())],
+        };
+        let line = record.line();
+        assert!(!line.contains(['\n', '\r', '\u{1b}']), "{line:?}");
+        assert!(line.starts_with("acquired\\nWARN fake name=\"a\\nINFO op=release name=b\""), "{line}");
+        assert_eq!(escape_controls("plain name"), "plain name");
+    }
 
     #[test]
     fn levels_parse_by_name_and_off() {

@@ -177,6 +177,23 @@ impl MultiLock {
         if keyed.is_empty() {
             return Err(Error::invalid_argument("a multi-lock needs at least one name"));
         }
+        if let Some(bound) = engine.session_bound() {
+            let sessions = keyed
+                .iter()
+                .filter(|(_, part)| match part {
+                    PartHandle::Lock(lock) => bound.lock_kinds.contains(&lock.kind()),
+                    PartHandle::Read(_) | PartHandle::Write(_) => true,
+                })
+                .count();
+            if sessions > bound.max as usize {
+                // Each part would wait for a connection the earlier parts keep: never taken.
+                return Err(Error::invalid_argument(format!(
+                    "a multi-lock of {sessions} parts that keep a connection each is more than the {} \
+                     the {} backend keeps for one client (URL option '{}'); raise it or take fewer parts",
+                    bound.max, capabilities.backend, bound.option
+                )));
+            }
+        }
         keyed.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         if let Some(pair) = keyed.windows(2).find(|pair| pair[0].0 == pair[1].0) {
             // Twice the same name would wait on itself (a read side, then the write side) or

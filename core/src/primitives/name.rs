@@ -22,6 +22,23 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
     Ok(())
 }
 
+/// Refuse a namespace that contains the separator `:` (issue 35). Keys are
+/// `<namespace>:<name>` and names may contain `:`, so with a `:` in namespaces the namespace
+/// `a` with the name `b:c` and the namespace `a:b` with the name `c` were one key: two
+/// applications kept apart by namespaces shared each other's locks. A namespace is everything
+/// before the first `:` of a key, so it cannot contain one.
+pub(crate) fn check_namespace(namespace: &str) -> Result<()> {
+    if namespace.contains(':') {
+        return Err(Error::invalid_argument(format!(
+            "URL option 'namespace' must not contain ':' (got '{namespace}'): keys are '<namespace>:<name>', \
+             so namespace 'a:b' with name 'c' would be namespace 'a' with name 'b:c'; use another character \
+             such as '.' or '-'"
+        )));
+    }
+    validate_name(namespace)
+        .map_err(|err| Error::invalid_argument(format!("URL option 'namespace': {}", err.message())))
+}
+
 /// The key a backend stores a lock under: the name itself, or `<namespace>:<name>`.
 /// With no namespace the key is exactly the name, so other clients (Redisson, redis-py,
 /// etcdctl) that use the bare name see the same lock.
@@ -43,6 +60,14 @@ mod tests {
         assert!(validate_name(&"x".repeat(MAX_NAME_LEN)).is_ok());
         assert!(validate_name(&"x".repeat(MAX_NAME_LEN + 1)).is_err());
         assert!(validate_name("a\0b").is_err());
+    }
+
+    #[test]
+    fn a_namespace_has_no_separator() {
+        assert!(check_namespace("orders-eu.1").is_ok());
+        let err = check_namespace("a:b").unwrap_err();
+        assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
+        assert!(err.message().contains("':'"), "{err}");
     }
 
     #[test]

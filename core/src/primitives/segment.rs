@@ -149,7 +149,9 @@ impl SegmentGenerator {
     /// Up to `count` IDs already loaded, without waiting (fewer, maybe none, when the
     /// loaded ranges run short; a load is started then). For callers that cannot wait
     /// cheaply (an event loop): take these, then wait with [`Self::next_ids`] for the rest.
+    /// More than [`crate::id::MAX_BATCH`] is taken as that many.
     pub fn take_ready(&self, count: usize) -> Vec<u64> {
+        let count = count.min(crate::id::MAX_BATCH);
         let mut ids = Vec::with_capacity(count);
         let mut state = self.inner.state();
         while ids.len() < count {
@@ -174,8 +176,10 @@ impl SegmentGenerator {
     }
 
     /// `count` IDs, increasing within each range (ranges of one tag are not ordered across
-    /// generators). All or nothing: on `Exhausted` the IDs taken so far are a gap.
+    /// generators). All or nothing: on `Exhausted` the IDs taken so far are a gap. At most
+    /// [`crate::id::MAX_BATCH`], else `InvalidArgument`.
     pub async fn next_ids(&self, count: usize) -> Result<Vec<u64>> {
+        crate::id::check_batch(count)?;
         let inner = &self.inner;
         let deadline = Instant::now() + inner.wait;
         let mut ids = Vec::with_capacity(count);

@@ -43,6 +43,14 @@ impl Semaphore {
         if permits == 0 {
             return Err(Error::invalid_argument(format!("semaphore '{name}' needs at least one permit")));
         }
+        let capabilities = engine.capabilities();
+        if permits > capabilities.max_permits() {
+            return Err(Error::invalid_argument(format!(
+                "semaphore '{name}' asks for {permits} permits; the {} backend takes at most {}",
+                capabilities.backend,
+                capabilities.max_permits()
+            )));
+        }
         Ok(Semaphore { handle: Handle::new(engine, name, key, Permits(permits), client_owner) })
     }
 

@@ -212,8 +212,10 @@ impl LeasedSnowflake {
         Ok(self.next_ids(1).await?[0])
     }
 
-    /// `count` IDs in increasing order, all under one lease.
+    /// `count` IDs in increasing order, all under one lease. At most
+    /// [`crate::id::MAX_BATCH`], else `InvalidArgument`.
     pub async fn next_ids(&self, count: usize) -> Result<Vec<u64>> {
+        crate::id::check_batch(count)?;
         let lease = self.current_lease().await?;
         let mut ids = Vec::with_capacity(count);
         let started = Instant::now();

@@ -28,6 +28,27 @@ impl std::fmt::Display for Primitive {
     }
 }
 
+/// The most permits a semaphore may have, on every backend but the SQL ones: each permit
+/// is at most a row, key or node of its own, and waiters read the holders in one request.
+pub const MAX_PERMITS: u32 = 100_000;
+
+/// The most permits a semaphore may have on PostgreSQL and MySQL/MariaDB, where a permit is a
+/// slot lock and each waiter tries every slot, one statement each, about once a second.
+pub const MAX_SQL_PERMITS: u32 = 1_000;
+
+/// A bound on the holds one client keeps at once where each keeps a connection of its own
+/// (SQL session locks: `max_sessions`): a multi-lock of more such parts could never be taken,
+/// and is refused when it is made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionBound {
+    /// The most such holds at once.
+    pub max: u32,
+    /// The option that sets it, for the message.
+    pub option: &'static str,
+    /// The mutex kinds that keep a connection each; read and write sides always do.
+    pub lock_kinds: &'static [LockKind],
+}
+
 /// One backend's offer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Capabilities {
@@ -56,6 +77,15 @@ impl Capabilities {
             counters: false,
             versioned_values: false,
             elections: false,
+        }
+    }
+
+    /// The most permits a semaphore may have on this backend: [`MAX_SQL_PERMITS`] on
+    /// PostgreSQL and MySQL/MariaDB, [`MAX_PERMITS`] elsewhere.
+    pub fn max_permits(&self) -> u32 {
+        match self.backend {
+            "postgres" | "mysql" => MAX_SQL_PERMITS,
+            _ => MAX_PERMITS,
         }
     }
 

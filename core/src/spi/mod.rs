@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-pub use capabilities::{Capabilities, Primitive};
+pub use capabilities::{Capabilities, Primitive, SessionBound, MAX_PERMITS, MAX_SQL_PERMITS};
 pub use election::{
     poll_leader, CampaignRequest, Elected, ElectionStore, HeldLeadership, LeaderRecord, LeaderSink, OBSERVE_POLL,
 };
@@ -69,6 +69,11 @@ pub trait Store: Send + Sync + 'static {
 
     /// Values written by compare-and-set, if [`Capabilities::versioned_values`].
     fn versions(self: Arc<Self>) -> Option<Arc<dyn VersionStore>> {
+        None
+    }
+
+    /// The bound on holds that each keep a connection of their own, if the backend has one.
+    fn session_bound(&self) -> Option<SessionBound> {
         None
     }
 

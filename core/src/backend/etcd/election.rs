@@ -4,7 +4,9 @@
 //!
 //! - A candidate's key is `<name>/<session lease id in lowercase hex>`, written with the session
 //!   lease by a transaction only if absent; its value is the candidate's value.
-//! - The leader is the key with the lowest create revision under the prefix. A candidate
+//! - The leader is the candidate key (`<name>/<lease hex>`, mutex.rs `is_contender`: a nested
+//!   name's keys, `<name>/sub/..`, are not candidates, unlike in Go) with the lowest create
+//!   revision. A candidate
 //!   waits for the delete of the key just older than its own (`waitDeletes`), then looks again.
 //! - Proclaim puts a new value on the leader's key only while it is still the key created at
 //!   the leader's revision; resign deletes it under the same compare.
@@ -32,7 +34,10 @@ use tokio::task::AbortHandle;
 use tokio::time::{sleep, Instant};
 use tokio_util::sync::CancellationToken;
 
-use super::mutex::{call, delete_if_revision, key_revision, wait_for_delete, Older, Standing};
+use super::mutex::{
+    call, contender_range, contender_range_start, delete_if_revision, is_contender, key_revision, wait_for_delete,
+    Older, Standing,
+};
 use super::session::{Session, SessionHold};
 use super::session_pool::PoolSlot;
 use super::{map_error, sleep_until_some, EtcdBackend, RETRY_MAX, RETRY_MIN};
@@ -350,16 +355,13 @@ enum Stood {
 /// under the prefix, in one transaction: just written, ours is the newest, so the second
 /// newest (if any) is the key to wait for.
 async fn stand(client: &Client, prefix: &str, key: &str, value: &[u8], lease_id: i64) -> Result<Stood> {
-    let newest_two = GetOptions::new()
-        .with_prefix()
-        .with_sort(SortTarget::Create, SortOrder::Descend)
-        .with_limit(2)
-        .with_keys_only();
+    let newest = contender_range(prefix).with_sort(SortTarget::Create, SortOrder::Descend).with_keys_only();
+    let start = contender_range_start(prefix);
     let txn = Txn::new()
         .when([Compare::create_revision(key, CompareOp::Equal, 0)])
         .and_then([
             TxnOp::put(key, value, Some(PutOptions::new().with_lease(lease_id))),
-            TxnOp::get(prefix, Some(newest_two)),
+            TxnOp::get(start.as_str(), Some(newest)),
         ])
         .or_else([TxnOp::get(key, Some(GetOptions::new().with_keys_only()))]);
     let answer = call("writing the candidate key", || {
@@ -377,7 +379,13 @@ async fn stand(client: &Client, prefix: &str, key: &str, value: &[u8], lease_id:
         return Ok(Stood::LeftOver { revision: kv.create_revision() });
     }
     let Some(TxnOpResponse::Get(get)) = responses.get(1) else { return Err(unexpected()) };
-    let newest: Vec<(Vec<u8>, i64)> = get.kvs().iter().map(|kv| (kv.key().to_vec(), kv.create_revision())).collect();
+    let newest: Vec<(Vec<u8>, i64)> = get
+        .kvs()
+        .iter()
+        .filter(|kv| is_contender(prefix, kv.key()))
+        .take(2)
+        .map(|kv| (kv.key().to_vec(), kv.create_revision()))
+        .collect();
     let standing = match newest.as_slice() {
         [(ours, revision)] if ours == key.as_bytes() && *revision == at => Standing::Holds,
         [(ours, revision), (older, created)] if ours == key.as_bytes() && *revision == at && *created < at => {
@@ -390,14 +398,15 @@ async fn stand(client: &Client, prefix: &str, key: &str, value: &[u8], lease_id:
 
 /// The first key by create revision under `prefix`, as the leader, and the revision read at.
 async fn first_key(client: &Client, prefix: &str) -> Result<Option<(String, LeaderRecord, i64)>> {
-    let first = GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1);
+    let first = contender_range(prefix).with_sort(SortTarget::Create, SortOrder::Ascend);
+    let start = contender_range_start(prefix);
     let answer = call("reading the election's leader", || {
-        let (mut kv, options) = (client.kv_client(), first.clone());
-        async move { kv.get(prefix, Some(options)).await }
+        let (mut kv, options, start) = (client.kv_client(), first.clone(), start.clone());
+        async move { kv.get(start, Some(options)).await }
     })
     .await?;
     let at = answer.header().map(|h| h.revision()).ok_or_else(|| Error::backend("etcd sent no revision"))?;
-    let Some(kv) = answer.kvs().first() else { return Ok(None) };
+    let Some(kv) = answer.kvs().iter().find(|kv| is_contender(prefix, kv.key())) else { return Ok(None) };
     let term = u64::try_from(kv.create_revision()).map_err(|_| Error::backend("etcd sent a negative revision"))?;
     let key = String::from_utf8_lossy(kv.key()).into_owned();
     Ok(Some((key, LeaderRecord { value: kv.value().to_vec(), term }, at)))
@@ -431,7 +440,7 @@ async fn first_put(client: &Client, prefix: &str, at: i64) -> Result<Option<(Str
             if event.event_type() != EventType::Put {
                 continue;
             }
-            if let Some(kv) = event.kv() {
+            if let Some(kv) = event.kv().filter(|kv| is_contender(prefix, kv.key())) {
                 let term =
                     u64::try_from(kv.create_revision()).map_err(|_| Error::backend("etcd sent a negative revision"))?;
                 let key = String::from_utf8_lossy(kv.key()).into_owned();

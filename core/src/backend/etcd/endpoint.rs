@@ -20,7 +20,14 @@ pub(super) const DEFAULT_PORT: u16 = 2379;
 /// 30 s matches polylock's watchdog lease, so a crashed client frees its locks as soon.
 pub(super) const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(30);
 
-#[derive(Debug, Clone)]
+/// Written by hand: only the redacted URL is shown, never the password.
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint").field("members", &self.members).field("url", &self.redacted).finish()
+    }
+}
+
+#[derive(Clone)]
 pub(super) struct Endpoint {
     /// `http://host:port` or `https://host:port`, one per member.
     pub members: Vec<String>,

@@ -1,14 +1,15 @@
 //! Reading etcd's concurrency.Mutex layout for the operator, whoever wrote it (polylock,
-//! `etcdctl lock`, Go services): every key under `<name>/` is a contender, the oldest by
+//! `etcdctl lock`, Go services): every key `<name>/<lease hex>` is a contender, the oldest by
 //! create revision holds (its revision is the fencing token, its lease the holder's
-//! session), the others wait.
+//! session), the others wait. Other keys under `<name>/` (nested names, a semaphore's or a
+//! read-write lock's keys) are not the lock's (mutex.rs, `is_contender`).
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
 use async_trait::async_trait;
 use etcd_client::{GetOptions, SortOrder, SortTarget};
 
-use super::mutex::{call, lease_left};
+use super::mutex::{call, contender_range, contender_range_start, is_contender, lease_left};
 use super::EtcdBackend;
 use crate::error::Result;
 use crate::spi::{InspectStore, ListedLock, LockKind, LockStatus};
@@ -22,22 +23,23 @@ fn is_lease_segment(segment: &str) -> bool {
 impl InspectStore for EtcdBackend {
     async fn status(&self, key: &str, _kind: LockKind) -> Result<LockStatus> {
         let prefix = format!("{key}/");
-        let contenders =
-            GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_keys_only();
+        let contenders = contender_range(&prefix).with_sort(SortTarget::Create, SortOrder::Ascend).with_keys_only();
+        let start = contender_range_start(&prefix);
         let answer = call("reading the lock's contenders", || {
-            let (mut kv, options, prefix) = (self.client.kv_client(), contenders.clone(), prefix.clone());
-            async move { kv.get(prefix, Some(options)).await }
+            let (mut kv, options, start) = (self.client.kv_client(), contenders.clone(), start.clone());
+            async move { kv.get(start, Some(options)).await }
         })
         .await?;
         let mut status = LockStatus { layout: "etcd concurrency.Mutex keys", ..LockStatus::default() };
-        let Some(holder) = answer.kvs().first() else {
+        let contenders: Vec<_> = answer.kvs().iter().filter(|kv| is_contender(&prefix, kv.key())).collect();
+        let Some(holder) = contenders.first() else {
             status.waiters = Some(0);
             return Ok(status);
         };
         status.held = true;
         status.holder = Some(String::from_utf8_lossy(holder.key()).into_owned());
         status.fencing_token = u64::try_from(holder.create_revision()).ok();
-        status.waiters = Some(answer.kvs().len() as u64 - 1);
+        status.waiters = Some(contenders.len() as u64 - 1);
         status.details.push(("create revision", holder.create_revision().to_string()));
         if holder.lease() == 0 {
             status.remaining_lease = Some(std::time::Duration::MAX);
@@ -51,8 +53,9 @@ impl InspectStore for EtcdBackend {
         Ok(status)
     }
 
-    /// Keys `<name>/<lease hex>` grouped by name. Read-write locks (`<name>/read/..`,
-    /// `<name>/write/..`) and semaphores (a `<name>/permits` key beside the holders) are left out.
+    /// Keys `<name>/<lease hex>` grouped by name. Read-write locks' keys (`<name>/read/<hex>-<n>`,
+    /// `<name>/write/<hex>-<n>`) and semaphores' (`<name>/permits`, `<name>/permit-<hex>`) are
+    /// no contender keys, so their names are listed only where a mutex of the name has keys too.
     async fn list(&self, prefix: &str) -> Result<Vec<ListedLock>> {
         let options = GetOptions::new().with_prefix().with_keys_only();
         let answer = call("listing lock keys", || {
@@ -60,21 +63,14 @@ impl InspectStore for EtcdBackend {
             async move { kv.get(prefix, Some(options)).await }
         })
         .await?;
-        let mut names: BTreeMap<String, bool> = BTreeMap::new();
+        let mut names = BTreeSet::new();
         for kv in answer.kvs() {
             let Ok(key) = std::str::from_utf8(kv.key()) else { continue };
             let Some((name, last)) = key.rsplit_once('/') else { continue };
-            if name.ends_with("/read") || name.ends_with("/write") || name.is_empty() {
-                continue;
+            if !name.is_empty() && is_lease_segment(last) {
+                names.insert(name.to_string());
             }
-            let mutex_key = is_lease_segment(last);
-            let entry = names.entry(name.to_string()).or_insert(true);
-            *entry &= mutex_key && last != "permits";
         }
-        Ok(names
-            .into_iter()
-            .filter(|(_, is_mutex)| *is_mutex)
-            .map(|(key, _)| ListedLock { key, kind: LockKind::Reentrant, held: true })
-            .collect())
+        Ok(names.into_iter().map(|key| ListedLock { key, kind: LockKind::Reentrant, held: true }).collect())
     }
 }

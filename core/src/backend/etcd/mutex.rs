@@ -3,8 +3,13 @@
 //!
 //! - Each contender's key is `<prefix>/<session lease id in lowercase hex>`, written with the
 //!   session lease by a transaction only if absent.
-//! - The holder is the key with the lowest create revision under the prefix; that revision
-//!   is the fencing token (revisions only grow, so tokens do too).
+//! - The holder is the contender key with the lowest create revision; that revision is the
+//!   fencing token (revisions only grow, so tokens do too).
+//! - Only the name's own contender keys count: `<name>/` followed by lowercase hex digits and
+//!   nothing else ([`is_contender`]). Go's Mutex counts every key under the prefix, so in Go
+//!   the lock `kz/sub` (keys `kz/sub/<hex>`), a semaphore's `kz/permits` or a read-write
+//!   lock's `kz/read/..` block the lock `kz`; here they never do (issue 35). `etcdctl lock kz`
+//!   writes `kz/<hex>`, so it and polylock still exclude each other.
 //! - A waiter watches only the key just below its own create revision (`waitDeletes`); when it
 //!   is gone, it looks again, and once nothing older is left it checks its own key still exists.
 
@@ -17,6 +22,26 @@ use etcd_client::{
 
 use super::map_error;
 use crate::error::{Error, Result};
+
+/// Whether `key` is one of the contender keys of the lock whose prefix is `prefix`
+/// (`<name>/`): the prefix, then a session lease id as concurrency.Mutex writes it (lowercase
+/// hex, no further `/`).
+pub(super) fn is_contender(prefix: &str, key: &[u8]) -> bool {
+    key.strip_prefix(prefix.as_bytes())
+        .is_some_and(|rest| !rest.is_empty() && rest.iter().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b)))
+}
+
+/// Read options over the range that holds every contender key of `prefix` (`<prefix>0` up to
+/// `<prefix>g`, to start from with [`contender_range_start`]): keys of other names and
+/// primitives inside it (`<name>/abc/..`, nested names) are filtered out by [`is_contender`].
+pub(super) fn contender_range(prefix: &str) -> GetOptions {
+    GetOptions::new().with_range(format!("{prefix}g"))
+}
+
+/// Where [`contender_range`] starts.
+pub(super) fn contender_range_start(prefix: &str) -> String {
+    format!("{prefix}0")
+}
 
 /// Run one etcd call, trying again at once (up to three more times) when it fails as
 /// unavailable: etcd-client's balancer keeps handing out a dead member's connection for a
@@ -74,20 +99,17 @@ pub(super) struct Older {
 /// so the second newest is the key to wait for: a waiter can start watching it without
 /// another read (Go's Mutex reads it in a separate call).
 pub(super) async fn contend(client: &Client, prefix: &str, key: &str, lease_id: i64) -> Result<Contention> {
-    let oldest = GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1);
-    let newest_two = GetOptions::new()
-        .with_prefix()
-        .with_sort(SortTarget::Create, SortOrder::Descend)
-        .with_limit(2)
-        .with_keys_only();
+    // Every key in the contenders' range, oldest first: other names' keys inside the range
+    // are filtered out here, so no limit can be put on the read.
+    let contenders = contender_range(prefix).with_sort(SortTarget::Create, SortOrder::Ascend).with_keys_only();
+    let start = contender_range_start(prefix);
     let txn = Txn::new()
         .when([Compare::create_revision(key, CompareOp::Equal, 0)])
         .and_then([
             TxnOp::put(key, "", Some(PutOptions::new().with_lease(lease_id))),
-            TxnOp::get(prefix, Some(oldest.clone().with_keys_only())),
-            TxnOp::get(prefix, Some(newest_two)),
+            TxnOp::get(start.as_str(), Some(contenders.clone())),
         ])
-        .or_else([TxnOp::get(key, None), TxnOp::get(prefix, Some(oldest))]);
+        .or_else([TxnOp::get(key, None), TxnOp::get(start.as_str(), Some(contenders))]);
     let answer = call("writing the lock key", || {
         let (mut kv, txn) = (client.kv_client(), txn.clone());
         async move { kv.txn(txn).await }
@@ -97,7 +119,11 @@ pub(super) async fn contend(client: &Client, prefix: &str, key: &str, lease_id: 
     let at = answer.header().map(|h| h.revision()).ok_or_else(|| Error::backend("etcd sent no revision"))?;
     let responses = answer.op_responses();
     let range = |i: usize| match responses.get(i) {
-        Some(TxnOpResponse::Get(get)) => Ok(get.kvs().iter().map(|kv| (kv.key().to_vec(), kv.create_revision()))),
+        Some(TxnOpResponse::Get(get)) => Ok(get
+            .kvs()
+            .iter()
+            .filter(move |kv| i == 0 && existed || is_contender(prefix, kv.key()))
+            .map(|kv| (kv.key().to_vec(), kv.create_revision()))),
         _ => Err(Error::backend("etcd answered the lock transaction with unexpected responses")),
     };
     let revision = if existed {
@@ -111,13 +137,13 @@ pub(super) async fn contend(client: &Client, prefix: &str, key: &str, lease_id: 
     let predecessor = if holds || existed {
         None
     } else {
-        let newest: Vec<_> = range(2)?.collect();
-        match newest.as_slice() {
-            [(_, ours), (older, created)] if *ours == revision && *created < revision => {
-                Some(Older { key: older.clone(), created: *created, seen_at: at })
-            }
-            _ => return Err(Error::backend("etcd's lock transaction did not show the key just written as newest")),
+        let mut contenders: Vec<_> = range(1)?.collect();
+        if contenders.pop().is_none_or(|(_, newest)| newest != revision) {
+            return Err(Error::backend("etcd's lock transaction did not show the key just written as newest"));
         }
+        let (older, created) =
+            contenders.pop().ok_or_else(|| Error::backend("etcd's lock transaction showed no older key"))?;
+        Some(Older { key: older, created, seen_at: at })
     };
     Ok(Contention { revision, existed, predecessor })
 }
@@ -135,14 +161,13 @@ pub(super) enum Standing {
 /// `waitDeletes` and the check after it, in one read-only transaction (one linearizable read):
 /// the newest key older than ours, and our own key.
 pub(super) async fn look(client: &Client, prefix: &str, key: &str, revision: i64) -> Result<Standing> {
-    let newest_older = GetOptions::new()
-        .with_prefix()
+    let older = contender_range(prefix)
         .with_sort(SortTarget::Create, SortOrder::Descend)
-        .with_limit(1)
         .with_keys_only()
         .with_max_create_revision(revision - 1);
+    let start = contender_range_start(prefix);
     let txn = Txn::new()
-        .and_then([TxnOp::get(prefix, Some(newest_older)), TxnOp::get(key, Some(GetOptions::new().with_keys_only()))]);
+        .and_then([TxnOp::get(start.as_str(), Some(older)), TxnOp::get(key, Some(GetOptions::new().with_keys_only()))]);
     let answer = call("reading the lock's waiters", || {
         let (mut kv, txn) = (client.kv_client(), txn.clone());
         async move { kv.txn(txn).await }
@@ -150,7 +175,11 @@ pub(super) async fn look(client: &Client, prefix: &str, key: &str, revision: i64
     .await?;
     let at = answer.header().map(|h| h.revision()).ok_or_else(|| Error::backend("etcd sent no revision"))?;
     let first = |i: usize| match answer.op_responses().get(i) {
-        Some(TxnOpResponse::Get(get)) => Ok(get.kvs().first().map(|kv| (kv.key().to_vec(), kv.create_revision()))),
+        Some(TxnOpResponse::Get(get)) => Ok(get
+            .kvs()
+            .iter()
+            .find(|kv| i == 1 || is_contender(prefix, kv.key()))
+            .map(|kv| (kv.key().to_vec(), kv.create_revision()))),
         _ => Err(Error::backend("etcd answered the lock look-up with unexpected responses")),
     };
     if first(1)?.is_none_or(|(_, ours)| ours != revision) {
@@ -225,7 +254,7 @@ pub(super) async fn wait_for_delete(client: &Client, older: &Older) -> Result<()
     }
 }
 
-/// The holder's key: the oldest under the prefix, with its create revision and lease.
+/// The holder's key: the oldest contender key, with its create revision and lease.
 pub(super) struct Holder {
     pub key: String,
     pub revision: i64,
@@ -233,16 +262,17 @@ pub(super) struct Holder {
     pub lease: i64,
 }
 
-/// The key holding the lock under `prefix`, if any (`Mutex.IsOwner` looks the same way).
+/// The key holding the lock of `prefix`, if any (`Mutex.IsOwner` looks the same way, over
+/// contender keys only).
 pub(super) async fn holder(client: &Client, prefix: &str) -> Result<Option<Holder>> {
-    let oldest =
-        GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_limit(1).with_keys_only();
+    let oldest = contender_range(prefix).with_sort(SortTarget::Create, SortOrder::Ascend).with_keys_only();
+    let start = contender_range_start(prefix);
     let answer = call("reading the lock's holder", || {
-        let (mut kv, options) = (client.kv_client(), oldest.clone());
-        async move { kv.get(prefix, Some(options)).await }
+        let (mut kv, options, start) = (client.kv_client(), oldest.clone(), start.clone());
+        async move { kv.get(start, Some(options)).await }
     })
     .await?;
-    let Some(kv) = answer.kvs().first() else { return Ok(None) };
+    let Some(kv) = answer.kvs().iter().find(|kv| is_contender(prefix, kv.key())) else { return Ok(None) };
     let key = String::from_utf8_lossy(kv.key()).into_owned();
     Ok(Some(Holder { key, revision: kv.create_revision(), lease: kv.lease() }))
 }

@@ -16,6 +16,10 @@
 //! writer waits behind it, and writers are never starved. Unlike the recipe (etcd #16221), a
 //! waiter whose session ends stops with `Lost` instead of "acquiring".
 //!
+//! Only the lock's own keys count (issue 35): `<name>/read/<n>` and `<name>/write/<n>` with no
+//! further `/` in `<n>` ([`Keys::is_own`]). The recipe counts every key under `<name>/`, so a
+//! mutex, a semaphore or a nested name (`<name>/sub/..`) held a Go writer; here they do not.
+//!
 //! Downgrade (the recipe has none): a write holder that takes the read side writes
 //! `<name>/read/<n of its write key>`. When it then releases the write side, its write key
 //! stays (so Go clients, which know nothing of downgrades, keep excluding it as a writer) and
@@ -64,6 +68,14 @@ struct Keys {
 impl Keys {
     fn of(name: &str) -> Keys {
         Keys { all: format!("{name}/"), read: format!("{name}/read/"), write: format!("{name}/write/") }
+    }
+
+    /// Whether `key` is a reader's or a writer's key of this lock (not a nested name's, nor
+    /// another primitive's under the same prefix).
+    fn is_own(&self, key: &[u8]) -> bool {
+        [&self.read, &self.write]
+            .iter()
+            .any(|side| key.strip_prefix(side.as_bytes()).is_some_and(|n| !n.is_empty() && !n.contains(&b'/')))
     }
 }
 
@@ -155,10 +167,10 @@ impl EtcdRwLocks {
                 RwMode::Read => &keys.write,
                 RwMode::Write => &keys.all,
             };
+            // No limit: keys that are not the lock's own are filtered out below.
             let newest_older = GetOptions::new()
                 .with_prefix()
                 .with_sort(SortTarget::Create, SortOrder::Descend)
-                .with_limit(1)
                 .with_keys_only()
                 .with_max_create_revision(below - 1);
             let txn = Txn::new().and_then([
@@ -175,7 +187,8 @@ impl EtcdRwLocks {
             let first = |i: usize| match answer.op_responses().get(i) {
                 Some(TxnOpResponse::Get(get)) => Ok(get
                     .kvs()
-                    .first()
+                    .iter()
+                    .find(|kv| i == 1 || keys.is_own(kv.key()))
                     .map(|kv| (String::from_utf8_lossy(kv.key()).into_owned(), kv.create_revision()))),
                 _ => Err(Error::backend("etcd answered the lock look-up with unexpected responses")),
             };
@@ -413,18 +426,14 @@ impl HoldStore<RwMode> for EtcdRwLocks {
     /// Whether the oldest key is of `mode`'s side (a downgraded write key counts as a read).
     async fn is_locked(&self, key: &str, mode: RwMode) -> Result<bool> {
         let keys = Keys::of(key);
-        let oldest = GetOptions::new()
-            .with_prefix()
-            .with_sort(SortTarget::Create, SortOrder::Ascend)
-            .with_limit(1)
-            .with_keys_only();
+        let oldest = GetOptions::new().with_prefix().with_sort(SortTarget::Create, SortOrder::Ascend).with_keys_only();
         let answer = call("reading the lock's holder", || {
             let (mut kv, options) = (self.client().kv_client(), oldest.clone());
             let prefix = keys.all.clone();
             async move { kv.get(prefix, Some(options)).await }
         })
         .await?;
-        let Some(kv) = answer.kvs().first() else { return Ok(false) };
+        let Some(kv) = answer.kvs().iter().find(|kv| keys.is_own(kv.key())) else { return Ok(false) };
         let oldest = String::from_utf8_lossy(kv.key()).into_owned();
         let downgraded = match oldest.strip_prefix(&keys.write) {
             Some(n) => self.is_downgraded(&format!("{}{n}", keys.read)).await?,

@@ -1,21 +1,24 @@
 //! Semaphores on etcd (no incumbent layout; concurrency.Mutex's, widened to N holders):
 //!
 //! ```text
-//! <name>/permits       N, in decimal, without a lease: written by the first user of the name
-//! <name>/<lease hex>   one key per contender, value "", under its session lease
+//! <name>/permits              N, in decimal, without a lease: written by the first user of the name
+//! <name>/permit-<lease hex>    one key per contender, value "", under its session lease
 //! ```
 //!
 //! A contender holds a permit while its key is among the N oldest (lowest create revision)
-//! contender keys; waiters watch the prefix for DELETEs and count again. One key per session,
-//! as the Mutex, so each permit of a client is taken in a session of its own
-//! (session_pool.rs). The count key sorts first, and is left out of the count.
+//! contender keys; waiters watch `<name>/permit-` for DELETEs and count again. One key per
+//! session, as the Mutex, so each permit of a client is taken in a session of its own
+//! (session_pool.rs). Only keys `<name>/permit-<lease hex>` count ([`is_permit_key`]): a
+//! nested name's keys (`<name>/permit-x/..`) do not. Contender keys were `<name>/<lease hex>`
+//! before issue 35, which made every permit a holder of the mutex `<name>` (and a mutex key a
+//! permit): that layout is gone, so a semaphore taken by an earlier polylock and one taken by
+//! this one on the same name do not see each other.
 //!
 //! Fencing (fence.rs): every grant writes the key `<name>:semaphore-fence` and takes that
 //! write's revision as its token (a permit granted at once, with nobody granted since its key
 //! was written, keeps its key's create revision: the fence key was written with it). So every
 //! permit's token is greater than every earlier one, permits freed by one release included.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -25,21 +28,33 @@ use tokio::time::{sleep, Instant};
 
 use super::fence::{Family, Fence};
 use super::hold::EtcdHold;
-use super::mutex::{call, delete_if_revision, key_revision};
+use super::mutex::{call, delete_if_revision};
 use super::rw_lock::{lease_gone, past, session_ended, RETRY_PAUSE};
 use super::waits::next_event;
 use super::{etcd_hold, renew_hold, sleep_until_some, EtcdBackend, FinishOnDrop};
+use crate::backend::checked_counts::CheckedCounts;
 use crate::error::{Error, ErrorKind, Result};
 use crate::spi::{AcquireRequest, Acquired, HeldLock, HoldStore, Permits, Release, Renewal};
 
 pub(super) struct EtcdSemaphores {
     backend: Arc<EtcdBackend>,
     /// Names whose count this client has checked, with that count.
-    checked: Mutex<HashMap<String, u32>>,
+    checked: Mutex<CheckedCounts>,
 }
 
 fn count_key(name: &str) -> String {
     format!("{name}/permits")
+}
+
+/// The prefix of a semaphore's contender keys.
+fn permit_prefix(name: &str) -> String {
+    format!("{name}/permit-")
+}
+
+/// Whether `key` is a contender key of the semaphore whose keys start with `prefix`
+/// ([`permit_prefix`]): the prefix, then a session lease id in lowercase hex.
+fn is_permit_key(prefix: &str, key: &[u8]) -> bool {
+    super::mutex::is_contender(prefix, key)
 }
 
 impl EtcdSemaphores {
@@ -51,7 +66,7 @@ impl EtcdSemaphores {
         &self.backend.client
     }
 
-    fn checked(&self) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
+    fn checked(&self) -> std::sync::MutexGuard<'_, CheckedCounts> {
         self.checked.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -90,30 +105,21 @@ impl EtcdSemaphores {
         Permits(permits).check_fixed(name, fixed)
     }
 
-    /// How many contender keys are older than `revision` (the count key left out), and
-    /// whether our key is still there, as seen at the returned revision.
-    /// Counts up to `permits` + 1: enough to tell.
-    /// The third value is the revision the fence key was last written at.
+    /// How many contender keys are older than `revision`, and whether our key is still
+    /// there, as seen at the returned revision. The third value is the revision the fence key
+    /// was last written at.
     async fn older_than(
         &self,
         name: &str,
         fence: &Fence,
         key: &str,
         revision: i64,
-        permits: u32,
     ) -> Result<(Option<i64>, i64, Option<i64>)> {
-        let prefix = format!("{name}/");
-        // Not `with_count_only`: etcd counts a range before its revision filters. With a
-        // filter, etcd reads the whole range, then filters, then cuts it to the limit.
-        let older = GetOptions::new()
-            .with_prefix()
-            .with_keys_only()
-            .with_max_create_revision(revision - 1)
-            .with_limit(i64::from(permits) + 1);
-        let count = count_key(name);
+        let prefix = permit_prefix(name);
+        // No limit: keys of nested names inside the range are filtered out here.
+        let older = GetOptions::new().with_prefix().with_keys_only().with_max_create_revision(revision - 1);
         let txn = Txn::new().and_then([
             TxnOp::get(prefix.as_str(), Some(older)),
-            TxnOp::get(count.as_str(), Some(GetOptions::new().with_keys_only())),
             TxnOp::get(key, Some(GetOptions::new().with_keys_only())),
             fence.read(),
         ]);
@@ -128,12 +134,12 @@ impl EtcdSemaphores {
             Some(TxnOpResponse::Get(get)) => Ok(get),
             _ => Err(Error::backend("etcd answered the semaphore look-up with unexpected responses")),
         };
-        let fence_written = Fence::last_written(get(3)?.kvs());
-        if get(2)?.kvs().first().is_none_or(|kv| kv.create_revision() != revision) {
+        let fence_written = Fence::last_written(get(2)?.kvs());
+        if get(1)?.kvs().first().is_none_or(|kv| kv.create_revision() != revision) {
             return Ok((None, at, fence_written));
         }
-        let count_is_older = get(1)?.kvs().first().is_some_and(|kv| kv.create_revision() < revision);
-        Ok((Some(get(0)?.kvs().len() as i64 - i64::from(count_is_older)), at, fence_written))
+        let older = get(0)?.kvs().iter().filter(|kv| is_permit_key(&prefix, kv.key())).count();
+        Ok((Some(older as i64), at, fence_written))
     }
 
     async fn give_up(&self, key: &str, revision: i64) {
@@ -148,7 +154,7 @@ impl HoldStore<Permits> for EtcdSemaphores {
         let name = request.key.as_str();
         let permits = request.kind.0;
         self.check_count(name, permits).await?;
-        let prefix = format!("{name}/");
+        let prefix = permit_prefix(name);
         let fence = Fence::of(name, Family::Semaphore);
         loop {
             let give_up = async {
@@ -193,8 +199,7 @@ impl HoldStore<Permits> for EtcdSemaphores {
             let revision = answer.header().map(|h| h.revision()).ok_or_else(|| Error::backend("no revision"))?;
             let mut first = true;
             loop {
-                let (older, seen_at, fence_written) = match self.older_than(name, &fence, &key, revision, permits).await
-                {
+                let (older, seen_at, fence_written) = match self.older_than(name, &fence, &key, revision).await {
                     Ok(looked) => looked,
                     Err(_) if session.is_ended() => return Err(session_ended(request, &session)),
                     // A member went away under the read: look again until the deadline.
@@ -264,14 +269,13 @@ impl HoldStore<Permits> for EtcdSemaphores {
     }
 
     async fn is_locked(&self, key: &str, _permits: Permits) -> Result<bool> {
-        let options = GetOptions::new().with_prefix().with_count_only();
-        let prefix = format!("{key}/");
+        let options = GetOptions::new().with_prefix().with_keys_only();
+        let prefix = permit_prefix(key);
         let answer = call("counting the semaphore's holders", || {
             let (mut kv, options, prefix) = (self.client().kv_client(), options.clone(), prefix.clone());
             async move { kv.get(prefix, Some(options)).await }
         })
         .await?;
-        let count_key_exists = key_revision(self.client(), &count_key(key)).await?.is_some();
-        Ok(answer.count() > i64::from(count_key_exists))
+        Ok(answer.kvs().iter().any(|kv| is_permit_key(&prefix, kv.key())))
     }
 }

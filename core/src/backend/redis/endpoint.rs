@@ -16,14 +16,39 @@ use crate::url::{percent_decode, ConnectUrl};
 pub(super) const DEFAULT_PORT: u16 = 6379;
 pub(super) const DEFAULT_SENTINEL_PORT: u16 = 26379;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub(super) enum Topology {
     Single { host: String, port: u16 },
     Cluster { nodes: Vec<(String, u16)> },
     Sentinel { sentinels: Vec<(String, u16)>, master: String, sentinel_password: Option<String> },
 }
 
-#[derive(Debug, Clone)]
+/// Written by hand: the Sentinel password never shows.
+impl std::fmt::Debug for Topology {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Topology::Single { host, port } => {
+                f.debug_struct("Single").field("host", host).field("port", port).finish()
+            }
+            Topology::Cluster { nodes } => f.debug_struct("Cluster").field("nodes", nodes).finish(),
+            Topology::Sentinel { sentinels, master, sentinel_password } => f
+                .debug_struct("Sentinel")
+                .field("sentinels", sentinels)
+                .field("master", master)
+                .field("sentinel_password", &sentinel_password.as_ref().map(|_| "***"))
+                .finish(),
+        }
+    }
+}
+
+/// Written by hand: only the redacted URL is shown, never the password.
+impl std::fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Endpoint").field("topology", &self.topology).field("url", &self.redacted).finish()
+    }
+}
+
+#[derive(Clone)]
 pub(super) struct Endpoint {
     pub topology: Topology,
     pub tls: bool,
@@ -161,6 +186,16 @@ mod tests {
         assert_eq!(e.password.as_deref(), Some("s/cret"));
         assert!(matches!(e.topology, Topology::Sentinel { ref master, .. } if master == "mymaster"));
         assert_eq!(e.db, 1);
+    }
+
+    #[test]
+    fn a_question_mark_in_the_password_stays_in_the_password_and_out_of_debug() {
+        let e = parse("redis://u:pa?ss@127.0.0.1:16379").unwrap();
+        assert_eq!(e.topology, Topology::Single { host: "127.0.0.1".into(), port: 16379 });
+        assert_eq!(e.password.as_deref(), Some("pa?ss"));
+        let e = parse("redis+sentinel://:pa?ss@127.0.0.1:26379/m?sentinel_password=hunter22").unwrap();
+        let shown = format!("{e:?}");
+        assert!(!shown.contains("pa?ss") && !shown.contains("hunter22"), "{shown}");
     }
 
     #[test]

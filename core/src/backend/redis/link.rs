@@ -9,9 +9,9 @@ use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{Client, ConnectionAddr, FromRedisValue, PushInfo, RedisError, ScriptInvocation, TlsCertificates};
-use tokio::sync::mpsc::UnboundedSender;
 
 use super::endpoint::{Endpoint, Topology};
+use super::push::PushSender;
 use crate::error::{Error, Result};
 
 /// A connection that runs commands: a single server's, or a cluster's (routing by key).
@@ -28,7 +28,7 @@ struct Connected {
 
 pub(super) struct Link {
     endpoint: Endpoint,
-    push: UnboundedSender<PushInfo>,
+    push: PushSender,
     current: RwLock<Arc<Connected>>,
     /// Behind Sentinel: how to find the master again after a failover.
     sentinel: Option<tokio::sync::Mutex<SentinelClient>>,
@@ -37,7 +37,7 @@ pub(super) struct Link {
 }
 
 impl Link {
-    pub async fn connect(endpoint: Endpoint, push: UnboundedSender<PushInfo>) -> Result<Link> {
+    pub async fn connect(endpoint: Endpoint, push: PushSender) -> Result<Link> {
         let root_cert = match &endpoint.ca_file {
             None => None,
             Some(path) => Some(std::fs::read(path).map_err(|e| {
@@ -165,7 +165,7 @@ fn manager_config(endpoint: &Endpoint) -> ConnectionManagerConfig {
         .set_number_of_retries(2)
 }
 
-async fn connect_single(endpoint: &Endpoint, client: Client, push: &UnboundedSender<PushInfo>) -> Result<Connected> {
+async fn connect_single(endpoint: &Endpoint, client: Client, push: &PushSender) -> Result<Connected> {
     let commands = ConnectionManager::new_with_config(client.clone(), manager_config(endpoint))
         .await
         .map_err(|e| map_error(endpoint, e))?;
@@ -183,7 +183,7 @@ async fn connect_cluster(
     endpoint: &Endpoint,
     nodes: &[(String, u16)],
     root_cert: Option<Vec<u8>>,
-    push: &UnboundedSender<PushInfo>,
+    push: &PushSender,
 ) -> Result<Connected> {
     let urls: Vec<String> = nodes.iter().map(|(host, port)| node_url(endpoint, host, *port, false)).collect();
     let builder = |resp3: bool| {
@@ -324,6 +324,14 @@ pub(super) fn map_error(endpoint: &Endpoint, err: RedisError) -> Error {
             "redis at {url} has no database {}; the database is the URL's path (/0 to /15 by default, \
              the server's 'databases' setting)",
             endpoint.db
+        ));
+    }
+    if err.code() == Some("POLYLOCK_CONFLICT") {
+        // scripts.rs `guarded`: the name holds another primitive's key, or a foreign one.
+        let what = err.detail().unwrap_or("a key of another layout");
+        return Error::conflict(format!(
+            "{what}: another primitive, or an application that is not polylock or Redisson, holds this \
+             name; use another name (redis at {url})"
         ));
     }
     if err.kind() == redis::ErrorKind::MasterNameNotFoundBySentinel {

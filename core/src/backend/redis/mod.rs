@@ -19,6 +19,7 @@ mod inspect;
 mod latch;
 mod link;
 mod pubsub;
+mod push;
 mod rw_lock;
 mod rw_scripts;
 mod scripts;
@@ -68,7 +69,7 @@ impl RedisBackend {
     pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Self> {
         let endpoint = Endpoint::parse(url)?;
         let rw_preference = RwPreference::parse(url.take_option("rw_preference"))?;
-        let (push, pushes) = tokio::sync::mpsc::unbounded_channel();
+        let (push, pushes) = push::push_channel();
         // `timeout` bounds the whole connect: the connection managers retry a handshake that
         // gets no answer, which would otherwise take about three times as long.
         let (limit, shown) = (endpoint.timeout, endpoint.redacted.clone());

@@ -9,11 +9,11 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use redis::{PushInfo, PushKind, Value};
-use tokio::sync::mpsc::UnboundedReceiver;
+use redis::{PushKind, Value};
 use tokio::sync::Notify;
 
 use super::link::Link;
+use super::push::PushReceiver;
 use crate::backend::poll::Wakeups;
 use crate::error::Result;
 
@@ -54,12 +54,18 @@ impl Wakeups for Subscription {
 
 impl Subscriptions {
     /// Start dispatching the push messages of the link's subscriber connection.
-    pub fn start(link: Arc<Link>, mut pushes: UnboundedReceiver<PushInfo>) -> Arc<Subscriptions> {
+    pub fn start(link: Arc<Link>, mut pushes: PushReceiver) -> Arc<Subscriptions> {
         let channels: Channels = Arc::default();
         let dispatch = channels.clone();
         tokio::spawn(async move {
             while let Some(push) = pushes.recv().await {
                 let channels = dispatch.lock().unwrap_or_else(|e| e.into_inner());
+                // Messages were dropped on a full queue: wake everyone to look again.
+                if pushes.take_overflow() {
+                    for channel in channels.values() {
+                        channel.wake.notify_waiters();
+                    }
+                }
                 match push.kind {
                     PushKind::Message | PushKind::SMessage => {
                         if let Some(channel) = push.data.first().and_then(channel_name).and_then(|n| channels.get(&n)) {

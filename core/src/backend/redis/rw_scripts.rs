@@ -18,7 +18,7 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-use super::scripts::{floored_counter, prefixed};
+use super::scripts::{floored_counter, guarded, prefixed, Shape};
 
 /// The message Redisson's read unlock publishes (its `LockPubSub.UNLOCK_MESSAGE`).
 pub(super) const READ_UNLOCK_MESSAGE: &str = "0";
@@ -83,9 +83,11 @@ pub(super) fn write_field(read_field: &str) -> String {
 /// ARGV: lease ms, reader field, writer field, '1' to give way to a waiting writer.
 /// Returns {-1, token} when acquired, else {ms the holder's lease has left, -1}.
 pub(super) static READ_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(&floored_counter(
-        "KEYS[2]",
-        r"
+    Script::new(&guarded(
+        &[Shape::RwHash],
+        &floored_counter(
+            "KEYS[2]",
+            r"
 local mode = redis.call('hget', KEYS[1], 'mode')
 local downgrade = mode == 'write' and redis.call('hexists', KEYS[1], ARGV[3]) == 1
 if ARGV[4] == '1' and not downgrade then
@@ -116,6 +118,7 @@ if mode == 'read' or downgrade then
 end
 return {redis.call('pttl', KEYS[1]), -1}
 ",
+        ),
     ))
 });
 
@@ -124,9 +127,11 @@ return {redis.call('pttl', KEYS[1]), -1}
 /// KEYS: hash, token, writer mark. ARGV: lease ms, writer field, '1' to leave a mark, mark ms.
 /// Returns {-1, token} when acquired, else {ms the holders' leases have left, -1}.
 pub(super) static WRITE_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(&floored_counter(
-        "KEYS[2]",
-        r"
+    Script::new(&guarded(
+        &[Shape::RwHash],
+        &floored_counter(
+            "KEYS[2]",
+            r"
 local mode = redis.call('hget', KEYS[1], 'mode')
 local mine = mode == 'write' and redis.call('hexists', KEYS[1], ARGV[2]) == 1
 if (mode == false and redis.call('exists', KEYS[1]) == 0) or mine then
@@ -145,6 +150,7 @@ if ARGV[3] == '1' then
 end
 return {redis.call('pttl', KEYS[1]), -1}
 ",
+        ),
     ))
 });
 

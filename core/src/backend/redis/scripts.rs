@@ -76,6 +76,65 @@ end
     )
 }
 
+/// What a polylock or Redisson layout keeps at a name (`KEYS[1]` of a script), as
+/// [`guarded`] tells them apart by the key's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Shape {
+    /// A hash without a `mode` field: Redisson's RLock or fair lock.
+    LockHash,
+    /// A hash with `mode`: Redisson's RReadWriteLock.
+    RwHash,
+    /// A string that is not a number: a token lock (redis-py, node-redlock, polylock's `Token`).
+    TokenString,
+    /// A string that is a number: a semaphore's count, a plain semaphore, a countdown latch.
+    Number,
+}
+
+impl Shape {
+    fn lua_name(self) -> &'static str {
+        match self {
+            Shape::LockHash => "lock",
+            Shape::RwHash => "rw",
+            Shape::TokenString => "token",
+            Shape::Number => "number",
+        }
+    }
+}
+
+/// `body`, run only if the name (`KEYS[1]`) is absent or holds one of the `accepted` shapes.
+/// Anything else fails the script at once with the error `POLYLOCK_CONFLICT <what holds the
+/// name>` (link.rs maps it to kind `Conflict`), before the body reads or writes a thing: so a
+/// semaphore never meets a mutex's hash as `WRONGTYPE` (a `Backend` error, for ever), a lock
+/// never waits for a key no lock layout writes, and a force-unlock never deletes a key that is
+/// no lock. Only reads run before `body`, as `floored_counter` requires of what precedes it.
+pub(super) fn guarded(accepted: &[Shape], body: &str) -> String {
+    let accepted: Vec<String> = accepted.iter().map(|shape| format!("shape == '{}'", shape.lua_name())).collect();
+    format!(
+        r"
+do
+  local t = redis.call('type', KEYS[1])['ok']
+  local shape = t
+  if t == 'hash' then
+    if redis.call('hexists', KEYS[1], 'mode') == 1 then shape = 'rw' else shape = 'lock' end
+  elseif t == 'string' then
+    if string.match(redis.call('get', KEYS[1]), '^%-?%d+$') then shape = 'number' else shape = 'token' end
+  end
+  if not (shape == 'none' or {accepted}) then
+    local what = {{
+      lock = 'a lock (a Redisson RLock or fair lock hash)',
+      rw = 'a read-write lock (a Redisson RReadWriteLock hash)',
+      token = 'a token lock (a string: redis-py, node-redlock or polylock token lock)',
+      number = 'a semaphore, latch or counter (a number)',
+    }}
+    return redis.error_reply('POLYLOCK_CONFLICT the Redis key ' .. KEYS[1] .. ' is ' ..
+      (what[shape] or ('a ' .. t .. ', which no polylock or Redisson layout writes')))
+  end
+end
+{body}",
+        accepted = accepted.join(" or ")
+    )
+}
+
 /// Redisson's unlock message.
 pub(super) const UNLOCK_MESSAGE: &str = "0";
 
@@ -83,9 +142,11 @@ pub(super) const UNLOCK_MESSAGE: &str = "0";
 /// Returns {-1, token} when acquired, else {pttl of the holder, -1}. The token after the one
 /// returned is drawn too and set aside for a local handoff (Backend::reserves_next_token).
 pub(super) static REENTRANT_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(&floored_counter(
-        "KEYS[2]",
-        r"
+    Script::new(&guarded(
+        &[Shape::LockHash],
+        &floored_counter(
+            "KEYS[2]",
+            r"
 if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2]) == 1 then
   local token = redis.call('incrby', KEYS[2], 2) - 1
   redis.call('hincrby', KEYS[1], ARGV[2], 1)
@@ -94,6 +155,7 @@ if redis.call('exists', KEYS[1]) == 0 or redis.call('hexists', KEYS[1], ARGV[2])
 end
 return {redis.call('pttl', KEYS[1]), -1}
 ",
+        ),
     ))
 });
 
@@ -187,9 +249,14 @@ fn fair_script(now: &str, body: &str) -> Script {
     Script::new(&fair_text(now, body))
 }
 
+/// [`fair_script`] that runs only on a lock hash (or nothing) at the name.
+fn guarded_fair_script(now: &str, body: &str) -> Script {
+    Script::new(&guarded(&[Shape::LockHash], &fair_text(now, body)))
+}
+
 /// [`fair_script`] for the acquire, whose counter (KEYS[4]) is floored first.
 fn fair_acquire_script(now: &str, body: &str) -> Script {
-    Script::new(&floored_counter("KEYS[4]", &fair_text(now, body)))
+    Script::new(&guarded(&[Shape::LockHash], &floored_counter("KEYS[4]", &fair_text(now, body))))
 }
 
 /// The fair lock's attempt: Redisson's queue discipline with a fencing counter.
@@ -288,14 +355,17 @@ return 0
 /// Returns {-1, fencing token} when acquired, else {pttl of the holder, -1}. As with
 /// REENTRANT_ACQUIRE, the next token is set aside for a local handoff.
 pub(super) static TOKEN_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(&floored_counter(
-        "KEYS[2]",
-        r"
+    Script::new(&guarded(
+        &[Shape::TokenString],
+        &floored_counter(
+            "KEYS[2]",
+            r"
 if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return {-1, redis.call('incrby', KEYS[2], 2) - 1}
 end
 return {redis.call('pttl', KEYS[1]), -1}
 ",
+        ),
     ))
 });
 
@@ -352,9 +422,11 @@ pub(super) static REMAINING_LEASE: LazyLock<Script> =
 
 /// Redisson's `forceUnlock` of an RLock (and of a token lock): delete whoever holds it and
 /// announce the release. KEYS: lock, channel. ARGV: publish command, unlock message.
-/// Returns 1 if there was a lock to delete, else 0.
+/// Returns 1 if there was a lock to delete, else 0. A key that is no mutex (a read-write
+/// lock, a semaphore, a key of another application) is refused, never deleted.
 pub(super) static FORCE_UNLOCK: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    Script::new(&guarded(
+        &[Shape::LockHash, Shape::TokenString],
         r"
 if redis.call('del', KEYS[1]) == 1 then
   redis.call(ARGV[1], KEYS[2], ARGV[2])
@@ -362,14 +434,14 @@ if redis.call('del', KEYS[1]) == 1 then
 end
 return 0
 ",
-    )
+    ))
 });
 
 /// Redisson's fair `forceUnlock`: drop stale waiters, delete the lock and wake the first
 /// waiter in line on its own channel. KEYS: lock, queue, timeouts, channel.
 /// ARGV: publish command, unlock message, now ms. Returns 1 if there was a lock to delete.
 pub(super) static FAIR_FORCE_UNLOCK: LazyLock<Script> = LazyLock::new(|| {
-    fair_script(
+    guarded_fair_script(
         "ARGV[3]",
         r"
 if redis.call('del', KEYS[1]) == 1 then

@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 use super::link::Link;
 use super::pubsub::Subscriptions;
 use super::script_with;
+use super::scripts::{guarded, Shape};
 use super::semaphore_scripts::SemaphoreKeys;
 use crate::backend::poll::Wakeups;
 use crate::error::Result;
@@ -30,7 +31,8 @@ const FALLBACK_MAX: Duration = Duration::from_millis(250);
 
 /// `tryAcquireAsync(permits)`. KEYS: counter. ARGV: permits. 1 if taken, else 0.
 static TRY_ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(
+    Script::new(&guarded(
+        &[Shape::Number],
         r"
 local value = redis.call('get', KEYS[1])
 if (value ~= false and tonumber(value) >= tonumber(ARGV[1])) then
@@ -39,7 +41,7 @@ if (value ~= false and tonumber(value) >= tonumber(ARGV[1])) then
 end
 return 0
 ",
-    )
+    ))
 });
 
 /// `releaseAsync(permits)`. KEYS: counter, channel. ARGV: permits, publish command.

@@ -14,7 +14,7 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-use super::scripts::{floored_counter, prefixed};
+use super::scripts::{floored_counter, guarded, prefixed, Shape};
 
 /// Every Redis key and channel of one semaphore.
 pub(super) struct SemaphoreKeys<'a> {
@@ -71,11 +71,13 @@ end
 /// Returns {-1, token} when taken; {ms until the soonest lease ends (-1 if none does), -1}
 /// when every permit is taken; {-2, permits in all} when the name has another count.
 pub(super) static ACQUIRE: LazyLock<Script> = LazyLock::new(|| {
-    Script::new(&floored_counter(
-        "KEYS[4]",
-        &reclaiming(
-            "ARGV[4]",
-            r"
+    Script::new(&guarded(
+        &[Shape::Number],
+        &floored_counter(
+            "KEYS[4]",
+            &reclaiming(
+                "ARGV[4]",
+                r"
 local permits = tonumber(ARGV[1])
 local available = redis.call('get', KEYS[1])
 if available == false then
@@ -100,6 +102,7 @@ if soonest[2] ~= nil then
 end
 return {-3, -1}
 ",
+            ),
         ),
     ))
 });

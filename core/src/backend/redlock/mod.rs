@@ -95,6 +95,7 @@ impl RedLockBackend {
         if nodes.is_empty() || hosts.is_empty() {
             return Err(bad("a redlock:// URL needs at least one host:port".into()));
         }
+        refuse_duplicate_nodes(&nodes).await.map_err(&bad)?;
         let backend = RedLockBackend { nodes: nodes.into(), node_timeout };
         // A majority must be reachable now; the others are connected to when they answer.
         let mut reachable = 0;
@@ -185,6 +186,34 @@ impl RedLockBackend {
 }
 
 /// The clock drift RedLock allows for: 1 % of the lease plus 2 ms.
+/// Refuse a list that names one server twice, by name or by any address a name resolves to
+/// (`localhost:6379` and `127.0.0.1:6379`): one server's vote would count twice, so a
+/// majority of the list is no majority of servers, and with all names one server every
+/// attempt fails. A name that does not resolve is compared by name only; connecting to it
+/// then fails as usual.
+async fn refuse_duplicate_nodes(nodes: &[Arc<Node>]) -> std::result::Result<(), String> {
+    let mut seen: Vec<(&str, Vec<std::net::SocketAddr>)> = Vec::with_capacity(nodes.len());
+    for node in nodes {
+        let shown = node.shown.as_str();
+        let addresses: Vec<_> = match tokio::time::timeout(CONNECT_LIMIT, tokio::net::lookup_host(shown)).await {
+            Ok(Ok(found)) => found.collect(),
+            _ => Vec::new(),
+        };
+        for (other, other_addresses) in &seen {
+            let same_address = addresses.iter().find(|a| other_addresses.contains(a));
+            if other.eq_ignore_ascii_case(shown) || same_address.is_some() {
+                let at = same_address.map(|a| format!(" (both are {a})")).unwrap_or_default();
+                return Err(format!(
+                    "the RedLock servers '{other}' and '{shown}' are one server{at}: each must be named once, \
+                     or one server's vote counts twice"
+                ));
+            }
+        }
+        seen.push((shown, addresses));
+    }
+    Ok(())
+}
+
 fn drift(lease: Duration) -> Duration {
     lease / 100 + Duration::from_millis(2)
 }

@@ -114,6 +114,14 @@ impl<D: Dialect> Store for SqlStore<D> {
         }
     }
 
+    fn session_bound(&self) -> Option<crate::spi::SessionBound> {
+        Some(crate::spi::SessionBound {
+            max: self.config.max_sessions,
+            option: "max_sessions",
+            lock_kinds: &[crate::spi::LockKind::Reentrant],
+        })
+    }
+
     fn locks(self: Arc<Self>) -> Arc<ExclusiveStore> {
         self
     }

@@ -148,7 +148,7 @@ impl SqliteBackend {
             move || open_connection(&path)
         })
         .await?;
-        let files = NameFiles::beside(&path).map(Arc::new);
+        let files = NameFiles::beside(&path)?.map(Arc::new);
         Ok(SqliteBackend {
             conn: Arc::new(Mutex::new(conn)),
             path,

@@ -13,6 +13,14 @@
 //!
 //! Files are never deleted: unlinking a lock file while another process has it open would
 //! let two processes lock two different files of one name.
+//!
+//! The folder is this user's alone: created `0700`, and refused (`InvalidArgument` naming
+//! it) when it is a symbolic link or belongs to another user, so that nobody else sharing the
+//! database's folder can plant links that make polylock create files elsewhere; lock files
+//! are opened with `O_NOFOLLOW`. Other users of the same database exclude through the row and
+//! poll. At most [`MAX_WAIT_THREADS`] threads of a process block in `flock(2)` at once: a
+//! thread stays blocked until the holder lets go even after its waiters left, so names
+//! beyond that are waited on by polling.
 
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
@@ -20,9 +28,18 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use tokio::sync::Notify;
+
+use crate::error::{Error, Result};
+
+/// The most threads of this process blocked in `flock(2)` at once, over every database.
+pub(crate) const MAX_WAIT_THREADS: usize = 64;
+
+/// Threads of this process blocked in `flock(2)` now.
+static WAIT_THREADS: AtomicUsize = AtomicUsize::new(0);
 
 /// Unlocked open files kept for the next attempt on their name, so an attempt costs no
 /// `open(2)`; beyond this many names they are closed after use.
@@ -56,14 +73,18 @@ pub(super) struct LockedFile {
 }
 
 impl NameFiles {
-    /// The files beside the database at `path`, if a folder for them can be made there.
-    pub(super) fn beside(path: &str) -> Option<NameFiles> {
+    /// The files beside the database at `path`, if a folder for them can be made there
+    /// (`None`: the row alone decides). `InvalidArgument` when the folder is a link or
+    /// another user's.
+    pub(super) fn beside(path: &str) -> Result<Option<NameFiles>> {
         if path.is_empty() || path == ":memory:" || path.starts_with("file:") {
-            return None;
+            return Ok(None);
         }
         let dir = PathBuf::from(format!("{path}-locks"));
-        std::fs::create_dir_all(&dir).ok()?;
-        Some(NameFiles { dir, idle: Mutex::new(HashMap::new()), waits: Mutex::new(HashMap::new()) })
+        if !private_dir(&dir)? {
+            return Ok(None);
+        }
+        Ok(Some(NameFiles { dir, idle: Mutex::new(HashMap::new()), waits: Mutex::new(HashMap::new()) }))
     }
 
     /// Lock the file of mutex `key` if nobody holds it; never blocks.
@@ -153,16 +174,26 @@ pub(super) struct FileWait {
 
 impl FileWait {
     /// Make sure a thread is blocked on the file, unless one is or it was got already.
+    /// Beyond [`MAX_WAIT_THREADS`] no thread is started: the waiter's timers wake it.
     pub(super) fn arm(&self) {
         let mut state = lock(&self.wait.state);
         if state.thread_running || state.locked.is_some() {
             return;
         }
+        let taken =
+            WAIT_THREADS.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < MAX_WAIT_THREADS).then_some(n + 1));
+        if taken.is_err() {
+            return;
+        }
         let path = self.files.dir.join(&self.name);
         let (files, name, wait) = (self.files.clone(), self.name.clone(), self.wait.clone());
-        let spawned = std::thread::Builder::new()
-            .name("polylock-sqlite-wait".into())
-            .spawn(move || block_until_locked(&files, &name, &wait, &path));
+        let spawned = std::thread::Builder::new().name("polylock-sqlite-wait".into()).spawn(move || {
+            block_until_locked(&files, &name, &wait, &path);
+            WAIT_THREADS.fetch_sub(1, Ordering::AcqRel);
+        });
+        if spawned.is_err() {
+            WAIT_THREADS.fetch_sub(1, Ordering::AcqRel);
+        }
         state.thread_running = spawned.is_ok();
     }
 
@@ -229,11 +260,53 @@ fn file_name(key: &str) -> String {
     format!("{hash:016x}.lock")
 }
 
-/// Open (creating) a lock file that every user of the database can lock: `flock` needs no
-/// write access, so a file made by another user is opened read-only.
+/// Make sure `dir` is a folder of this user's alone: create it `0700` if it is missing.
+/// `Ok(false)` when it cannot be made (a read-only place): no files then. A link, something
+/// that is no folder, or another user's folder is refused.
+fn private_dir(dir: &Path) -> Result<bool> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let refuse = |why: &str| {
+        Err(Error::invalid_argument(format!(
+            "the SQLite lock folder {} {why}; polylock keeps its lock files only in a folder of its \
+             own user (remove it, or use a database path in a folder only you can write)",
+            dir.display()
+        )))
+    };
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(meta) => meta,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+            Ok(()) => return Ok(true),
+            Err(err) if err.kind() == io::ErrorKind::AlreadyExists => match std::fs::symlink_metadata(dir) {
+                Ok(meta) => meta,
+                Err(_) => return Ok(false),
+            },
+            Err(_) => return Ok(false),
+        },
+        Err(_) => return Ok(false),
+    };
+    if meta.file_type().is_symlink() {
+        return refuse("is a symbolic link");
+    }
+    if !meta.is_dir() {
+        return refuse("is not a folder");
+    }
+    // SAFETY: geteuid has no arguments and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return refuse(&format!("belongs to user id {}, not to this process's user id {me}", meta.uid()));
+    }
+    Ok(true)
+}
+
+/// Open (creating, `0600`) a lock file, never through a symbolic link (`O_NOFOLLOW`): `flock`
+/// needs no write access, so a file left read-only is opened read-only.
 fn open(path: &Path) -> io::Result<File> {
-    match OpenOptions::new().read(true).write(true).create(true).truncate(false).mode(0o666).open(path) {
-        Err(err) if err.kind() == io::ErrorKind::PermissionDenied => OpenOptions::new().read(true).open(path),
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false).mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    match options.open(path) {
+        Err(err) if err.kind() == io::ErrorKind::PermissionDenied => {
+            OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path)
+        }
         opened => opened,
     }
 }
@@ -271,7 +344,7 @@ mod tests {
     fn a_locked_name_is_busy_until_unlocked() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("locks.db").display().to_string();
-        let (ours, theirs) = (NameFiles::beside(&db).unwrap(), NameFiles::beside(&db).unwrap());
+        let (ours, theirs) = (NameFiles::beside(&db).unwrap().unwrap(), NameFiles::beside(&db).unwrap().unwrap());
         let FileTry::Locked(locked) = ours.try_lock("a") else { panic!("a free file was not locked") };
         assert!(matches!(theirs.try_lock("a"), FileTry::Busy));
         assert!(matches!(theirs.try_lock("b"), FileTry::Locked(_)));
@@ -281,6 +354,75 @@ mod tests {
 
     #[test]
     fn no_files_beside_an_in_memory_database() {
-        assert!(NameFiles::beside(":memory:").is_none());
+        assert!(NameFiles::beside(":memory:").unwrap().is_none());
+    }
+
+    #[test]
+    fn the_folder_is_made_private_and_a_planted_link_is_refused() {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("locks.db").display().to_string();
+        let files = NameFiles::beside(&db).unwrap().unwrap();
+        let folder = std::fs::metadata(format!("{db}-locks")).unwrap();
+        assert_eq!(folder.permissions().mode() & 0o777, 0o700);
+        // A link planted where a lock file goes: never followed, nothing made at its target.
+        let target = dir.path().join("elsewhere");
+        std::os::unix::fs::symlink(&target, files.dir.join(file_name("planted"))).unwrap();
+        assert!(matches!(files.try_lock("planted"), FileTry::Unavailable));
+        assert!(!target.exists(), "a lock file was created through a link");
+        let FileTry::Locked(locked) = files.try_lock("fine") else { panic!("a plain name was not locked") };
+        assert_eq!(locked.file.metadata().unwrap().mode() & 0o777, 0o600);
+
+        // The folder itself a link: refused, naming it.
+        let other = dir.path().join("other.db").display().to_string();
+        std::os::unix::fs::symlink(dir.path(), format!("{other}-locks")).unwrap();
+        let Err(err) = NameFiles::beside(&other) else { panic!("a linked folder was taken") };
+        assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
+        assert!(err.message().contains(&format!("{other}-locks")) && err.message().contains("link"), "{err}");
+    }
+
+    #[test]
+    fn another_users_folder_is_refused() {
+        // SAFETY: geteuid has no arguments and cannot fail.
+        if unsafe { libc::geteuid() } != 0 {
+            eprintln!("not root: cannot give a folder to another user; skipped");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("locks.db").display().to_string();
+        let folder = format!("{db}-locks");
+        std::fs::create_dir(&folder).unwrap();
+        std::os::unix::fs::chown(&folder, Some(65534), Some(65534)).unwrap();
+        let Err(err) = NameFiles::beside(&db) else { panic!("another user's folder was taken") };
+        assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
+        assert!(err.message().contains("65534") && err.message().contains(&folder), "{err}");
+    }
+
+    #[test]
+    fn threads_blocked_in_flock_are_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("locks.db").display().to_string();
+        let (ours, theirs) =
+            (Arc::new(NameFiles::beside(&db).unwrap().unwrap()), NameFiles::beside(&db).unwrap().unwrap());
+        let names: Vec<String> = (0..MAX_WAIT_THREADS + 8).map(|i| format!("held-{i}")).collect();
+        let held: Vec<LockedFile> = names
+            .iter()
+            .map(|name| match theirs.try_lock(name) {
+                FileTry::Locked(locked) => locked,
+                _ => panic!("{name} was not locked"),
+            })
+            .collect();
+        // Waiters that time out and leave: their threads stay blocked until the holder lets go.
+        for name in &names {
+            drop(ours.wait_for(name));
+        }
+        assert!(WAIT_THREADS.load(Ordering::Acquire) <= MAX_WAIT_THREADS);
+        assert!(ours.threads_waiting() <= MAX_WAIT_THREADS);
+        drop(held);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while ours.threads_waiting() > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(ours.threads_waiting(), 0);
     }
 }

@@ -23,7 +23,14 @@ pub(super) const DEFAULT_SESSION_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long connecting may take before the URL is reported unreachable.
 pub(super) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
-#[derive(Debug, Clone)]
+/// Written by hand: only the redacted URL is shown, never the digest's password.
+impl std::fmt::Debug for ZkConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ZkConfig").field("hosts", &self.hosts).field("url", &self.redacted).finish()
+    }
+}
+
+#[derive(Clone)]
 pub(super) struct ZkConfig {
     /// `host:port,host:port` for the client library.
     pub hosts: String,

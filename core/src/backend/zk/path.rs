@@ -9,6 +9,17 @@
 //! A name maps to `"/" + name` (a name that already starts with `/` is taken as the path, so
 //! Curator paths can be used as they are); `/` inside a name separates levels, as in Curator.
 //! Names that are not valid ZooKeeper paths are refused, never rewritten.
+//!
+//! Since levels nest, a name's path can be a node inside another name's lock path. Two kinds
+//! of names would then share nodes with another primitive, and are refused (issue 35,
+//! [`recipe_level`]): a level below the first that reads as a recipe's sequential node
+//! (ending in `lock-`, `lease-`, `latch-`, `__READ__` or `__WRIT__` and digits: the lock
+//! `a/x-lock-0000000000` sat among the contenders of the lock `a`, first in line, and `a`
+//! waited behind it), and a last level `locks` or `leases`, the two children of a semaphore's
+//! path (the lock `s/locks` is the mutex every contender of the semaphore `s` takes). Any
+//! other level nests safely: the recipes count only children in their own node form. The
+//! first level is a child of the root (or chroot), never of a lock path, so `lock-1` (or
+//! `ns:lock-1` under a namespace) is an ordinary name.
 
 use crate::error::{Error, Result};
 
@@ -26,12 +37,46 @@ pub(super) fn lock_path(key: &str) -> Result<String> {
              (the lock path is '/' + name, as with Curator's InterProcessMutex, and '/' separates levels)"
         ))
     })?;
+    if let Some(why) = recipe_level(&path) {
+        return Err(Error::invalid_argument(format!(
+            "lock name '{key}' cannot be used on ZooKeeper: {why}, so it would share nodes with another \
+             name's lock, election or semaphore; use another name"
+        )));
+    }
     if path == "/zookeeper" || path.starts_with("/zookeeper/") {
         return Err(Error::invalid_argument(format!(
             "lock name '{key}' falls under /zookeeper, which ZooKeeper reserves for itself"
         )));
     }
     Ok(path)
+}
+
+/// Node names the recipes create under a path, as the digits they end in follow.
+const SEQUENTIAL_NODE_NAMES: [&str; 5] = [LOCK_NAME, "lease-", "latch-", "__READ__", "__WRIT__"];
+
+/// Why a path is refused as a name's path because a level of it is a recipe's node, if it is.
+fn recipe_level(path: &str) -> Option<String> {
+    let levels: Vec<&str> = path[1..].split('/').collect();
+    // The first level is a child of the root (or chroot), never of a lock path: `lock-1`,
+    // or `ns:lock-1` under a namespace, is an ordinary name.
+    for level in levels.iter().skip(1) {
+        for node_name in SEQUENTIAL_NODE_NAMES {
+            if let Some(at) = level.rfind(node_name) {
+                let digits = &level[at + node_name.len()..];
+                if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+                    return Some(format!(
+                        "its level '{level}' ends in '{node_name}' and digits, as the recipes' sequential nodes do"
+                    ));
+                }
+            }
+        }
+    }
+    match levels.last() {
+        Some(&last) if levels.len() > 1 && (last == "locks" || last == "leases") => Some(format!(
+            "its last level '{last}' is one of the two children ('locks', 'leases') of a semaphore's path"
+        )),
+        _ => None,
+    }
 }
 
 /// ZooKeeper's own rules (`PathUtils.validatePath`), as a reason when broken.
@@ -98,7 +143,24 @@ mod tests {
         assert_eq!(lock_path("orders:42").unwrap(), "/orders:42");
         assert_eq!(lock_path("locks/orders").unwrap(), "/locks/orders");
         assert_eq!(lock_path("/locks/orders").unwrap(), "/locks/orders");
-        for bad in ["a//b", "a/", "a/../b", "./a", "tab\there", "zookeeper/quota", "/"] {
+        assert_eq!(lock_path("locks/orders/lock-x").unwrap(), "/locks/orders/lock-x");
+        assert_eq!(lock_path("locks").unwrap(), "/locks");
+        assert_eq!(lock_path("lock-1").unwrap(), "/lock-1");
+        assert_eq!(lock_path("ns:job-lock-0000000001").unwrap(), "/ns:job-lock-0000000001");
+        for bad in [
+            "a//b",
+            "a/",
+            "a/../b",
+            "./a",
+            "tab\there",
+            "zookeeper/quota",
+            "/",
+            "a/x-lock-0000000000",
+            "a/_c_5b0d-__READ__0000000001/b",
+            "a/lease-7",
+            "s/locks",
+            "/s/leases",
+        ] {
             let err = lock_path(bad).unwrap_err();
             assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument, "{bad}");
         }

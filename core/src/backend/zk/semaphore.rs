@@ -19,7 +19,6 @@
 //! contender asking with another N is refused with `InvalidArgument`. Curator ignores that
 //! data. A path whose data is something else than a count is not polylock's to check.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -33,6 +32,7 @@ use super::recipe::{self, create_protected, retry_on_loss, Abandon, Held, Stop, 
 use super::rw_lock::session_ended_while_waiting;
 use super::session::{acls, give_up_token, map_error, Session};
 use super::{hold_of, release_hold, renew_hold, scopeguard, start_hold, ZkBackend};
+use crate::backend::checked_counts::CheckedCounts;
 use crate::error::{Error, Result};
 use crate::spi::{AcquireRequest, Acquired, HeldLock, HoldStore, Permits, Release, Renewal};
 
@@ -44,7 +44,7 @@ const LEASE_NAME: &str = "lease-";
 pub(super) struct ZkSemaphores {
     backend: Arc<ZkBackend>,
     /// Semaphore paths whose count this client has checked, with that count.
-    checked: Mutex<HashMap<String, u32>>,
+    checked: Mutex<CheckedCounts>,
 }
 
 impl ZkSemaphores {
@@ -52,7 +52,7 @@ impl ZkSemaphores {
         ZkSemaphores { backend, checked: Mutex::default() }
     }
 
-    fn checked(&self) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
+    fn checked(&self) -> std::sync::MutexGuard<'_, CheckedCounts> {
         self.checked.lock().unwrap_or_else(|e| e.into_inner())
     }
 
