@@ -5,53 +5,12 @@
 // surface raised it (its `code`).
 'use strict'
 
-const readline = require('node:readline')
 const path = require('node:path')
+
+const { parseRequest, serve } = require('../js-common/jsonl.js')
 
 const polylock = require(path.resolve(__dirname, '../../../../bindings-node'))
 
-// ---- JSON with 64-bit integers ------------------------------------------------------------
-// Node 20's JSON.parse turns integers past 2^53 into rounded doubles: such literals are
-// rewritten to marked strings before parsing and become BigInts. Answers write BigInts as
-// plain integer literals.
-const BIG = '\u0000big:'
-
-function parseRequest(text) {
-  let out = ''
-  let inString = false
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]
-    if (inString) {
-      out += c
-      if (c === '\\') out += text[++i]
-      else if (c === '"') inString = false
-    } else if (c === '"') {
-      inString = true
-      out += c
-    } else if (c === '-' || (c >= '0' && c <= '9')) {
-      const token = /^-?\d+(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(i))[0]
-      const integer = /^-?\d+$/.test(token)
-      out += integer && !Number.isSafeInteger(Number(token)) ? JSON.stringify(BIG + token) : token
-      i += token.length - 1
-    } else {
-      out += c
-    }
-  }
-  return JSON.parse(out, (_key, value) =>
-    typeof value === 'string' && value.startsWith(BIG) ? BigInt(value.slice(BIG.length)) : value,
-  )
-}
-
-function encode(value) {
-  if (typeof value === 'bigint') return value.toString()
-  if (value === null || value === undefined) return 'null'
-  if (Array.isArray(value)) return `[${value.map(encode).join(',')}]`
-  if (typeof value === 'object') {
-    const fields = Object.entries(value).filter(([, v]) => v !== undefined)
-    return `{${fields.map(([k, v]) => `${JSON.stringify(k)}:${encode(v)}`).join(',')}}`
-  }
-  return JSON.stringify(value)
-}
 
 // ---- arguments and results -----------------------------------------------------------------
 
@@ -381,18 +340,7 @@ async function answer(line) {
   }
 }
 
-async function main() {
-  process.stdout.write(`${encode({ ready: 'node' })}\n`)
-  const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity })
-  for await (const line of lines) {
-    if (line.trim() === '') continue
-    process.stdout.write(`${encode(await answer(line))}\n`)
-  }
-  await ops.reset()
-  process.exit(0)
-}
-
-main().catch((err) => {
+serve('node', answer, () => ops.reset()).catch((err) => {
   console.error(err)
   process.exit(1)
 })

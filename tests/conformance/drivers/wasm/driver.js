@@ -4,50 +4,12 @@
 // stdin line, one answer per stdout line, one at a time (tests/conformance/PROTOCOL.md).
 'use strict'
 
-const readline = require('node:readline')
 const path = require('node:path')
+
+const { parseRequest, serve } = require('../js-common/jsonl.js')
 
 const wasm = require(path.resolve(__dirname, '../../../../bindings-wasm'))
 
-// ---- JSON with 64-bit integers (Node 20's JSON.parse rounds integers past 2^53) ----------
-const BIG = '\u0000big:'
-
-function parseRequest(text) {
-  let out = ''
-  let inString = false
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]
-    if (inString) {
-      out += c
-      if (c === '\\') out += text[++i]
-      else if (c === '"') inString = false
-    } else if (c === '"') {
-      inString = true
-      out += c
-    } else if (c === '-' || (c >= '0' && c <= '9')) {
-      const token = /^-?\d+(\.\d+)?([eE][+-]?\d+)?/.exec(text.slice(i))[0]
-      const integer = /^-?\d+$/.test(token)
-      out += integer && !Number.isSafeInteger(Number(token)) ? JSON.stringify(BIG + token) : token
-      i += token.length - 1
-    } else {
-      out += c
-    }
-  }
-  return JSON.parse(out, (_key, value) =>
-    typeof value === 'string' && value.startsWith(BIG) ? BigInt(value.slice(BIG.length)) : value,
-  )
-}
-
-function encode(value) {
-  if (typeof value === 'bigint') return value.toString()
-  if (value === null || value === undefined) return 'null'
-  if (Array.isArray(value)) return `[${value.map(encode).join(',')}]`
-  if (typeof value === 'object') {
-    const fields = Object.entries(value).filter(([, v]) => v !== undefined)
-    return `{${fields.map(([k, v]) => `${JSON.stringify(k)}:${encode(v)}`).join(',')}}`
-  }
-  return JSON.stringify(value)
-}
 
 // ---- the ops -------------------------------------------------------------------------------
 
@@ -104,17 +66,7 @@ function answer(line) {
   }
 }
 
-async function main() {
-  process.stdout.write(`${encode({ ready: 'wasm' })}\n`)
-  const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity })
-  for await (const line of lines) {
-    if (line.trim() === '') continue
-    process.stdout.write(`${encode(answer(line))}\n`)
-  }
-  process.exit(0)
-}
-
-main().catch((err) => {
+serve('wasm', answer).catch((err) => {
   console.error(err)
   process.exit(1)
 })
