@@ -311,16 +311,22 @@ fn connect(text: &str, scheme: &str) -> Vec<String> {
     }
 }
 
-/// The rule for `mem://` URLs: only `namespace` and `lease` options; `lease` (the last one
-/// given) a duration between 30 ms and 365 days. `Ok(watchdog lease)` or `Err(())`.
+/// The rule for `mem://` URLs: only `namespace` and `lease` options; `namespace` without ':'
+/// or NUL, at most 512 bytes; `lease` (the last one given) a duration between 30 ms and 365
+/// days. `Ok(watchdog lease)` or `Err(())`.
 fn mem_accepts(query: &str) -> Result<Duration, ()> {
-    let mut lease_text = None;
+    let (mut lease_text, mut namespace) = (None, String::new());
     for (key, value) in form_urlencoded::parse(query.as_bytes()) {
         match key.as_ref() {
-            "namespace" => {}
+            "namespace" => namespace = value.into_owned(),
             "lease" => lease_text = Some(value.into_owned()),
             _ => return Err(()),
         }
+    }
+    // A namespace (the last one given; empty is none) is joined as `<namespace>:<name>`: no
+    // ':' in it, and a name's rule (no NUL, at most 512 bytes).
+    if !namespace.is_empty() && (namespace.contains([':', '\0']) || namespace.len() > polylock::MAX_NAME_LEN) {
+        return Err(());
     }
     let lease = match lease_text {
         None => polylock::DEFAULT_WATCHDOG_LEASE,

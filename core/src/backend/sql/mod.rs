@@ -74,6 +74,7 @@ mod inspect;
 mod latch;
 #[cfg(feature = "mysql")]
 mod mysql;
+mod names;
 #[cfg(feature = "postgres")]
 mod postgres;
 mod rw_lock;

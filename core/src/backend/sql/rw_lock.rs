@@ -171,7 +171,7 @@ impl Drop for AbortOnDrop {
 #[async_trait]
 impl<D: Dialect> HoldStore<RwMode> for SqlRwLocks<D> {
     async fn acquire(&self, request: &AcquireRequest<RwMode>) -> Result<Option<Acquired>> {
-        super::semaphore::check_name(&request.key)?;
+        super::names::check_name(&request.key)?;
         let mode = request.kind;
         if mode == RwMode::Read {
             if let Some(acquired) = self.downgrade(request).await? {

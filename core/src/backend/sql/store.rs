@@ -233,7 +233,7 @@ impl<D: Dialect> Drop for SqlStore<D> {
 #[async_trait]
 impl<D: Dialect> HoldStore for SqlStore<D> {
     async fn acquire(&self, request: &AcquireRequest) -> Result<Option<Acquired>> {
-        super::semaphore::check_name(&request.key)?;
+        super::names::check_name(&request.key)?;
         match Keeping::of::<D>(request.kind)? {
             Keeping::Session => self.acquire_session(request).await,
             Keeping::LeaseRow => {
