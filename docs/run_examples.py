@@ -138,6 +138,10 @@ polylock-id = {{ path = "{ROOT / 'id'}" }}
 polylock-feature-union = {{ path = "{ROOT / 'tools/feature-union'}" }}
 tokio = {{ version = "1", features = ["macros", "rt-multi-thread"] }}
 
+# The workspace's release profile, so the build above is reused rather than made again.
+[profile.release]
+debug = "line-tables-only"
+
 [workspace]
 """)
     shutil.copy(ROOT / "Cargo.lock", crate / "Cargo.lock")
