@@ -37,7 +37,9 @@ pub(crate) fn live(ptr: *const polylock_client) -> polylock::Result<LiveClient> 
     }
     let set = LIVE.read().unwrap_or_else(|poisoned| poisoned.into_inner());
     if !set.contains(&(ptr as usize)) {
-        return Err(polylock::Error::invalid_argument("client was freed (or is not a client from polylock_connect())"));
+        return Err(polylock::Error::invalid_argument(
+            "client was freed (or is not a client from polylock_connect() or polylock_redlock_connect())",
+        ));
     }
     // SAFETY: in the set, so allocated by `polylock_connect` and not freed: the free takes
     // it out of the set under the write lock before it frees, and we hold the read lock.
@@ -46,7 +48,7 @@ pub(crate) fn live(ptr: *const polylock_client) -> polylock::Result<LiveClient> 
 }
 
 /// Hand a new client to C, recording it as live.
-fn hand_out(client: polylock_client) -> *mut polylock_client {
+pub(crate) fn hand_out(client: polylock_client) -> *mut polylock_client {
     let raw = Box::into_raw(Box::new(client));
     LIVE.write().unwrap_or_else(|poisoned| poisoned.into_inner()).insert(raw as usize);
     raw

@@ -38,7 +38,7 @@ pub unsafe extern "C" fn polylock_redlock_connect(
         let out = unsafe { args::out(out, "out") }?;
         let servers = unsafe { args::texts(servers, count, "servers") }?;
         let url = polylock::kit::redlock_url::redlock_url(&servers)?;
-        *out = Box::into_raw(Box::new(client::connect(&url)?));
+        *out = client::hand_out(client::connect(&url)?);
         Ok(())
     })
 }
