@@ -278,8 +278,18 @@ async fn run_does_the_work_once_and_replays() {
         };
         let (a, b) = (idem.clone(), idem.clone());
         let (c1, c2) = (calls.clone(), calls.clone());
-        let first = tokio::spawn(async move { a.run("k", b"fp", None, || work(c1)).await });
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // The second run starts once the first holds the key (its work has begun): a fixed
+        // sleep here let a slow first begin lose the key to the second on a loaded machine.
+        let started = Arc::new(tokio::sync::Notify::new());
+        let begun = started.clone();
+        let first = tokio::spawn(async move {
+            a.run("k", b"fp", None, || async move {
+                begun.notify_one();
+                work(c1).await
+            })
+            .await
+        });
+        started.notified().await;
         // Waits for the attempt under way and replays its result.
         let second = tokio::spawn(async move { b.run("k", b"fp", Some(Duration::from_secs(10)), || work(c2)).await });
         assert_eq!(first.await.unwrap().unwrap(), b"result");
