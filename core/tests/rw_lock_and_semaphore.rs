@@ -199,7 +199,11 @@ async fn at_most_n_tasks_hold_permits_at_once() {
         for task in tasks {
             task.await.unwrap();
         }
-        assert_eq!(most.load(Ordering::SeqCst), 2, "{url}");
+        // The safety bound only: whether two tasks ever overlap depends on the scheduler (on a
+        // loaded machine ZooKeeper's round trips dwarf the 3 ms hold, and the permits pass one
+        // by one). That two permits can be held at once is checked without timing above.
+        let most = most.load(Ordering::SeqCst);
+        assert!((1..=2).contains(&most), "{url}: {most} tasks held permits at once");
     }
 }
 
