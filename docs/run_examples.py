@@ -56,7 +56,7 @@ def sources():
     files = sorted(p for p in (ROOT / "docs").rglob("*.md") if p.relative_to(ROOT / "docs").parts[0] not in ("book",) or False)
     files.append(ROOT / "README.md")
     files += sorted(ROOT.glob("bindings-*/README.md"))
-    files += [p for p in (ROOT / "cli/README.md", ROOT / "core/README.md") if p.exists()]
+    files += [p for p in (ROOT / "cli/README.md", ROOT / "core/README.md", ROOT / "CONTRIBUTING.md") if p.exists()]
     return files
 
 
