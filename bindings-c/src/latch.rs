@@ -130,7 +130,7 @@ pub unsafe extern "C" fn polylock_latch_await(
             .map(|wait| polylock::duration::check_wait("a latch wait", wait))
             .transpose()?;
         let core = handle.latch.clone();
-        *reached = handle.shared.block_on(async move { core.await_zero_cancellable(timeout, &cancel).await })?;
+        *reached = handle.shared.block_on(async move { core.try_await_zero_cancellable(timeout, &cancel).await })?;
         Ok(())
     })
 }

@@ -90,7 +90,7 @@ pub extern "system" fn Java_io_polylock_NativeCountDownLatch_nativeAwait<'l>(
         let wait = options(wait_ms, -1)?.wait;
         let completer = Completer::new(env, &future)?;
         let waiting = async move {
-            match latch.await_zero(wait).await? {
+            match latch.try_await_zero(wait).await? {
                 true => Ok(1),
                 false => Err(Error::timeout(format!("latch '{}' did not reach zero in time", latch.name()))),
             }

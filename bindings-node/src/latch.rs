@@ -90,6 +90,6 @@ impl Latch {
         let timeout = wait_from_millis(timeout_ms)?;
         let latch = self.latch.clone();
         let cancel = cancel.map(AcquireCancel::token).unwrap_or_default();
-        settle::spawn(env, async move { latch.await_zero_cancellable(timeout, &cancel).await.into_napi() })
+        settle::spawn(env, async move { latch.try_await_zero_cancellable(timeout, &cancel).await.into_napi() })
     }
 }

@@ -35,7 +35,7 @@ impl NativeLatch {
     /// Redis subscription can leave its channel; `abort` needs no runtime.
     fn wait_on_runtime(&self, timeout: Option<Duration>) -> PyResult<impl Future<Output = polylock::Result<bool>>> {
         let latch = self.latch.clone();
-        let task = self.shared.runtime()?.spawn(async move { latch.await_zero(timeout).await });
+        let task = self.shared.runtime()?.spawn(async move { latch.try_await_zero(timeout).await });
         let abort = AbortOnDrop(task.abort_handle());
         Ok(async move {
             let _abort = abort;

@@ -58,6 +58,6 @@ impl Latch {
     pub async fn await_zero(&self, wait_seconds: Option<f64>) -> Result<bool> {
         let wait = wait_from_seconds(wait_seconds)?;
         let latch = self.latch.clone();
-        self.shared.run(self.what(), async move { latch.await_zero(wait).await }).await
+        self.shared.run(self.what(), async move { latch.try_await_zero(wait).await }).await
     }
 }

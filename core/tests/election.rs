@@ -210,6 +210,9 @@ async fn a_campaign_that_times_out_or_is_dropped_leaves_no_candidacy() {
         let leading = holder.election(name).unwrap().campaign(b"holder", None).await.unwrap();
         let timed_out = other.election(name).unwrap().campaign(b"other", Some(Duration::from_millis(200))).await;
         assert_eq!(timed_out.unwrap_err().kind(), ErrorKind::Timeout, "{url}");
+        // The try form: the same wait running out is nothing, and leaves no candidacy either.
+        let nothing = other.election(name).unwrap().try_campaign(b"other", Some(Duration::from_millis(200))).await;
+        assert!(nothing.unwrap().is_none(), "{url}: try_campaign won a held election");
         let dropped =
             tokio::time::timeout(Duration::from_millis(200), other.election(name).unwrap().campaign(b"dropped", None))
                 .await;

@@ -60,7 +60,7 @@ async fn n_count_downs_release_every_waiter_of_every_client() {
         let mut waiters = Vec::new();
         for waiter in 0..4 {
             let latch = clients[waiter % 2].latch(&name).unwrap();
-            waiters.push(tokio::spawn(async move { latch.await_zero(Some(Duration::from_secs(30))).await }));
+            waiters.push(tokio::spawn(async move { latch.try_await_zero(Some(Duration::from_secs(30))).await }));
         }
         for n in 0..COUNT {
             // Every waiter is still waiting until the last count-down.
@@ -86,7 +86,8 @@ async fn a_count_is_refused_while_counting_down_and_taken_once_open() {
         let name = unique("set");
         let latch = client.latch(&name).unwrap();
         assert_eq!(latch.count().await.unwrap(), 0, "{url}: a latch never set is open");
-        assert!(latch.await_zero(Some(Duration::ZERO)).await.unwrap(), "{url}");
+        assert!(latch.try_await_zero(Some(Duration::ZERO)).await.unwrap(), "{url}");
+        latch.await_zero(Some(Duration::ZERO)).await.unwrap();
         assert!(latch.try_set_count(2).await.unwrap(), "{url}");
         assert!(!other.latch(&name).unwrap().try_set_count(7).await.unwrap(), "{url}: refused at 2");
         assert_eq!(latch.count().await.unwrap(), 2, "{url}: the refused count changed nothing");
@@ -103,21 +104,25 @@ async fn a_count_is_refused_while_counting_down_and_taken_once_open() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_wait_that_runs_out_answers_false_and_the_count_never_goes_below_zero() {
+async fn a_wait_that_runs_out_is_false_or_timeout_and_the_count_never_goes_below_zero() {
     let (urls, _dir) = urls();
     for url in urls {
         let client = Client::connect(&url).await.unwrap();
         let name = unique("timeout");
         let latch = client.latch(&name).unwrap();
         assert!(latch.try_set_count(1).await.unwrap(), "{url}");
-        assert!(!latch.await_zero(Some(Duration::from_millis(150))).await.unwrap(), "{url}: the wait ran out");
-        assert!(!latch.await_zero(Some(Duration::ZERO)).await.unwrap(), "{url}: a zero wait looks once");
+        assert!(!latch.try_await_zero(Some(Duration::from_millis(150))).await.unwrap(), "{url}: the wait ran out");
+        assert!(!latch.try_await_zero(Some(Duration::ZERO)).await.unwrap(), "{url}: a zero wait looks once");
+        // The waiting form: the same wait running out is an error of kind Timeout.
+        let err = latch.await_zero(Some(Duration::from_millis(150))).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Timeout, "{url}: {err}");
+        assert!(err.to_string().contains(&name), "{url}: the error names the latch: {err}");
         assert_eq!(latch.count().await.unwrap(), 1, "{url}");
         for _ in 0..3 {
             latch.count_down().await.unwrap();
             assert_eq!(latch.count().await.unwrap(), 0, "{url}: below zero");
         }
-        assert!(latch.await_zero(Some(Duration::from_millis(150))).await.unwrap(), "{url}");
+        latch.await_zero(Some(Duration::from_millis(150))).await.unwrap();
         // Counting an open latch down did not leave it owing: one new count, one count-down.
         assert!(latch.try_set_count(1).await.unwrap(), "{url}");
         latch.count_down().await.unwrap();
@@ -211,6 +216,6 @@ async fn redis_keeps_redissons_count_down_latch_layout() {
         .query_async(&mut conn)
         .await
         .unwrap();
-    assert!(waiter.await.unwrap().unwrap());
+    waiter.await.unwrap().unwrap();
     client.close().await;
 }

@@ -176,6 +176,34 @@ async fn waiting_times_out_with_a_typed_error() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_try_form_takes_a_wait_and_a_lease_and_returns_nothing_when_it_runs_out() {
+    for store in stores("") {
+        let client = connect(&store).await;
+        let guard = store.lock(&client, "busy-try").acquire().await.unwrap();
+        let other = connect(&store).await;
+        let started = Instant::now();
+        let options = AcquireOptions::default().wait(Duration::from_millis(200)).lease(Duration::from_secs(5));
+        let nothing = store.lock(&other, "busy-try").try_acquire_with(options).await.unwrap();
+        let waited = started.elapsed();
+        assert!(nothing.is_none(), "{}: the try form returned a guard for a held lock", store.url);
+        assert!(waited >= Duration::from_millis(200) && waited < Duration::from_secs(2), "{waited:?}");
+        let first_token = guard.fencing_token();
+        guard.release().await.unwrap();
+        // Free now: the same call holds it, with the explicit lease.
+        let held = store.lock(&other, "busy-try").try_acquire_with(options).await.unwrap().expect("free lock");
+        assert!(held.fencing_token() > first_token, "{}", store.url);
+        held.release().await.unwrap();
+        // Bad input is still an error, never "nothing".
+        let err = store
+            .lock(&other, "busy-try")
+            .try_acquire_with(AcquireOptions::default().lease(Duration::ZERO))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{}: {err}", store.url);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_gets_the_lock_soon_after_release() {
     for store in stores("") {
         let client = connect(&store).await;

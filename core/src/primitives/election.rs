@@ -101,6 +101,16 @@ impl Election {
         }
     }
 
+    /// The try form of [`Election::campaign`]: `Ok(None)` when `timeout` runs out before this
+    /// candidate leads (no candidacy is left behind), where `campaign` returns kind `Timeout`.
+    pub async fn try_campaign(&self, value: &[u8], timeout: Option<Duration>) -> Result<Option<Leadership>> {
+        match self.campaign(value, timeout).await {
+            Ok(leadership) => Ok(Some(leadership)),
+            Err(err) if err.kind() == ErrorKind::Timeout => Ok(None),
+            Err(err) => Err(err),
+        }
+    }
+
     /// The current leader, or `None` when nobody leads.
     pub async fn leader(&self) -> Result<Option<LeaderRecord>> {
         self.engine.check_open()?;

@@ -70,16 +70,33 @@ impl Latch {
         self.store.count(&self.key).await
     }
 
-    /// Wait until the count reaches zero, at most `timeout` (`None`: as long as it takes).
-    /// `true` once it is zero, `false` when the timeout ran out first. Closing the client
-    /// ends the wait with a `Connection` error.
-    pub async fn await_zero(&self, timeout: Option<Duration>) -> Result<bool> {
-        self.await_zero_cancellable(timeout, &CancellationToken::new()).await
+    /// The waiting form: wait until the count reaches zero, at most `timeout` (`None`: as long
+    /// as it takes); a timeout that runs out first is an error of kind `Timeout`, as for every
+    /// other waiting form. Closing the client ends the wait with a `Connection` error.
+    pub async fn await_zero(&self, timeout: Option<Duration>) -> Result<()> {
+        if self.try_await_zero(timeout).await? {
+            return Ok(());
+        }
+        Err(Error::timeout(format!(
+            "latch '{}' did not reach zero within {:?}",
+            self.name,
+            timeout.unwrap_or_default()
+        )))
     }
 
-    /// [`Latch::await_zero`] that also ends, with kind `Cancelled`, when `cancel` fires (for
+    /// The try form: `true` once the count is zero, `false` when `timeout` ran out first
+    /// (as Java's `CountDownLatch.await(time, unit)`).
+    pub async fn try_await_zero(&self, timeout: Option<Duration>) -> Result<bool> {
+        self.try_await_zero_cancellable(timeout, &CancellationToken::new()).await
+    }
+
+    /// [`Latch::try_await_zero`] that also ends, with kind `Cancelled`, when `cancel` fires (for
     /// bindings whose callers give up: a Python KeyboardInterrupt, an asyncio cancel).
-    pub async fn await_zero_cancellable(&self, timeout: Option<Duration>, cancel: &CancellationToken) -> Result<bool> {
+    pub async fn try_await_zero_cancellable(
+        &self,
+        timeout: Option<Duration>,
+        cancel: &CancellationToken,
+    ) -> Result<bool> {
         self.engine.check_open()?;
         let deadline = timeout.map(|timeout| Instant::now() + timeout);
         let stop = CancellationToken::new();

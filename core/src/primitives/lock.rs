@@ -78,7 +78,14 @@ impl Lock {
 
     /// Try once; `None` if someone else holds the lock.
     pub async fn try_acquire(&self) -> Result<Option<Guard>> {
-        none_if_timed_out(self.acquire_with(AcquireOptions::default().wait(Duration::ZERO)).await)
+        self.try_acquire_with(AcquireOptions::default().wait(Duration::ZERO)).await
+    }
+
+    /// The try form of [`Lock::acquire_with`]: the same wait and lease, but a wait that runs
+    /// out is `Ok(None)` rather than an error of kind `Timeout` (the conventions of
+    /// docs/conventions.md: a try form returns nothing, a waiting form returns the error).
+    pub async fn try_acquire_with(&self, options: AcquireOptions) -> Result<Option<Guard>> {
+        none_if_timed_out(self.acquire_with(options).await)
     }
 
     /// Acquire with an explicit wait and lease. A wait that runs out is an error of kind

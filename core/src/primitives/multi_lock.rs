@@ -236,7 +236,13 @@ impl MultiLock {
 
     /// Try each part once; `None` if someone else holds any of them (and nothing is held).
     pub async fn try_acquire(&self) -> Result<Option<MultiGuard>> {
-        match self.acquire_with(AcquireOptions::default().wait(Duration::ZERO)).await {
+        self.try_acquire_with(AcquireOptions::default().wait(Duration::ZERO)).await
+    }
+
+    /// The try form of [`MultiLock::acquire_with`]: `Ok(None)` when the one wait runs out
+    /// (and nothing is held).
+    pub async fn try_acquire_with(&self, options: AcquireOptions) -> Result<Option<MultiGuard>> {
+        match self.acquire_with(options).await {
             Ok(guard) => Ok(Some(guard)),
             Err(err) if err.kind() == ErrorKind::Timeout => Ok(None),
             Err(err) => Err(err),

@@ -98,7 +98,13 @@ impl RwLockSide {
 
     /// Try once; `None` if the other side is held by someone else.
     pub async fn try_acquire(&self) -> Result<Option<Guard<RwMode>>> {
-        none_if_timed_out(self.acquire_with(AcquireOptions::default().wait(Duration::ZERO)).await)
+        self.try_acquire_with(AcquireOptions::default().wait(Duration::ZERO)).await
+    }
+
+    /// The try form of [`RwLockSide::acquire_with`]: `Ok(None)` when the wait runs out (an
+    /// upgrade is still refused with kind `InvalidArgument`).
+    pub async fn try_acquire_with(&self, options: AcquireOptions) -> Result<Option<Guard<RwMode>>> {
+        none_if_timed_out(self.acquire_with(options).await)
     }
 
     /// Acquire with an explicit wait and lease, as [`crate::Lock::acquire_with`]. Asking for

@@ -70,7 +70,12 @@ impl Semaphore {
 
     /// Try once; `None` if every permit is taken.
     pub async fn try_acquire(&self) -> Result<Option<Permit>> {
-        none_if_timed_out(self.acquire_with(AcquireOptions::default().wait(Duration::ZERO)).await)
+        self.try_acquire_with(AcquireOptions::default().wait(Duration::ZERO)).await
+    }
+
+    /// The try form of [`Semaphore::acquire_with`]: `Ok(None)` when the wait runs out.
+    pub async fn try_acquire_with(&self, options: AcquireOptions) -> Result<Option<Permit>> {
+        none_if_timed_out(self.acquire_with(options).await)
     }
 
     /// Take one permit, with an explicit wait and lease as [`crate::Lock::acquire_with`].
