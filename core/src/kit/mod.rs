@@ -23,7 +23,8 @@
 
 pub mod cancel;
 pub mod fork;
-pub mod idempotency_codec;
+// The stored form of `run`'s responses is the primitive's own (Idempotency::run writes it too).
+pub use crate::primitives::idempotency_codec;
 pub mod ids;
 pub mod log_bridge;
 pub mod metrics_json;

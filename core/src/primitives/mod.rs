@@ -5,6 +5,7 @@
 mod election;
 mod guard;
 mod idempotency;
+pub mod idempotency_codec;
 mod idempotency_record;
 mod inspect;
 mod latch;
