@@ -446,14 +446,17 @@ class Private:
 # Case 1: the holder paused (SIGSTOP) past its lease, then resumed
 
 
-# (backend, kind, does a paused holder lose the lock?) Session locks (PostgreSQL
-# pg_advisory_lock, MariaDB GET_LOCK) are kept by the server while the paused holder's
-# connection lives: the waiter must NOT get them during the pause. On the SQL backends the
-# reentrant kind is the session lock.
+# (backend, kind, does a paused holder lose the lock?) Every kind does, session locks too
+# (PostgreSQL pg_advisory_lock, MariaDB GET_LOCK; on the SQL backends the reentrant kind is the
+# session lock): a holding session is told to end after a silence of its lease rounded up to
+# whole seconds plus one (idle_session_timeout, wait_timeout; issue 35 section 7), so the
+# server ends a paused holder's session, and the lock with it, instead of keeping it for as
+# long as the pause lasts. The third field stays for a backend whose server keeps a paused
+# holder's lock (PostgreSQL before 14 would): then the waiter must NOT get it during the pause.
 PAUSE_TARGETS = [
     ("sqlite", None, True), ("redis", "reentrant", True), ("redis", "fair", True), ("redis", "token", True),
-    ("postgres", "lease", True), ("postgres", "reentrant", False), ("mariadb", "lease", True),
-    ("mariadb", "reentrant", False), ("etcd", None, True), ("zookeeper", None, True),
+    ("postgres", "lease", True), ("postgres", "reentrant", True), ("mariadb", "lease", True),
+    ("mariadb", "reentrant", True), ("etcd", None, True), ("zookeeper", None, True),
 ]
 
 
@@ -770,11 +773,13 @@ class Partition:
         subprocess.run(["iptables", "-X", self.chain], capture_output=True)
 
 
-# (backend, kind, is the lock freed by the server while its holder is cut off?) A SQL session
-# lock is kept by the server for as long as it thinks the holder's connection lives: behind a
-# partition that is until TCP gives up, so the waiter must not get it until the partition heals.
+# (backend, kind, is the lock freed by the server while its holder is cut off?) Every kind is:
+# a SQL session lock's connection looks silent to the server behind a partition, and the
+# server ends a holding session silent for its lease rounded up to whole seconds plus one
+# (idle_session_timeout; issue 35 section 7). Before that it kept the lock until TCP gave up,
+# and the waiter got it only after the partition healed (the False branch below).
 PARTITION_TARGETS = [("redis", "reentrant", True), ("etcd", None, True), ("zookeeper", None, True),
-                     ("postgres", "lease", True), ("postgres", "reentrant", False)]
+                     ("postgres", "lease", True), ("postgres", "reentrant", True)]
 
 
 def case_partition(backend, kind, frees):
