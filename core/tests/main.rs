@@ -23,6 +23,7 @@ mod sql;
 mod sql_handoff;
 mod sql_rw_semaphore;
 mod sql_shedlock;
+mod tls;
 mod values_and_idempotency;
 mod values_processes;
 mod zk_rw_semaphore;

@@ -45,6 +45,8 @@ use crate::spi::{CounterStore, LockKind, LostNotifier, VersionStore};
 use crate::url::ConnectUrl;
 use endpoint::Endpoint;
 use link::Link;
+// RedLock's nodes are connected as the Redis backend connects one server.
+pub(super) use link::{certificates, node_client, Credentials};
 use pubsub::Subscriptions;
 use rw_lock::{RedisRwLocks, RwPreference};
 use scripts::{LockKeys, UNLOCK_MESSAGE};
