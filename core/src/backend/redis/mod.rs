@@ -18,6 +18,7 @@ mod endpoint;
 mod inspect;
 mod latch;
 mod link;
+mod names;
 mod pubsub;
 mod push;
 mod rw_lock;
@@ -65,6 +66,8 @@ pub(crate) struct RedisBackend {
     subscriptions: Arc<Subscriptions>,
     /// URL option `rw_preference`: Redisson's reader preference unless `writer`.
     rw_preference: RwPreference,
+    /// URL option `timeout`: also how long idempotent calls are retried (engine/retry.rs).
+    timeout: Duration,
 }
 
 impl RedisBackend {
@@ -86,7 +89,7 @@ impl RedisBackend {
             }
         };
         let subscriptions = Subscriptions::start(link.clone(), pushes);
-        Ok(RedisBackend { link, subscriptions, rw_preference })
+        Ok(RedisBackend { link, subscriptions, rw_preference, timeout: limit })
     }
 
     /// One attempt for an owner that does not hold the lock. Both acquire scripts answer
@@ -358,6 +361,14 @@ impl HoldStore for RedisBackend {
 impl Store for RedisBackend {
     fn inspect(self: Arc<Self>) -> Option<Arc<dyn crate::spi::InspectStore>> {
         Some(self)
+    }
+
+    fn retry_within(&self) -> Duration {
+        self.timeout
+    }
+
+    fn check_key(&self, key: &str) -> Result<()> {
+        names::check_key(key)
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -104,6 +104,11 @@ impl<D: Dialect> Store for SqlStore<D> {
         inspect::inspector(self)
     }
 
+    /// `connect_timeout`: the pool hands a retried call another connection within it.
+    fn retry_within(&self) -> std::time::Duration {
+        self.config.connect_timeout
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             rw_locks: true,
