@@ -116,7 +116,8 @@ async fn a_release_while_the_server_restarts_is_retried_and_frees_the_lock() {
         let guard = client.lock(&name).unwrap().with_kind(kind).unwrap().acquire_with(lease(60)).await.unwrap();
         server.kill();
         let back = std::thread::spawn({
-            let mut server = std::mem::replace(&mut server, Server { port: 0, dir: tempfile::tempdir().unwrap(), child: None });
+            let mut server =
+                std::mem::replace(&mut server, Server { port: 0, dir: tempfile::tempdir().unwrap(), child: None });
             move || {
                 std::thread::sleep(Duration::from_millis(1500));
                 assert!(server.spawn(), "the server starts again on its port");

@@ -164,7 +164,13 @@ impl<K: HoldKind> HoldStore<K> for RetryingHolds<K> {
         }
     }
 
-    async fn transfer(&self, from: &HeldLock<K>, to: Owner, lease: Duration, lost: &LostNotifier) -> Result<Option<Acquired>> {
+    async fn transfer(
+        &self,
+        from: &HeldLock<K>,
+        to: Owner,
+        lease: Duration,
+        lost: &LostNotifier,
+    ) -> Result<Option<Acquired>> {
         self.inner.transfer(from, to, lease, lost).await
     }
 
