@@ -128,10 +128,8 @@ async fn sentinel_over_tls_with_a_client_certificate() {
     let err = Client::connect(&format!("{base}?{}&timeout=2s", without.join("&"))).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
     // Plain TCP to the TLS-only sentinel fails too.
-    let err =
-        Client::connect(&format!("{}?{}&timeout=2s", base.replacen("rediss+", "redis+", 1), "sentinel_password=x"))
-            .await
-            .unwrap_err();
+    let plain = base.replacen("rediss+", "redis+", 1);
+    let err = Client::connect(&format!("{plain}?sentinel_password=x&timeout=2s")).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
 }
 
