@@ -47,10 +47,8 @@ fn split_entry(entry: &str) -> Result<(Option<String>, String)> {
         None => trimmed,
         Some((scheme, rest)) if scheme.eq_ignore_ascii_case("redis") => rest,
         Some((scheme, _)) if scheme.eq_ignore_ascii_case("rediss") => {
-            return Err(bad(
-                "a list of servers joins into a plain redlock:// URL; for TLS, connect with a URL \
-                 redlocks://h1:p1,h2:p2,h3:p3?ca=/path/ca.pem instead",
-            ))
+            return Err(bad("a list of servers joins into a plain redlock:// URL; for TLS, connect with a URL \
+                 redlocks://h1:p1,h2:p2,h3:p3?ca=/path/ca.pem instead"))
         }
         Some(_) => return Err(bad("expected host:port or redis://host:port")),
     };
