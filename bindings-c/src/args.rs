@@ -87,6 +87,9 @@ pub unsafe fn set_if_wanted<T>(ptr: *mut T, value: T) {
 /// # Safety
 /// `ptr` is NULL or writable for `count` `u64`s.
 pub unsafe fn id_array<'a>(ptr: *mut u64, count: usize) -> Result<&'a mut [u64]> {
+    // Above the bound the call is refused before the array is looked at: no slice of a
+    // count the caller could not have allocated is ever made.
+    polylock::id::check_batch(count)?;
     if count == 0 {
         return Ok(&mut []);
     }

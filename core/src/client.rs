@@ -90,8 +90,8 @@ impl Client {
             return Err(err);
         }
         let capabilities = store.capabilities();
-        let inspect_store = store.clone().inspect();
         let engine = Engine::start(ClientId::random(), store, url.redacted().to_string(), watchdog_lease, runtime);
+        let inspect_store = engine.inspect_store();
         Ok(Client { engine, namespace: namespace.map(Into::into), capabilities, inspect_store })
     }
 
@@ -177,6 +177,7 @@ impl Client {
     /// grows, and fenced writes. `Unsupported` if the backend has no versioned values.
     pub fn value(&self, name: &str) -> Result<Value> {
         let key = self.key(name)?;
+        crate::primitives::check_value_name(name)?;
         let store = self.engine.versions()?;
         Ok(Value::new(self.engine.clone(), store, name, key))
     }
@@ -254,7 +255,9 @@ impl Client {
 
     fn key(&self, name: &str) -> Result<String> {
         validate_name(name)?;
-        Ok(storage_key(self.namespace.as_deref(), name))
+        let key = storage_key(self.namespace.as_deref(), name);
+        self.engine.check_key(&key)?;
+        Ok(key)
     }
 
     fn new_owner(&self) -> Owner {

@@ -110,6 +110,107 @@ impl ConnectUrl {
     }
 }
 
+/// The TLS options of a URL whose scheme asks for TLS (`rediss`, `redlocks`, `zks`...): `ca`,
+/// the PEM file of the CA that signed the server's certificate (default: the system's or the
+/// web's roots), and `cert` with `key`, a client certificate for a server that asks for one.
+/// TLS here always checks the server's certificate and name; there is no option to skip it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct TlsFiles {
+    pub ca: Option<String>,
+    pub cert: Option<String>,
+    pub key: Option<String>,
+}
+
+/// What [`TlsFiles::read`] read: PEM bytes.
+pub(crate) struct TlsPem {
+    pub ca: Option<Vec<u8>>,
+    /// The client certificate and its key.
+    pub identity: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+impl TlsFiles {
+    /// Take `ca`, `cert` and `key` from `url`: `Some` when `tls` (the scheme asks for TLS),
+    /// an error naming `tls_scheme` when the options come without it, or when `cert` and
+    /// `key` do not come together.
+    pub fn take(url: &mut ConnectUrl, tls: bool, tls_scheme: &str) -> Result<Option<TlsFiles>> {
+        let files = TlsFiles { ca: url.take_option("ca"), cert: url.take_option("cert"), key: url.take_option("key") };
+        if files != TlsFiles::default() && !tls {
+            return Err(Error::invalid_argument(format!(
+                "options 'ca', 'cert' and 'key' need a {tls_scheme}:// URL (TLS): {}",
+                url.redacted()
+            )));
+        }
+        if files.cert.is_some() != files.key.is_some() {
+            return Err(Error::invalid_argument(format!(
+                "options 'cert' and 'key' go together (a client certificate and its key): {}",
+                url.redacted()
+            )));
+        }
+        Ok(tls.then_some(files))
+    }
+
+    /// Read the files now, so a wrong path is an `InvalidArgument` at connect time.
+    pub fn read(&self) -> Result<TlsPem> {
+        let read = |option: &str, path: &str| {
+            std::fs::read(path).map_err(|e| {
+                Error::invalid_argument(format!("cannot read the file of URL option '{option}' ({path})"))
+                    .with_source(e)
+            })
+        };
+        let ca = self.ca.as_deref().map(|path| read("ca", path)).transpose()?;
+        let identity = match (&self.cert, &self.key) {
+            (Some(cert), Some(key)) => Some((read("cert", cert)?, read("key", key)?)),
+            _ => None,
+        };
+        Ok(TlsPem { ca, identity })
+    }
+}
+
+/// Whether `host` (a name, an IP address, bracketed or not, or a Unix socket's path) is
+/// this machine: `localhost` (and `*.localhost`), 127.0.0.0/8, `::1`. Names are not
+/// resolved: a name that is not `localhost` counts as another machine.
+pub(crate) fn is_loopback(host: &str) -> bool {
+    let host = host.trim().trim_start_matches('[').trim_end_matches(']').trim_end_matches('.');
+    let lower = host.to_ascii_lowercase();
+    host.starts_with('/')
+        || lower == "localhost"
+        || lower.ends_with(".localhost")
+        || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.to_canonical().is_loopback())
+}
+
+/// The decision behind [`warn_unverified_password`]: a password is exposed when it is sent
+/// (`password`) without verified TLS (`verified`: the server's certificate checked against
+/// trusted roots) to at least one host that is not this machine. Returns that host.
+pub(crate) fn exposed_host<'a>(
+    hosts: impl IntoIterator<Item = &'a str>,
+    password: bool,
+    verified: bool,
+) -> Option<&'a str> {
+    if !password || verified {
+        return None;
+    }
+    hosts.into_iter().find(|host| !is_loopback(host))
+}
+
+/// Called by every backend's connect: when a password goes to a host that is not this
+/// machine without verified TLS, log one warning naming the host, the backend and `how` to
+/// turn verification on. Returns whether it warned. Never fails the connect: libpq's and the
+/// servers' own meanings of the URL are kept.
+pub(crate) fn warn_unverified_password<'a>(
+    backend: &'static str,
+    redacted: &str,
+    hosts: impl IntoIterator<Item = &'a str>,
+    password: bool,
+    verified: bool,
+    how: &str,
+) -> bool {
+    let Some(host) = exposed_host(hosts, password, verified) else { return false };
+    tracing::warn!(op = "connect", backend, url = %redacted, host = %host,
+        "the password in the URL goes to {host} without verified TLS, so whoever is on the network path can read or \
+         replay it (a server whose certificate is not checked may be anyone); {how}");
+    true
+}
+
 /// Decode the percent-escapes of a URL's user, password or path part (a literal '+' stays
 /// a '+', as it does outside a query string).
 pub(crate) fn percent_decode(text: &str) -> String {
@@ -296,6 +397,24 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn a_password_to_another_host_without_verified_tls_is_exposed() {
+        for host in ["db.example.com", "10.0.0.5", "[2001:db8::1]", "localhost.example.com", "128.0.0.1"] {
+            assert_eq!(exposed_host([host], true, false), Some(host), "{host}");
+            assert_eq!(exposed_host([host], true, true), None, "{host} verified");
+            assert_eq!(exposed_host([host], false, false), None, "{host} without a password");
+        }
+        for host in
+            ["127.0.0.1", "127.8.9.10", "localhost", "LOCALHOST.", "api.localhost", "::1", "[::1]", "/run/db.sock"]
+        {
+            assert_eq!(exposed_host([host], true, false), None, "{host}");
+        }
+        // Any host of several that leaves this machine is named.
+        assert_eq!(exposed_host(["127.0.0.1", "cache-2.internal", "::1"], true, false), Some("cache-2.internal"));
+        assert!(warn_unverified_password("redis", "redis://:***@cache.internal", ["cache.internal"], true, false, "x"));
+        assert!(!warn_unverified_password("redis", "redis://:***@127.0.0.1", ["127.0.0.1"], true, false, "x"));
+    }
 
     #[test]
     fn secrets_are_what_redaction_hides() {

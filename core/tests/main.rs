@@ -23,6 +23,8 @@ mod sql;
 mod sql_handoff;
 mod sql_rw_semaphore;
 mod sql_shedlock;
+mod tls;
+mod transport_retry;
 mod values_and_idempotency;
 mod values_processes;
 mod zk_rw_semaphore;

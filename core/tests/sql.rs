@@ -333,3 +333,163 @@ async fn a_name_that_is_a_semaphore_slot_or_a_hashed_name_is_refused() {
         client.close().await;
     }
 }
+
+// A paused holder of a session lock (issue 35 section 7): the holder runs in a child process
+// (this test binary, `paused_session_holder_child`), which the test freezes with SIGSTOP.
+
+const PAUSED_URL: &str = "POLYLOCK_SQL_PAUSED_HOLDER_URL";
+const PAUSED_NAME: &str = "POLYLOCK_SQL_PAUSED_HOLDER_NAME";
+/// The lease of both the paused holder and the waiter (`?lease=`, the watchdog's).
+const PAUSE_LEASE: Duration = Duration::from_secs(3);
+
+fn with_lease(url: &str, lease: Duration) -> String {
+    let separator = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{separator}lease={}ms", lease.as_millis())
+}
+
+fn signal(child: &std::process::Child, signal: &str) {
+    let status = std::process::Command::new("kill").args([signal, &child.id().to_string()]).status().unwrap();
+    assert!(status.success(), "kill {signal}");
+}
+
+/// The child's next line that starts with `tag`, after `tag` (`None` if it ended first).
+fn line_after(lines: &mut impl Iterator<Item = std::io::Result<String>>, tag: &str) -> Option<String> {
+    lines.map_while(|line| line.ok()).find_map(|line| line.strip_prefix(tag).map(|rest| rest.trim().to_string()))
+}
+
+/// A holder whose process is paused keeps its connection open, so before the server limited
+/// a holding session's silence the waiter was kept out for the whole pause (12 s here, for ever
+/// if the pause never ends) although the holder's 3 s lease had long run out. Now the server
+/// ends the silent session within the lease and a second (`idle_session_timeout` on
+/// PostgreSQL 14+, `wait_timeout` on MySQL/MariaDB): the waiter gets the lock within the lease
+/// plus 3 s of the pause, with a greater token, and the holder, resumed, is told it lost it.
+async fn a_paused_holder_loses_its_session_lock(url: &str) {
+    use std::io::BufRead;
+    let backend = url.split("://").next().unwrap();
+    let name = unique(&format!("paused-holder-{backend}"));
+    let module = module_path!().split_once("::").map_or(module_path!(), |(_, rest)| rest);
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", &format!("{module}::paused_session_holder_child"), "--ignored", "--nocapture"])
+        .env(PAUSED_URL, with_lease(url, PAUSE_LEASE))
+        .env(PAUSED_NAME, &name)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let holder_token: u64 = line_after(&mut lines, "HELD ").expect("the child never held the lock").parse().unwrap();
+    // Past a check or two of the holder's session, so the pause falls anywhere between them.
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    signal(&child, "-STOP");
+    let paused = std::time::Instant::now();
+
+    let waiter = Client::connect(&with_lease(url, PAUSE_LEASE)).await.unwrap();
+    let pause = Duration::from_secs(12);
+    let got = waiter.lock(&name).unwrap().acquire_with(AcquireOptions::default().wait(pause)).await;
+    let waited = paused.elapsed();
+    signal(&child, "-CONT");
+    let resumed = std::time::Instant::now();
+    let guard = match got {
+        Ok(guard) => guard,
+        Err(err) => {
+            let _ = child.kill();
+            panic!("{backend}: the waiter was kept out for the whole {pause:?} pause ({waited:?}): {err}");
+        }
+    };
+    eprintln!("{backend}: the waiter got the lock {waited:?} after the holder's pause (lease {PAUSE_LEASE:?})");
+    assert!(
+        waited < PAUSE_LEASE + Duration::from_secs(3),
+        "{backend}: the waiter got the lock only {waited:?} after the holder's pause (lease {PAUSE_LEASE:?})"
+    );
+    assert!(
+        waited >= PAUSE_LEASE * 2 / 3,
+        "{backend}: the lock was free {waited:?} after the pause, before the lease ran out"
+    );
+    assert!(guard.fencing_token() > holder_token, "{backend}: token {} after {holder_token}", guard.fencing_token());
+
+    let lost = line_after(&mut lines, "LOST ").expect("the resumed holder never said it lost the lock");
+    eprintln!("{backend}: the resumed holder was told {:?} after SIGCONT: {lost}", resumed.elapsed());
+    assert!(
+        resumed.elapsed() < Duration::from_secs(3),
+        "{backend}: the holder heard of its loss {:?} late",
+        resumed.elapsed()
+    );
+    assert!(child.wait().unwrap().success(), "{backend}: the holder's process failed");
+    // The holder's failed release disturbed nothing: the waiter still holds, and gives back.
+    assert!(!guard.is_lost(), "{backend}: the waiter's hold was lost");
+    assert!(waiter.lock(&name).unwrap().is_locked().await.unwrap(), "{backend}: the lock was freed under the waiter");
+    guard.release().await.unwrap();
+    waiter.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_paused_holder_loses_its_session_lock_within_its_lease() {
+    a_paused_holder_loses_its_session_lock(&postgres_url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_a_paused_holder_loses_its_session_lock_within_its_lease() {
+    a_paused_holder_loses_its_session_lock(&mariadb_url()).await;
+}
+
+/// The holder of the tests above (run by them as a child process; ignored when run directly):
+/// holds the session lock, then says how it learnt it lost it, and releases.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "run by a_paused_holder_loses_its_session_lock as its child process"]
+async fn paused_session_holder_child() {
+    let url = std::env::var(PAUSED_URL).expect("run by a_paused_holder_loses_its_session_lock");
+    let client = Client::connect(&url).await.unwrap();
+    let guard = client.lock(&std::env::var(PAUSED_NAME).unwrap()).unwrap().acquire().await.unwrap();
+    println!("HELD {}", guard.fencing_token());
+    let reason = timeout(Duration::from_secs(60), guard.lost()).await.expect("the hold was never lost");
+    println!("LOST {reason:?}");
+    let released = guard.release().await;
+    println!("RELEASED {released:?}");
+    client.close().await;
+}
+
+/// The limit on a holding session's silence goes when the connection returns to its pool: a
+/// connection that held a lock for a 1 s lease (a 2 s limit), then idled 3 s in the pool, is
+/// the one that takes the next lock (the same server session), not one the server ended.
+async fn a_released_session_idles_in_its_pool_unlimited(url: &str) {
+    let backend = url.split("://").next().unwrap();
+    let client = Client::connect(&with_lease(url, Duration::from_secs(1))).await.unwrap();
+    let name = unique(&format!("pooled-{backend}"));
+    let lock = client.lock(&name).unwrap();
+    let mut sessions = Vec::new();
+    for _ in 0..2 {
+        let guard = lock.acquire().await.unwrap();
+        let session: i64 = if url.starts_with("postgres") {
+            sqlx::query_scalar(
+                "SELECT pid::bigint FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1
+                 AND ((classid::bigint << 32) | objid::bigint) = ($1::bigint & x'ffffffffffffffff'::bigint)",
+            )
+            .bind(sql_names::postgres_advisory_key(&name))
+            .fetch_one(&pg_admin().await)
+            .await
+            .unwrap()
+        } else {
+            sqlx::query_scalar("SELECT IS_USED_LOCK(?)")
+                .bind(sql_names::mysql_lock_name(&name))
+                .fetch_one(&my_admin().await)
+                .await
+                .unwrap()
+        };
+        sessions.push(session);
+        guard.release().await.unwrap();
+        if sessions.len() == 1 {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+        }
+    }
+    assert_eq!(sessions[0], sessions[1], "{backend}: the pooled session was ended by the server while it idled");
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_a_released_session_idles_in_its_pool_unlimited() {
+    a_released_session_idles_in_its_pool_unlimited(&postgres_url()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mariadb_a_released_session_idles_in_its_pool_unlimited() {
+    a_released_session_idles_in_its_pool_unlimited(&mariadb_url()).await;
+}

@@ -202,6 +202,49 @@ async fn idempotency_keys_acquire_replay_and_refuse() {
     }
 }
 
+/// Issue 35: idempotency records were `<namespace>:<key>` with both spelled as given, so the
+/// namespace `a` with the key `b:c` and the namespace `a:b` with the key `c` were one record
+/// (a payment replayed for another service's request). The namespace's `:` (and `%`) are now
+/// encoded in the record's key, so the split is unique while namespaces and keys keep `:`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idempotency_namespaces_and_keys_with_the_separator_are_apart() {
+    let (urls, _dir) = urls();
+    for url in urls {
+        let Some(client) = connect(&url).await else { continue };
+        let (outer, inner) = (client.idempotency("svc").unwrap(), client.idempotency("svc:pay").unwrap());
+        let Begin::Acquired(first) = outer.begin("pay:order-1", b"fp-outer").await.unwrap() else { panic!("{url}") };
+        first.complete(b"outer's").await.unwrap();
+        // Before: Replay(b"outer's") (the same record) or Mismatch (its fingerprint).
+        match inner.begin("order-1", b"fp-inner").await.unwrap() {
+            Begin::Acquired(ticket) => ticket.complete(b"inner's").await.unwrap(),
+            other => panic!("{url}: namespace 'svc:pay' key 'order-1' found another's record: {other:?}"),
+        }
+        // '%' is encoded too, so 'svc%3Apay' is a third namespace, not 'svc:pay' again.
+        let spelled = client.idempotency("svc%3Apay").unwrap();
+        assert!(matches!(spelled.begin("order-1", b"fp-x").await.unwrap(), Begin::Acquired(_)), "{url}");
+        assert!(matches!(outer.begin("pay:order-1", b"fp-outer").await.unwrap(), Begin::Replay(r) if r == b"outer's"));
+        assert!(matches!(inner.begin("order-1", b"fp-inner").await.unwrap(), Begin::Replay(r) if r == b"inner's"));
+        client.close().await;
+    }
+}
+
+/// Issue 35: other primitives keep records among the versioned values (a lease-backed
+/// election's `<name>:leader`, idempotency records, Snowflake marks); a value of such a name
+/// was that record, so it is refused on every backend, before anything is read or written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn value_names_of_internal_records_are_refused() {
+    let (urls, _dir) = urls();
+    for url in urls {
+        let Some(client) = connect(&url).await else { continue };
+        for name in ["jobs:leader", "polylock:idempotency:payments:order-1", "polylock-snowflake-mark:0"] {
+            let err = client.value(name).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{url}: {name}: {err}");
+        }
+        assert!(client.value("jobs:leader-address").is_ok(), "{url}");
+        client.close().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crashed_attempt_is_taken_over_and_its_late_complete_is_lost() {
     let (urls, _dir) = urls();

@@ -7,6 +7,13 @@
 //!   boundary is a bug too; under libFuzzer a panic aborts at once);
 //! - a failed call leaves a readable `polylock_last_error()`, with no password from the URL;
 //! - functions that cannot fail (the frees, the getters) accept NULL;
+//! - counts have bounds, and every count beyond one is refused with `POLYLOCK_INVALID_ARGUMENT`
+//!   (never an abort, an allocation failure or a write into the caller's array): ID batches
+//!   (`polylock_segment_next_ids`, `polylock_leased_snowflake_next_ids`) above
+//!   `polylock::id::MAX_BATCH`, semaphores of 0 permits or more than `polylock::MAX_PERMITS`
+//!   (the bound on mem and SQLite; `MAX_SQL_PERMITS` is PostgreSQL's and MySQL's). The counts
+//!   are drawn mostly small, else from the bounds and their neighbours, `usize::MAX`, C's
+//!   negative ints converted, and any 64 bits;
 //! - every input frees what it made: the process's open file descriptors (each client's
 //!   runtime and connections hold some) do not grow from input to input;
 //! - no log record handed to a `polylock_set_log_callback()` callback shows a URL's password,
@@ -53,6 +60,58 @@ fn name(r: &mut Reader) -> CText {
         1 | 2 => CText::of(r.chunk(300)),
         3 => CText::of(b""),
         _ => CText::of(r.pick(&NAMES).as_bytes()),
+    }
+}
+
+/// An ID batch count: mostly small, else at and beyond `MAX_BATCH`, huge, or a negative C int
+/// converted to `size_t`. Exactly `MAX_BATCH` (a million IDs made and copied) only when the
+/// input asks for it with a byte past the end never reads as.
+fn batch_count(r: &mut Reader) -> usize {
+    const MAX: usize = polylock::id::MAX_BATCH;
+    match r.u8() % 16 {
+        1 => MAX + 1,
+        2 => usize::MAX,
+        3 => -1i32 as usize,
+        4 => i32::MIN as usize,
+        5 => MAX.saturating_add(r.u64() as usize),
+        6 => r.u64() as usize,
+        7 if r.u8() == 0xff => MAX,
+        _ => usize::from(r.u8() % 65),
+    }
+}
+
+/// `call(count, ids)` for a batch of `count` IDs, checked: within the bound into an array of
+/// `count` (NULL now and then); above it, refused with `POLYLOCK_INVALID_ARGUMENT` before the
+/// array is looked at (the array passed is a short one, which must stay untouched).
+fn next_ids(r: &mut Reader, what: &str, call: impl FnOnce(usize, *mut u64) -> polylock_status) {
+    let count = batch_count(r);
+    if count > polylock::id::MAX_BATCH {
+        const UNTOUCHED: u64 = 0xa5a5_a5a5_a5a5_a5a5;
+        let mut short = [UNTOUCHED; 4];
+        let ptr = if r.u8().is_multiple_of(8) { null_mut() } else { short.as_mut_ptr() };
+        let status = call(count, ptr);
+        assert_eq!(status, polylock_status::POLYLOCK_INVALID_ARGUMENT, "{what} of {count} IDs: {}", last_error());
+        assert!(short.iter().all(|id| *id == UNTOUCHED), "{what} of {count} IDs wrote into the array: {short:?}");
+        return;
+    }
+    let mut ids = vec![0u64; count];
+    let ptr = if r.u8().is_multiple_of(8) { null_mut() } else { ids.as_mut_ptr() };
+    check(call(count, ptr), what);
+}
+
+/// A semaphore's permits: mostly a few, else the bounds and their neighbours, 0, a negative C
+/// int converted to `uint32_t`, and any 32 bits.
+fn permits(r: &mut Reader) -> u32 {
+    match r.u8() % 16 {
+        1 => 0,
+        2 => polylock::MAX_PERMITS,
+        3 => polylock::MAX_PERMITS + 1,
+        4 => polylock::MAX_SQL_PERMITS,
+        5 => polylock::MAX_SQL_PERMITS + 1,
+        6 => u32::MAX,
+        7 => i32::MIN as u32,
+        8 | 9 => r.u32(),
+        _ => u32::from(r.u8() % 4),
     }
 }
 
@@ -369,12 +428,26 @@ impl Session {
                     self.held |= check(status, "polylock_rwlock_*");
                 }
                 6 => {
-                    let (n, permits, mut sem) =
-                        (name(r), if r.bool() { r.u32() } else { u32::from(r.u8() % 4) }, null_mut());
+                    let (n, permits, mut sem) = (name(r), permits(r), null_mut());
                     let target = out(r, &mut sem);
-                    if check(polylock_client_semaphore(client, n.ptr(), permits, target), "polylock_client_semaphore")
-                        && !target.is_null()
-                    {
+                    let status = polylock_client_semaphore(client, n.ptr(), permits, target);
+                    if permits == 0 || permits > polylock::MAX_PERMITS {
+                        // Every client here is mem://, SQLite or RedLock (no semaphores): a count
+                        // beyond the bound is refused as such, unless the same call with one
+                        // permit is refused too (a NULL or closed client, a bad name, RedLock).
+                        let (mut one, expected) = (null_mut(), polylock_status::POLYLOCK_INVALID_ARGUMENT);
+                        if status != expected {
+                            let with_one = polylock_client_semaphore(client, n.ptr(), 1, &mut one);
+                            polylock_semaphore_free(one);
+                            assert_eq!(status, with_one, "a semaphore of {permits} permits: {}", last_error());
+                            assert_ne!(
+                                status,
+                                polylock_status::POLYLOCK_OK,
+                                "a semaphore of {permits} permits was made"
+                            );
+                        }
+                    }
+                    if check(status, "polylock_client_semaphore") && !target.is_null() {
                         self.semaphores.push(sem);
                     }
                 }
@@ -598,10 +671,7 @@ impl Session {
         if r.bool() {
             check(polylock_segment_next_id(seg, out(r, &mut id)), "polylock_segment_next_id");
         } else {
-            let count = usize::from(r.u8() % 65);
-            let mut ids = vec![0u64; count];
-            let ptr = if r.u8().is_multiple_of(8) { null_mut() } else { ids.as_mut_ptr() };
-            check(polylock_segment_next_ids(seg, count, ptr), "polylock_segment_next_ids");
+            next_ids(r, "polylock_segment_next_ids", |count, ids| polylock_segment_next_ids(seg, count, ids));
         }
     }
 
@@ -631,10 +701,9 @@ impl Session {
             }
             3 => {
                 let sf = some(r, &self.leased);
-                let count = usize::from(r.u8() % 65);
-                let mut ids = vec![0u64; count];
-                let ptr = if r.u8().is_multiple_of(8) { null_mut() } else { ids.as_mut_ptr() };
-                check(polylock_leased_snowflake_next_ids(sf, count, ptr), "polylock_leased_snowflake_next_ids");
+                next_ids(r, "polylock_leased_snowflake_next_ids", |count, ids| {
+                    polylock_leased_snowflake_next_ids(sf, count, ids)
+                });
                 check(polylock_leased_snowflake_next(sf, out(r, &mut id)), "polylock_leased_snowflake_next");
             }
             4 => {

@@ -446,14 +446,17 @@ class Private:
 # Case 1: the holder paused (SIGSTOP) past its lease, then resumed
 
 
-# (backend, kind, does a paused holder lose the lock?) Session locks (PostgreSQL
-# pg_advisory_lock, MariaDB GET_LOCK) are kept by the server while the paused holder's
-# connection lives: the waiter must NOT get them during the pause. On the SQL backends the
-# reentrant kind is the session lock.
+# (backend, kind, does a paused holder lose the lock?) Every kind does, session locks too
+# (PostgreSQL pg_advisory_lock, MariaDB GET_LOCK; on the SQL backends the reentrant kind is the
+# session lock): a holding session is told to end after a silence of its lease rounded up to
+# whole seconds plus one (idle_session_timeout, wait_timeout; issue 35 section 7), so the
+# server ends a paused holder's session, and the lock with it, instead of keeping it for as
+# long as the pause lasts. The third field stays for a backend whose server keeps a paused
+# holder's lock (PostgreSQL before 14 would): then the waiter must NOT get it during the pause.
 PAUSE_TARGETS = [
     ("sqlite", None, True), ("redis", "reentrant", True), ("redis", "fair", True), ("redis", "token", True),
-    ("postgres", "lease", True), ("postgres", "reentrant", False), ("mariadb", "lease", True),
-    ("mariadb", "reentrant", False), ("etcd", None, True), ("zookeeper", None, True),
+    ("postgres", "lease", True), ("postgres", "reentrant", True), ("mariadb", "lease", True),
+    ("mariadb", "reentrant", True), ("etcd", None, True), ("zookeeper", None, True),
 ]
 
 
@@ -770,11 +773,13 @@ class Partition:
         subprocess.run(["iptables", "-X", self.chain], capture_output=True)
 
 
-# (backend, kind, is the lock freed by the server while its holder is cut off?) A SQL session
-# lock is kept by the server for as long as it thinks the holder's connection lives: behind a
-# partition that is until TCP gives up, so the waiter must not get it until the partition heals.
+# (backend, kind, is the lock freed by the server while its holder is cut off?) Every kind is:
+# a SQL session lock's connection looks silent to the server behind a partition, and the
+# server ends a holding session silent for its lease rounded up to whole seconds plus one
+# (idle_session_timeout; issue 35 section 7). Before that it kept the lock until TCP gave up,
+# and the waiter got it only after the partition healed (the False branch below).
 PARTITION_TARGETS = [("redis", "reentrant", True), ("etcd", None, True), ("zookeeper", None, True),
-                     ("postgres", "lease", True), ("postgres", "reentrant", False)]
+                     ("postgres", "lease", True), ("postgres", "reentrant", True)]
 
 
 def case_partition(backend, kind, frees):
@@ -1021,6 +1026,77 @@ def case_member_down(backend, runs=10):
     return figures
 
 
+class Resets:
+    """Every new packet to `ports` on 127.0.0.1 answered with a TCP reset (iptables REJECT):
+    connections to those members break at once, as a healing partition leaves them ("broken
+    pipe", "connection reset"), and new ones are refused until `heal`."""
+
+    def __init__(self, ports):
+        if not shutil.which("iptables"):
+            raise Skip("no iptables (apt-get install iptables)")
+        self.chain = "PLRESET_" + RUN_ID[-8:].upper()
+        self.ports = ports
+        r = subprocess.run(["iptables", "-N", self.chain], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise Skip("iptables cannot be used here: " + r.stderr.strip())
+        CLEANUPS.append(self.remove)
+        subprocess.run(["iptables", "-I", "INPUT", "-j", self.chain], check=True)
+
+    def cut(self):
+        for port in self.ports:
+            subprocess.run(["iptables", "-A", self.chain, "-p", "tcp", "-d", "127.0.0.1", "--dport", str(port),
+                            "-j", "REJECT", "--reject-with", "tcp-reset"], check=True)
+
+    def heal(self):
+        subprocess.run(["iptables", "-F", self.chain], check=True)
+
+    def remove(self):
+        subprocess.run(["iptables", "-D", "INPUT", "-j", self.chain], capture_output=True)
+        subprocess.run(["iptables", "-F", self.chain], capture_output=True)
+        subprocess.run(["iptables", "-X", self.chain], capture_output=True)
+
+
+def case_release_retry(backend, cut_for=2.0):
+    """Issue 35 section 8: the holder's release meets transport errors (every member of a private
+    3-member cluster resets the holder's connections for `cut_for` s around it) and is retried
+    within the URL's timeout= (5 s) on fresh connections: `polylock run` gives the lock back
+    and says nothing; before, it printed the `Connection` error ("transport error") and the
+    lock stayed held until the session ended."""
+    cl = Cluster(backend)
+    lease = "%ds" % CLUSTER_LEASE
+    url = with_query(cl.url(), ttl=lease, lease=lease, timeout="5s")
+    resets = Resets(cl.client)
+    led = Ledger("release-retry-" + backend)
+    name = "%s-release-retry-%s" % (PREFIX, backend)
+    hold = 3.0
+    a = Holder(led, url, name, "A", hold=hold, every=0.5, extra=["--log-level", "info"])
+    check(a.started(30), "A never got the lock: " + a.output()[-300:])
+    t_start = led.first("start", "A")["t"]
+    # The section ends `hold` s after its start; `polylock run` releases right after.
+    time.sleep(max(0.0, t_start + hold - 0.4 - now()))
+    t_cut = now()
+    resets.cut()
+    time.sleep(cut_for)
+    resets.heal()
+    t_heal = now()
+    code = a.wait(30)
+    out = a.output()
+    t_exit = a.exited_at or now()
+    status = status_json(url, name)
+    end = led.first("end", "A")
+    retries = [line for line in out.splitlines() if "retry" in line and "release" in line]
+    figures = ("members reset the holder's connections %s after its start for %s; section ended %s into the cut; "
+               "A exited %s after the heal with %s; retry events %d; status after: %s" % (
+                   ms(t_cut - t_start), ms(cut_for), ms(end["t"] - t_cut) if end else "never",
+                   ms(t_exit - t_heal), code, len(retries), (status or {}).get("held")))
+    check(end is not None and t_cut <= end["t"] <= t_heal, figures + "; the release did not fall into the cut")
+    check(code == 0, figures + "; A's exit: " + out[-400:])
+    check("polylock: " not in out.replace("polylock: lost", ""), figures + "; the release failed: " + out[-400:])
+    check(retries, figures + "; no retry event logged: " + out[-400:])
+    check(status is not None and not status["held"], figures + "; the lock is still held")
+    return figures
+
+
 # ---------------------------------------------------------------------------------------
 # The runner
 
@@ -1123,6 +1199,7 @@ for _b in ("etcd", "zookeeper"):
     for _f in ("kill", "freeze"):
         add("cluster", "%s/leader-%s" % (_b, _f), case_cluster, _b, _f)
     add("cluster", "%s/follower-down" % _b, case_member_down, _b)
+add("cluster", "etcd/release-retry", case_release_retry, "etcd")
 
 
 def cleanup():

@@ -7,8 +7,9 @@
 #   services.sh url    SERVICE        print the service's URL
 #   services.sh env                   `export POLYLOCK_TEST_<SERVICE>_URL=...` for running services
 #
-# SERVICE: redis redis-cluster redis-sentinel redis-tls etcd etcd-cluster etcd-tls zookeeper
-#          zookeeper-ensemble postgres mariadb (default: all). See README.md beside this file.
+# SERVICE: redis redis-cluster redis-sentinel redis-tls redis-tls-cluster redis-tls-sentinel etcd
+#          etcd-cluster etcd-tls zookeeper zookeeper-ensemble postgres mariadb (default: all).
+#          See README.md beside this file.
 #
 # Adding a service NAME means adding one block of functions below:
 #   svc_NAME_packages   print the Debian packages to install (nothing when already installed)
@@ -30,7 +31,8 @@ readonly PROG="${0##*/}"
 
 # Every service, in start order. Services added later that should not start by default
 # can go in KNOWN_SERVICES only.
-SERVICES=(redis redis-cluster redis-sentinel redis-tls etcd etcd-cluster etcd-tls zookeeper zookeeper-ensemble postgres mariadb)
+SERVICES=(redis redis-cluster redis-sentinel redis-tls redis-tls-cluster redis-tls-sentinel etcd etcd-cluster etcd-tls
+  zookeeper zookeeper-ensemble postgres mariadb)
 KNOWN_SERVICES=("${SERVICES[@]}")
 
 # TCP ports each service listens on (checked to be free before a start).
@@ -40,6 +42,10 @@ declare -A SVC_PORTS=(
   [redis-cluster]="17001 17002 17003 27001 27002 27003"
   [redis-sentinel]="16380 16381 26380"
   [redis-tls]="16390"
+  # TLS only; the cluster bus over TLS too (client port + 10000).
+  [redis-tls-cluster]="17101 17102 17103 27101 27102 27103"
+  # TLS only: master 16391, sentinel 26391.
+  [redis-tls-sentinel]="16391 26391"
   [etcd]="12379 12380"
   [etcd-cluster]="12479 12480 12579 12580 12679 12680"
   [etcd-tls]="12779 12780"
@@ -57,6 +63,8 @@ declare -A SVC_COMM=(
   # a symlink to it, which would make the comm "redis-sentinel").
   [redis-sentinel]=redis-server
   [redis-tls]=redis-server
+  [redis-tls-cluster]=redis-server
+  [redis-tls-sentinel]=redis-server
   [etcd]=etcd
   [etcd-cluster]=etcd
   [etcd-tls]=etcd
@@ -388,7 +396,8 @@ svc_redis_tls_packages() {
 }
 
 # tls_make_certs DIR: a CA (DIR/ca.crt, the path the URL names) and a server certificate
-# for 127.0.0.1 and localhost signed by it (DIR/tls/server.{key,crt}). P-256 keys: instant
+# for 127.0.0.1 and localhost signed by it (DIR/tls/server.{key,crt}), and a client
+# certificate for servers that ask for one (DIR/client.{crt,key}). P-256 keys: instant
 # to generate, and accepted by rustls as well as OpenSSL. The extensions are spelled out,
 # not taken from the host's openssl.cnf, as strict verifiers (webpki) insist on them:
 # CA:TRUE on the CA only, SANs and serverAuth on the server certificate.
@@ -412,6 +421,12 @@ extendedKeyUsage = serverAuth
 subjectAltName = IP:127.0.0.1, DNS:localhost
 subjectKeyIdentifier = hash
 authorityKeyIdentifier = keyid
+[client_ext]
+basicConstraints = critical, CA:FALSE
+keyUsage = critical, digitalSignature, keyEncipherment
+extendedKeyUsage = clientAuth
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
 EOC
   {
     openssl req -x509 -new -config "$t/openssl.cnf" -extensions ca_ext \
@@ -422,7 +437,13 @@ EOC
         -keyout "$t/server.key" -out "$t/server.csr" &&
       openssl x509 -req -in "$t/server.csr" -CA "$dir/ca.crt" -CAkey "$t/ca.key" \
         -set_serial "0x$(openssl rand -hex 8)" -days 365 \
-        -extfile "$t/openssl.cnf" -extensions server_ext -out "$t/server.crt"
+        -extfile "$t/openssl.cnf" -extensions server_ext -out "$t/server.crt" &&
+      openssl req -new -config "$t/openssl.cnf" -subj /CN=polylock-client \
+        -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+        -keyout "$dir/client.key" -out "$t/client.csr" &&
+      openssl x509 -req -in "$t/client.csr" -CA "$dir/ca.crt" -CAkey "$t/ca.key" \
+        -set_serial "0x$(openssl rand -hex 8)" -days 365 \
+        -extfile "$t/openssl.cnf" -extensions client_ext -out "$dir/client.crt"
   } >>"$dir/openssl.log" 2>&1 || { log_tail "${2:-redis-tls}"; die "${2:-redis-tls}: making certificates failed"; }
 }
 
@@ -457,6 +478,127 @@ url_escape() {
 svc_redis_tls_url() {
   printf 'rediss://:%s@%s:16390?ca=%s\n' \
     "$TLS_PASSWORD" "$HOST" "$(url_escape "$(svc_dir redis-tls)/ca.crt")"
+}
+
+# ---------------------------------------------------------------------------------------
+# redis-tls-cluster: Redis Cluster of 3 masters, no replicas, TLS only (the cluster bus too),
+# password; clients need no certificate of their own.
+
+readonly TLS_CLUSTER_PORTS=(17101 17102 17103)
+
+svc_redis_tls_cluster_packages() { svc_redis_tls_packages; }
+
+# redis_tls_opts SERVICE: the TLS options of a TLS-only node of SERVICE (its certificates).
+redis_tls_opts() {
+  local dir
+  dir=$(svc_dir "$1")
+  printf '%s\n' --port 0 --tls-cert-file "$dir/tls/server.crt" --tls-key-file "$dir/tls/server.key" \
+    --tls-ca-cert-file "$dir/ca.crt" --tls-client-cert-file "$dir/client.crt" \
+    --tls-client-key-file "$dir/client.key" --requirepass "$TLS_PASSWORD" --masterauth "$TLS_PASSWORD"
+}
+
+# redis_tls_cli SERVICE PORT ARGS...: redis-cli over TLS to a node of SERVICE (with the
+# client certificate, which servers that do not ask for one ignore).
+redis_tls_cli() {
+  local dir
+  dir=$(svc_dir "$1")
+  redis-cli --tls --cacert "$dir/ca.crt" --cert "$dir/client.crt" --key "$dir/client.key" \
+    -h "$HOST" -p "$2" -a "$TLS_PASSWORD" --no-auth-warning "${@:3}"
+}
+
+redis_tls_ping() { [[ $(redis_tls_cli "$1" "$2" ping 2>/dev/null) == PONG ]]; }
+
+svc_redis_tls_cluster_launch() {
+  local i opts
+  tls_make_certs "$(svc_dir redis-tls-cluster)" redis-tls-cluster
+  mapfile -t opts < <(redis_tls_opts redis-tls-cluster)
+  for i in 1 2 3; do
+    redis_node redis-tls-cluster "node$i" "${opts[@]}" --tls-port "${TLS_CLUSTER_PORTS[i - 1]}" \
+      --tls-cluster yes --tls-auth-clients no \
+      --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 2000
+  done
+}
+
+svc_redis_tls_cluster_setup() {
+  local port nodes=()
+  for port in "${TLS_CLUSTER_PORTS[@]}"; do
+    wait_until redis-tls-cluster "the node on port $port" redis_tls_ping redis-tls-cluster "$port" || return 1
+    nodes+=("$HOST:$port")
+  done
+  redis_tls_cli redis-tls-cluster "${TLS_CLUSTER_PORTS[0]}" --cluster create "${nodes[@]}" \
+    --cluster-replicas 0 --cluster-yes </dev/null >>"$(svc_dir redis-tls-cluster)/cluster-create.log" 2>&1
+}
+
+svc_redis_tls_cluster_ready() {
+  local port info
+  for port in "${TLS_CLUSTER_PORTS[@]}"; do
+    info=$(redis_tls_cli redis-tls-cluster "$port" cluster info 2>/dev/null) || return 1
+    [[ $info =~ cluster_state:ok && $info =~ cluster_slots_ok:16384 &&
+      $info =~ cluster_known_nodes:3[^0-9] ]] || return 1
+  done
+}
+
+svc_redis_tls_cluster_url() {
+  printf 'rediss+cluster://:%s@%s:%s,%s:%s,%s:%s?ca=%s\n' "$TLS_PASSWORD" \
+    "$HOST" "${TLS_CLUSTER_PORTS[0]}" "$HOST" "${TLS_CLUSTER_PORTS[1]}" "$HOST" "${TLS_CLUSTER_PORTS[2]}" \
+    "$(url_escape "$(svc_dir redis-tls-cluster)/ca.crt")"
+}
+
+# ---------------------------------------------------------------------------------------
+# redis-tls-sentinel: one master (16391) and one sentinel (26391) over it, both TLS only and
+# both asking for a client certificate (DIR/client.{crt,key}) besides the password.
+
+readonly TLS_SENTINEL_MASTER=polylock-tls-master
+
+svc_redis_tls_sentinel_packages() { svc_redis_tls_packages; }
+
+svc_redis_tls_sentinel_launch() {
+  local dir opts
+  dir=$(svc_dir redis-tls-sentinel)
+  tls_make_certs "$dir" redis-tls-sentinel
+  mapfile -t opts < <(redis_tls_opts redis-tls-sentinel)
+  redis_node redis-tls-sentinel master "${opts[@]}" --tls-port 16391 --tls-auth-clients yes \
+    --tls-replication yes
+  mkdir -p "$dir/sentinel"
+  # The sentinel reaches the master over TLS with the client certificate (tls-replication),
+  # and asks its own clients for one. A fresh file each start: the sentinel rewrites it.
+  cat >"$dir/sentinel.conf" <<EOC
+bind $HOST
+port 0
+tls-port 26391
+tls-cert-file $dir/tls/server.crt
+tls-key-file $dir/tls/server.key
+tls-ca-cert-file $dir/ca.crt
+tls-client-cert-file $dir/client.crt
+tls-client-key-file $dir/client.key
+tls-auth-clients yes
+tls-replication yes
+requirepass $TLS_PASSWORD
+daemonize no
+dir "$dir/sentinel"
+sentinel resolve-hostnames no
+sentinel monitor $TLS_SENTINEL_MASTER $HOST 16391 1
+sentinel auth-pass $TLS_SENTINEL_MASTER $TLS_PASSWORD
+sentinel down-after-milliseconds $TLS_SENTINEL_MASTER 2000
+EOC
+  spawn "$dir/sentinel.pid" "$dir/sentinel.log" redis-server "$dir/sentinel.conf" --sentinel
+}
+
+svc_redis_tls_sentinel_ready() {
+  redis_tls_ping redis-tls-sentinel 16391 &&
+    [[ $(redis_tls_cli redis-tls-sentinel 26391 sentinel get-master-addr-by-name "$TLS_SENTINEL_MASTER" \
+      2>/dev/null) == "$HOST"$'\n'16391 ]] &&
+    # The sentinel has reached the master over TLS (flags just "master": not s_down).
+    [[ $(redis_tls_cli redis-tls-sentinel 26391 sentinel master "$TLS_SENTINEL_MASTER" 2>/dev/null) == \
+      *$'\nflags\nmaster\n'* ]]
+}
+
+svc_redis_tls_sentinel_url() {
+  local dir
+  dir=$(svc_dir redis-tls-sentinel)
+  printf 'rediss+sentinel://:%s@%s:26391/%s?sentinel_password=%s&ca=%s&cert=%s&key=%s\n' "$TLS_PASSWORD" "$HOST" \
+    "$TLS_SENTINEL_MASTER" "$TLS_PASSWORD" "$(url_escape "$dir/ca.crt")" "$(url_escape "$dir/client.crt")" \
+    "$(url_escape "$dir/client.key")"
 }
 
 # ---------------------------------------------------------------------------------------

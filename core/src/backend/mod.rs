@@ -34,9 +34,11 @@ pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Arc<dyn Store>> {
         #[cfg(feature = "sqlite")]
         "sqlite" => Ok(Arc::new(sqlite::SqliteBackend::open(url).await?)),
         #[cfg(feature = "redis")]
-        "redis" | "rediss" | "redis+cluster" | "redis+sentinel" => Ok(Arc::new(redis::RedisBackend::open(url).await?)),
+        "redis" | "rediss" | "redis+cluster" | "rediss+cluster" | "redis+sentinel" | "rediss+sentinel" => {
+            Ok(Arc::new(redis::RedisBackend::open(url).await?))
+        }
         #[cfg(feature = "redis")]
-        "redlock" => Ok(Arc::new(redlock::RedLockBackend::open(url).await?)),
+        "redlock" | "redlocks" => Ok(Arc::new(redlock::RedLockBackend::open(url).await?)),
         #[cfg(feature = "zookeeper")]
         "zk" => Ok(Arc::new(zk::ZkBackend::open(url).await?)),
         #[cfg(feature = "etcd")]
@@ -51,7 +53,7 @@ pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Arc<dyn Store>> {
         ))),
         other => Err(Error::invalid_argument(format!(
             "unknown URL scheme '{other}' in {}; use one of mem, sqlite, redis, rediss, redis+cluster, \
-             redis+sentinel, redlock, etcd, etcds, zk, postgres, mysql, mariadb",
+             rediss+cluster, redis+sentinel, rediss+sentinel, redlock, redlocks, etcd, etcds, zk, postgres, mysql, mariadb",
             url.redacted()
         ))),
     }
@@ -61,7 +63,8 @@ pub(crate) async fn open(url: &mut ConnectUrl) -> Result<Arc<dyn Store>> {
 fn feature_of(scheme: &str) -> Option<&'static str> {
     match scheme {
         "sqlite" => Some("sqlite"),
-        "redis" | "rediss" | "redis+cluster" | "redis+sentinel" | "redlock" => Some("redis"),
+        "redis" | "rediss" | "redis+cluster" | "rediss+cluster" | "redis+sentinel" | "rediss+sentinel" | "redlock"
+        | "redlocks" => Some("redis"),
         "zk" => Some("zookeeper"),
         "etcd" | "etcds" | "etcd+tls" => Some("etcd"),
         "postgres" | "postgresql" => Some("postgres"),

@@ -11,6 +11,7 @@
 mod acquire;
 mod handoff;
 mod hold;
+mod retry;
 mod transfer_watch;
 
 use std::any::Any;
@@ -25,6 +26,7 @@ pub use acquire::AcquireOptions;
 pub(crate) use acquire::Handle;
 use handoff::LocalWaiters;
 use hold::{surrender, HoldTable};
+use retry::{Retry, RetryingCounters, RetryingHolds, RetryingInspect, RetryingVersions};
 
 use crate::error::{Error, Result};
 use crate::metrics::ClientMetrics;
@@ -64,6 +66,10 @@ pub(crate) struct Engine {
     closed: AtomicBool,
     /// Cancelled by `close`: acquisitions still waiting stop at once.
     closing: CancellationToken,
+    /// The retry policy of idempotent store calls (retry.rs); it stops retrying once the
+    /// store is being closed.
+    retry: Retry,
+    store_closing: CancellationToken,
     /// Acquisitions under way, from the store call until their hold is recorded or given
     /// back: `close` waits for them before it drains the holds and closes the backend.
     acquisitions: TaskTracker,
@@ -89,14 +95,18 @@ impl Engine {
     ) -> Arc<Engine> {
         let capabilities = store.capabilities();
         let scheme: Arc<str> = url.split_once("://").map_or(capabilities.backend, |(scheme, _)| scheme).into();
+        let store_closing = CancellationToken::new();
+        let retry = Retry::new(store.retry_within(), scheme.clone(), store_closing.clone());
         let engine = Arc::new(Engine {
             metrics: ClientMetrics::new(&scheme),
             scheme,
             id,
             capabilities,
-            locks: Family::new(Some(store.clone().locks())),
-            rw_locks: Family::new(store.clone().rw_locks()),
-            semaphores: Family::new(store.clone().semaphores()),
+            locks: Family::new(Some(RetryingHolds::wrap(store.clone().locks(), &retry))),
+            rw_locks: Family::new(store.clone().rw_locks().map(|s| RetryingHolds::wrap(s, &retry))),
+            semaphores: Family::new(store.clone().semaphores().map(|s| RetryingHolds::wrap(s, &retry))),
+            retry,
+            store_closing,
             store,
             url,
             watchdog_lease,
@@ -158,6 +168,12 @@ impl Engine {
         self.store.fencing_tokens()
     }
 
+    /// `Ok` unless the backend's layout would give `key` to another name's records as well
+    /// (see `Store::check_key`).
+    pub fn check_key(&self, key: &str) -> Result<()> {
+        self.store.check_key(key)
+    }
+
     /// `Ok` if the backend offers `primitive`, else `Unsupported`.
     pub fn check(&self, primitive: Primitive) -> Result<()> {
         self.capabilities.check(primitive)
@@ -167,12 +183,18 @@ impl Engine {
     /// `Unsupported` if it has none.
     pub fn versions(&self) -> Result<Arc<dyn crate::spi::VersionStore>> {
         self.check(Primitive::VersionedValues)?;
-        self.store.clone().versions().ok_or_else(|| {
+        let store = self.store.clone().versions().ok_or_else(|| {
             Error::internal(format!(
                 "the {} backend declares versioned values but has no store for them",
                 self.capabilities.backend
             ))
-        })
+        })?;
+        Ok(RetryingVersions::wrap(store, &self.retry))
+    }
+
+    /// The backend's reads of mutex layouts whoever holds them (status, list), if it has them.
+    pub fn inspect_store(&self) -> Option<Arc<dyn crate::spi::InspectStore>> {
+        Some(RetryingInspect::wrap(self.store.clone().inspect()?, &self.retry))
     }
 
     /// `Ok` while the client is open, else the `Connection` error every closed call gets.
@@ -188,7 +210,8 @@ impl Engine {
     pub fn counter_store(&self) -> Result<Arc<dyn crate::spi::CounterStore>> {
         self.ensure_open()?;
         self.capabilities.check(Primitive::Counters)?;
-        self.store.clone().counters().ok_or_else(|| Error::unsupported("this backend has no counters"))
+        let store = self.store.clone().counters().ok_or_else(|| Error::unsupported("this backend has no counters"))?;
+        Ok(RetryingCounters::wrap(store, &self.retry))
     }
 
     /// The backend's plain semaphores (unowned counters), or `Unsupported`. Fails once the
@@ -255,6 +278,7 @@ impl Engine {
         surrender_all(&self.rw_locks, &mut surrenders);
         surrender_all(&self.semaphores, &mut surrenders);
         while surrenders.join_next().await.is_some() {}
+        self.store_closing.cancel();
         let _ = tokio::time::timeout(STORE_CLOSE_WAIT, self.store.close()).await;
     }
 

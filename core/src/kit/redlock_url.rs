@@ -10,7 +10,8 @@ use crate::url::redact;
 /// `redis://[user:password@]host:port[/]`. The RedLock backend takes one set of credentials
 /// for every server, so entries with different credentials are refused, as are an empty
 /// list, an entry without a port, a database, path or query (each server is used whole),
-/// `rediss://` (the RedLock backend speaks plain TCP) and other schemes. Messages show
+/// `rediss://` (a list joins into a plain `redlock://` URL; TLS is a `redlocks://` URL of its
+/// own, with its `ca=`) and other schemes. Messages show
 /// entries redacted.
 pub fn redlock_url<S: AsRef<str>>(nodes: &[S]) -> Result<String> {
     if nodes.is_empty() {
@@ -46,7 +47,8 @@ fn split_entry(entry: &str) -> Result<(Option<String>, String)> {
         None => trimmed,
         Some((scheme, rest)) if scheme.eq_ignore_ascii_case("redis") => rest,
         Some((scheme, _)) if scheme.eq_ignore_ascii_case("rediss") => {
-            return Err(bad("RedLock connects over plain TCP; rediss:// (TLS) is not supported"))
+            return Err(bad("a list of servers joins into a plain redlock:// URL; for TLS, connect with a URL \
+                 redlocks://h1:p1,h2:p2,h3:p3?ca=/path/ca.pem instead"))
         }
         Some(_) => return Err(bad("expected host:port or redis://host:port")),
     };

@@ -34,7 +34,7 @@ use crate::spi::{
 };
 
 /// The suffix of the leader's record beside the lock, on lease-backed elections.
-const RECORD_SUFFIX: &str = ":leader";
+const RECORD_SUFFIX: &str = super::name::LEADER_RECORD_SUFFIX;
 
 /// A named election as seen by this client. Cheap to clone; campaigning takes part.
 #[derive(Clone)]

@@ -30,6 +30,18 @@ use crate::spi::{VersionStore, Versioned, Write};
 /// Where a key's record is kept among the store's values.
 const RECORD_PREFIX: &str = "polylock:idempotency:";
 
+/// The namespace as its records' keys spell it: `%` and `:` percent-encoded, so that the
+/// first `:` after the prefix ends it and keys (which may contain `:`) follow. Records are
+/// `<prefix><namespace>:<key>`, and with `:` spelled as itself the namespace `a` with the key
+/// `b:c` and the namespace `a:b` with the key `c` were one record (issue 35). A namespace
+/// without `%` or `:` is spelled as itself, as before.
+pub(crate) fn record_namespace(namespace: &str) -> std::borrow::Cow<'_, str> {
+    if !namespace.contains(['%', ':']) {
+        return namespace.into();
+    }
+    namespace.replace('%', "%25").replace(':', "%3A").into()
+}
+
 /// What `begin` found.
 #[derive(Debug)]
 pub enum Begin {
@@ -118,7 +130,7 @@ impl Idempotency {
                 )));
             }
         }
-        let record_prefix = storage_key(client_namespace, &format!("{RECORD_PREFIX}{namespace}:"));
+        let record_prefix = storage_key(client_namespace, &format!("{RECORD_PREFIX}{}:", record_namespace(namespace)));
         let shared =
             Shared { engine, store, namespace: namespace.to_string(), record_prefix, retention, in_progress_ttl };
         Ok(Idempotency { shared: Arc::new(shared) })

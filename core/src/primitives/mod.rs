@@ -28,7 +28,7 @@ pub use latch::Latch;
 pub use lock::Lock;
 pub use multi_lock::{MultiGuard, MultiLock, MultiLockPart};
 pub use name::MAX_NAME_LEN;
-pub(crate) use name::{check_namespace, storage_key, validate_name};
+pub(crate) use name::{check_namespace, check_value_name, storage_key, validate_name};
 pub use plain_semaphore::PlainSemaphore;
 pub use rw_lock::{RwLock, RwLockSide};
 pub use segment::{SegmentGenerator, SegmentOptions};

@@ -157,6 +157,7 @@ impl MultiLock {
         for part in parts {
             validate_name(&part.name)?;
             let key = storage_key(namespace, &part.name);
+            engine.check_key(&key)?;
             let handle = match part.side {
                 PartSide::Lock(kind) => {
                     let lock = Lock::new(engine.clone(), &part.name, key.clone(), owner);

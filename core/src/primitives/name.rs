@@ -39,6 +39,32 @@ pub(crate) fn check_namespace(namespace: &str) -> Result<()> {
         .map_err(|err| Error::invalid_argument(format!("URL option 'namespace': {}", err.message())))
 }
 
+/// Refuse a value name that is the key of a record other primitives keep among the same
+/// versioned values (issue 35): `<election>:leader` (the leader's record of a lease-backed
+/// election), `polylock:idempotency:...` (idempotency records) and
+/// `polylock-snowflake-mark:<worker>` (a Snowflake worker's high-water mark). A value of such
+/// a name was that record: writing it forged a leader or an idempotent response.
+pub(crate) fn check_value_name(name: &str) -> Result<()> {
+    let internal = INTERNAL_VALUE_PREFIXES
+        .iter()
+        .find(|prefix| name.starts_with(**prefix))
+        .map(|prefix| format!("begins with '{prefix}'"))
+        .or_else(|| name.ends_with(LEADER_RECORD_SUFFIX).then(|| format!("ends with '{LEADER_RECORD_SUFFIX}'")));
+    match internal {
+        Some(why) => Err(Error::invalid_argument(format!(
+            "value name '{}' {why}, the form of a record polylock keeps for another primitive (an election's \
+             leader, an idempotency record, a Snowflake worker's mark); use another name",
+            name.escape_debug()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The suffix of a lease-backed election's leader record (`primitives/election.rs`).
+pub(crate) const LEADER_RECORD_SUFFIX: &str = ":leader";
+/// The prefixes of the records idempotency keys and Snowflake worker leases keep as values.
+pub(crate) const INTERNAL_VALUE_PREFIXES: [&str; 2] = ["polylock:idempotency:", "polylock-snowflake-mark:"];
+
 /// The key a backend stores a lock under: the name itself, or `<namespace>:<name>`.
 /// With no namespace the key is exactly the name, so other clients (Redisson, redis-py,
 /// etcdctl) that use the bare name see the same lock.
@@ -68,6 +94,16 @@ mod tests {
         let err = check_namespace("a:b").unwrap_err();
         assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
         assert!(err.message().contains("':'"), "{err}");
+    }
+
+    #[test]
+    fn value_names_of_internal_records_are_refused() {
+        for name in ["orders:leader", "polylock:idempotency:a:b", "polylock-snowflake-mark:3"] {
+            let err = check_value_name(name).unwrap_err();
+            assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument);
+        }
+        assert!(check_value_name("orders:leader:address").is_ok());
+        assert!(check_value_name("leader").is_ok());
     }
 
     #[test]

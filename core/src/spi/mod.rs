@@ -43,6 +43,10 @@ pub(crate) use values::contract;
 pub(crate) use values::MeasuredClock;
 pub use values::{CounterStore, ValueChanges, VersionStore, Versioned, Write};
 
+/// [`Store::retry_within`] of a backend that does not say: the default of the URL option
+/// `timeout` on Redis and etcd.
+pub const DEFAULT_RETRY_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// One backend, opened from a URL.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
@@ -107,6 +111,22 @@ pub trait Store: Send + Sync + 'static {
     /// versioned value (see `primitives/election.rs`).
     fn elections(self: Arc<Self>) -> Option<Arc<dyn ElectionStore>> {
         None
+    }
+
+    /// Refuse a storage key (namespace applied) that this backend's layout would make the
+    /// same as a key it keeps for another name (issue 35: "one name, one lock"), with
+    /// `InvalidArgument` naming the form. Checked when a handle is made, before anything is
+    /// written; the default accepts every key.
+    fn check_key(&self, _key: &str) -> crate::error::Result<()> {
+        Ok(())
+    }
+
+    /// How long the engine may keep sending an idempotent call (a release, a renewal, a read)
+    /// again after transport errors (kind `Connection`) before the caller sees the error
+    /// (engine/retry.rs): the URL's `timeout=` where the backend has one, else its connect
+    /// timeout. The default suits stores without a network (mem, SQLite), which never fail so.
+    fn retry_within(&self) -> std::time::Duration {
+        DEFAULT_RETRY_WITHIN
     }
 
     /// Close connections and stop background tasks.

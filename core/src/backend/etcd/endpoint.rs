@@ -109,6 +109,7 @@ impl Endpoint {
     /// The etcd-client options: credentials, TLS, timeouts and HTTP/2 keep-alive (so a member
     /// that dies without closing its connections is noticed).
     pub fn connect_options(&self) -> Result<ConnectOptions> {
+        self.warn_if_password_exposed();
         let mut options = ConnectOptions::new()
             .with_connect_timeout(self.timeout)
             .with_keep_alive(Duration::from_secs(2), self.timeout)
@@ -131,6 +132,26 @@ impl Endpoint {
             options = options.with_tls(tls);
         }
         Ok(options)
+    }
+}
+
+impl Endpoint {
+    /// Log the one warning of `url::warn_unverified_password` if the password leaves this
+    /// machine over plain http (etcd://; etcds:// always checks the certificate).
+    pub fn warn_if_password_exposed(&self) -> bool {
+        // "http://host:port" -> "host" ("[v6]" keeps its brackets).
+        let hosts = self.members.iter().map(|member| {
+            let authority = member.split_once("://").map_or(member.as_str(), |(_, rest)| rest);
+            authority.rsplit_once(':').map_or(authority, |(host, _)| host)
+        });
+        crate::url::warn_unverified_password(
+            "etcd",
+            &self.redacted,
+            hosts,
+            self.user.is_some(),
+            self.tls.is_some(),
+            "use etcds:// (TLS, the certificate checked against the web's roots or ?ca=/path/ca.pem)",
+        )
     }
 }
 
@@ -179,6 +200,15 @@ mod tests {
         assert!(e.tls.is_none());
         assert_eq!(parse("etcd://h").unwrap().session_ttl_secs, 30);
         assert_eq!(parse("etcd://h?ttl=1500ms").unwrap().session_ttl_secs, 2, "rounded up to whole seconds");
+    }
+
+    #[test]
+    fn a_password_over_plain_http_to_another_host_is_warned_of() {
+        assert!(parse("etcd://u:p@127.0.0.1:2379,etcd-2.internal:2379").unwrap().warn_if_password_exposed());
+        assert!(parse("etcd://u:p@[2001:db8::2]:2379").unwrap().warn_if_password_exposed());
+        assert!(!parse("etcd://u:p@127.0.0.1:2379,[::1]:2380,localhost").unwrap().warn_if_password_exposed());
+        assert!(!parse("etcds://u:p@etcd-2.internal:2379").unwrap().warn_if_password_exposed());
+        assert!(!parse("etcd://etcd-2.internal:2379").unwrap().warn_if_password_exposed());
     }
 
     #[test]

@@ -300,6 +300,12 @@ impl Store for EtcdBackend {
         Some(self)
     }
 
+    /// The URL's `timeout`: a release or renewal refused by a member that went away is sent
+    /// again (to another member, through the client's balanced channel) within it.
+    fn retry_within(&self) -> Duration {
+        self.endpoint.timeout
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             rw_locks: true,

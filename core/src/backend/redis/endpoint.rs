@@ -3,15 +3,20 @@
 //!
 //! ```text
 //! redis://[user:password@]host[:port][/db]
-//! rediss://[user:password@]host[:port][/db][?ca=/path/ca.pem]
+//! rediss://[user:password@]host[:port][/db][?ca=/path/ca.pem&cert=/path/client.pem&key=/path/client.key]
 //! redis+cluster://[user:password@]host:port,host:port
 //! redis+sentinel://[user:password@]host:port,host:port/master-name[/db][?sentinel_password=...]
 //! ```
+//!
+//! `rediss+cluster://` and `rediss+sentinel://` are the same over TLS: every connection (to
+//! each cluster node; to the sentinels and to the master they name) checks the server's
+//! certificate against `ca` (default: the system's roots) and its name, and presents the
+//! client certificate `cert`/`key` when they are given.
 
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::url::{percent_decode, ConnectUrl};
+use crate::url::{percent_decode, ConnectUrl, TlsFiles};
 
 pub(super) const DEFAULT_PORT: u16 = 6379;
 pub(super) const DEFAULT_SENTINEL_PORT: u16 = 26379;
@@ -51,9 +56,9 @@ impl std::fmt::Debug for Endpoint {
 #[derive(Clone)]
 pub(super) struct Endpoint {
     pub topology: Topology,
-    pub tls: bool,
-    /// PEM file of the CA that signed the server's certificate; default: the system's roots.
-    pub ca_file: Option<String>,
+    /// `Some` over TLS (`rediss`, `rediss+cluster`, `rediss+sentinel`): the CA and client
+    /// certificate files, if the URL names them.
+    pub tls: Option<TlsFiles>,
     pub username: Option<String>,
     pub password: Option<String>,
     pub db: i64,
@@ -65,17 +70,15 @@ pub(super) struct Endpoint {
 
 impl Endpoint {
     pub fn parse(url: &mut ConnectUrl) -> Result<Self> {
-        let scheme = url.scheme().to_string();
+        let tls = url.scheme().starts_with("rediss");
+        // The topology, whether over TLS or not.
+        let scheme = url.scheme().replacen("rediss", "redis", 1);
         let redacted = url.redacted().to_string();
-        let tls = scheme == "rediss";
-        let ca_file = url.take_option("ca");
+        let tls = TlsFiles::take(url, tls, &scheme.replacen("redis", "rediss", 1))?;
         let sentinel_password = url.take_option("sentinel_password");
         let timeout = url.take_duration("timeout")?.unwrap_or(Duration::from_secs(5));
         if timeout.is_zero() {
             return Err(Error::invalid_argument("URL option 'timeout' must be positive"));
-        }
-        if ca_file.is_some() && !tls {
-            return Err(Error::invalid_argument(format!("option 'ca' needs a rediss:// URL (TLS): {redacted}")));
         }
         let bad = |why: &str| Error::invalid_argument(format!("{why} in {redacted}"));
 
@@ -108,7 +111,7 @@ impl Endpoint {
             return Err(bad("option 'sentinel_password' belongs to redis+sentinel:// URLs"));
         }
         let topology = match scheme.as_str() {
-            "redis" | "rediss" => {
+            "redis" => {
                 let [(host, port)] = <[_; 1]>::try_from(hosts)
                     .map_err(|_| bad("a redis:// URL names one server; use redis+cluster:// for several"))?;
                 Topology::Single { host, port }
@@ -132,7 +135,40 @@ impl Endpoint {
         if db != 0 && matches!(topology, Topology::Cluster { .. }) {
             return Err(bad("Redis Cluster has only database 0"));
         }
-        Ok(Endpoint { topology, tls, ca_file, username, password, db, timeout, redacted })
+        Ok(Endpoint { topology, tls, username, password, db, timeout, redacted })
+    }
+}
+
+impl Endpoint {
+    /// The user name and password, as decoded.
+    pub fn credentials(&self) -> super::link::Credentials<'_> {
+        super::link::Credentials { username: self.username.as_deref(), password: self.password.as_deref() }
+    }
+
+    /// The hosts the password goes to: the server, the cluster's seeds, or the sentinels
+    /// (the master they name is found at connect time).
+    fn hosts(&self) -> Vec<&str> {
+        match &self.topology {
+            Topology::Single { host, .. } => vec![host.as_str()],
+            Topology::Cluster { nodes: hosts } | Topology::Sentinel { sentinels: hosts, .. } => {
+                hosts.iter().map(|(host, _)| host.as_str()).collect()
+            }
+        }
+    }
+
+    /// Log the one warning of `url::warn_unverified_password` if a password leaves this
+    /// machine in plain text (redis://; rediss:// always checks the certificate).
+    pub fn warn_if_password_exposed(&self) -> bool {
+        let sentinel_password = matches!(&self.topology, Topology::Sentinel { sentinel_password: Some(_), .. });
+        crate::url::warn_unverified_password(
+            "redis",
+            &self.redacted,
+            self.hosts(),
+            self.password.is_some() || sentinel_password,
+            self.tls.is_some(),
+            "use rediss://, rediss+cluster:// or rediss+sentinel:// (TLS, the certificate checked against the \
+             system's roots or ?ca=/path/ca.pem)",
+        )
     }
 }
 
@@ -203,7 +239,7 @@ mod tests {
         let e = parse("redis://app:p%40ss@cache.local:6380/2").unwrap();
         assert_eq!(e.topology, Topology::Single { host: "cache.local".into(), port: 6380 });
         assert_eq!((e.username.as_deref(), e.password.as_deref(), e.db), (Some("app"), Some("p@ss"), 2));
-        assert!(!e.tls);
+        assert!(e.tls.is_none());
         assert!(!e.redacted.contains("p%40ss"));
         let e = parse("redis://:secret@localhost").unwrap();
         assert_eq!((e.username, e.password.as_deref()), (None, Some("secret")));
@@ -213,8 +249,7 @@ mod tests {
     #[test]
     fn tls_cluster_and_sentinel() {
         let e = parse("rediss://h:1?ca=/etc/ca.pem&timeout=2s").unwrap();
-        assert!(e.tls);
-        assert_eq!(e.ca_file.as_deref(), Some("/etc/ca.pem"));
+        assert_eq!(e.tls.unwrap().ca.as_deref(), Some("/etc/ca.pem"));
         assert_eq!(e.timeout, Duration::from_secs(2));
         let e = parse("redis+cluster://a:7001,b:7002,[::1]:7003").unwrap();
         assert_eq!(
@@ -234,13 +269,38 @@ mod tests {
     }
 
     #[test]
+    fn a_password_in_plain_text_to_another_host_is_warned_of() {
+        assert!(parse("redis://:pw@cache.internal:6379").unwrap().warn_if_password_exposed());
+        assert!(parse("redis+sentinel://s1.internal/m?sentinel_password=x").unwrap().warn_if_password_exposed());
+        assert!(parse("redis+cluster://:pw@127.0.0.1:1,10.1.2.3:2").unwrap().warn_if_password_exposed());
+        assert!(!parse("rediss://:pw@cache.internal:6379").unwrap().warn_if_password_exposed());
+        assert!(!parse("redis://:pw@127.0.0.1:6379").unwrap().warn_if_password_exposed());
+        assert!(!parse("redis://cache.internal:6379").unwrap().warn_if_password_exposed());
+    }
+
+    #[test]
+    fn tls_cluster_and_sentinel_schemes() {
+        let e = parse("rediss+cluster://:pw@a:7001,b:7002?ca=/ca.pem").unwrap();
+        assert!(matches!(e.topology, Topology::Cluster { ref nodes } if nodes.len() == 2));
+        assert_eq!(e.tls.unwrap().ca.as_deref(), Some("/ca.pem"));
+        let e = parse("rediss+sentinel://s1:26390/m/2?ca=/ca.pem&cert=/c.pem&key=/k.pem&sentinel_password=x").unwrap();
+        assert!(matches!(e.topology, Topology::Sentinel { ref sentinels, .. } if sentinels[0] == ("s1".into(), 26390)));
+        let files = e.tls.unwrap();
+        assert_eq!((files.cert.as_deref(), files.key.as_deref(), e.db), (Some("/c.pem"), Some("/k.pem"), 2));
+        assert_eq!(parse("rediss+sentinel://s1/m").unwrap().topology, parse("redis+sentinel://s1/m").unwrap().topology);
+        assert!(!parse("rediss+cluster://:pw@cache.internal:1").unwrap().warn_if_password_exposed());
+    }
+
+    #[test]
     fn mistakes_are_named() {
         for (url, needle) in [
             ("redis://a:1,b:2", "names one server"),
             ("redis+sentinel://s1:26379", "master name"),
             ("redis://h:port", "not a port number"),
             ("redis://h/x", "not a database number"),
-            ("redis://h?ca=/x", "needs a rediss://"),
+            ("redis://h?ca=/x", "need a rediss:// URL"),
+            ("redis+cluster://h:1?ca=/x", "need a rediss+cluster:// URL"),
+            ("rediss://h?cert=/x", "go together"),
             ("redis+cluster://a:1/2", "only database 0"),
             ("redis://", "no host"),
         ] {

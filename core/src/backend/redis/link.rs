@@ -8,11 +8,15 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
-use redis::{Client, ConnectionAddr, FromRedisValue, PushInfo, RedisError, ScriptInvocation, TlsCertificates};
+use redis::{
+    Client, ClientTlsConfig, ConnectionAddr, FromRedisValue, IntoConnectionInfo, PushInfo, RedisConnectionInfo,
+    RedisError, ScriptInvocation, TlsCertificates,
+};
 
 use super::endpoint::{Endpoint, Topology};
 use super::push::PushSender;
 use crate::error::{Error, Result};
+use crate::url::TlsFiles;
 
 /// A connection that runs commands: a single server's, or a cluster's (routing by key).
 #[derive(Clone)]
@@ -38,22 +42,18 @@ pub(super) struct Link {
 
 impl Link {
     pub async fn connect(endpoint: Endpoint, push: PushSender) -> Result<Link> {
-        let root_cert = match &endpoint.ca_file {
-            None => None,
-            Some(path) => Some(std::fs::read(path).map_err(|e| {
-                Error::invalid_argument(format!("cannot read the CA file '{path}' named by option 'ca'")).with_source(e)
-            })?),
-        };
+        endpoint.warn_if_password_exposed();
+        let certs = endpoint.tls.as_ref().map(certificates).transpose()?;
         let mut sentinel = None;
         let connected = match &endpoint.topology {
             Topology::Single { host, port } => {
-                let client =
-                    single_client(&endpoint, host, *port, root_cert.clone()).map_err(|e| map_error(&endpoint, e))?;
+                let client = node_client(host, *port, certs.as_ref(), &endpoint.credentials(), endpoint.db)
+                    .map_err(|e| map_error(&endpoint, e))?;
                 connect_single(&endpoint, client, &push).await?
             }
-            Topology::Cluster { nodes } => connect_cluster(&endpoint, nodes, root_cert, &push).await?,
+            Topology::Cluster { nodes } => connect_cluster(&endpoint, nodes, certs, &push).await?,
             Topology::Sentinel { sentinels, master, sentinel_password } => {
-                let mut client = sentinel_client(&endpoint, sentinels, master, sentinel_password.as_deref(), root_cert)
+                let mut client = sentinel_client(&endpoint, sentinels, master, sentinel_password.as_deref(), certs)
                     .map_err(|e| map_error(&endpoint, e))?;
                 let master_client = client.async_get_client().await.map_err(|e| map_error(&endpoint, e))?;
                 let connected = connect_single(&endpoint, master_client, &push).await?;
@@ -182,12 +182,13 @@ async fn connect_single(endpoint: &Endpoint, client: Client, push: &PushSender) 
 async fn connect_cluster(
     endpoint: &Endpoint,
     nodes: &[(String, u16)],
-    root_cert: Option<Vec<u8>>,
+    certs: Option<TlsCertificates>,
     push: &PushSender,
 ) -> Result<Connected> {
-    let urls: Vec<String> = nodes.iter().map(|(host, port)| node_url(endpoint, host, *port, false)).collect();
+    // Addresses, not URLs: the credentials are set below as they are, whatever they hold.
+    let addrs: Vec<ConnectionAddr> = nodes.iter().map(|(host, port)| tcp_addr(host, *port, certs.is_some())).collect();
     let builder = |resp3: bool| {
-        let mut builder = ClusterClientBuilder::new(urls.clone())
+        let mut builder = ClusterClientBuilder::new(addrs.clone())
             .connection_timeout(endpoint.timeout)
             .response_timeout(endpoint.timeout);
         if let Some(user) = &endpoint.username {
@@ -196,8 +197,8 @@ async fn connect_cluster(
         if let Some(password) = &endpoint.password {
             builder = builder.password(password);
         }
-        if let Some(cert) = &root_cert {
-            builder = builder.certs(TlsCertificates { client_tls: None, root_cert: Some(cert.clone()) });
+        if let Some(certs) = &certs {
+            builder = builder.certs(certs.clone());
         }
         if resp3 {
             let push = push.clone();
@@ -213,11 +214,42 @@ async fn connect_cluster(
     Ok(Connected { commands: Connection::Cluster(commands), subscriber: Connection::Cluster(subscriber) })
 }
 
-fn single_client(endpoint: &Endpoint, host: &str, port: u16, root_cert: Option<Vec<u8>>) -> redis::RedisResult<Client> {
-    let url = node_url(endpoint, host, port, true);
-    match root_cert {
-        Some(cert) => Client::build_with_tls(url, TlsCertificates { client_tls: None, root_cert: Some(cert) }),
-        None => Client::open(url),
+/// The CA and client certificate of `tls`, read now.
+pub(in crate::backend) fn certificates(tls: &TlsFiles) -> Result<TlsCertificates> {
+    let pem = tls.read()?;
+    Ok(TlsCertificates {
+        client_tls: pem.identity.map(|(client_cert, client_key)| ClientTlsConfig { client_cert, client_key }),
+        root_cert: pem.ca,
+    })
+}
+
+/// A user name and password, as decoded from a URL.
+pub(in crate::backend) struct Credentials<'a> {
+    pub username: Option<&'a str>,
+    pub password: Option<&'a str>,
+}
+
+/// A client of one server, built from parsed parts rather than a URL, so that a password
+/// may hold any character. `certs`: over TLS, checking the server's certificate and name.
+pub(in crate::backend) fn node_client(
+    host: &str,
+    port: u16,
+    certs: Option<&TlsCertificates>,
+    credentials: &Credentials<'_>,
+    db: i64,
+) -> redis::RedisResult<Client> {
+    let addr = tcp_addr(host, port, certs.is_some());
+    let mut settings = RedisConnectionInfo::default().set_db(db);
+    if let Some(username) = credentials.username {
+        settings = settings.set_username(username);
+    }
+    if let Some(password) = credentials.password {
+        settings = settings.set_password(password);
+    }
+    let info = addr.into_connection_info()?.set_redis_settings(settings);
+    match certs {
+        Some(certs) => Client::build_with_tls(info, certs.clone()),
+        None => Client::open(info),
     }
 }
 
@@ -226,9 +258,10 @@ fn sentinel_client(
     sentinels: &[(String, u16)],
     master: &str,
     sentinel_password: Option<&str>,
-    root_cert: Option<Vec<u8>>,
+    certs: Option<TlsCertificates>,
 ) -> redis::RedisResult<SentinelClient> {
-    let addrs = sentinels.iter().map(|(host, port)| ConnectionAddr::Tcp(host.clone(), *port));
+    // Over TLS, the sentinels too: rediss+sentinel:// is TLS on every connection.
+    let addrs = sentinels.iter().map(|(host, port)| tcp_addr(host, *port, certs.is_some()));
     let mut builder = SentinelClientBuilder::new(addrs, master, SentinelServerType::Master)?
         .set_client_to_redis_db(endpoint.db)
         .set_client_to_redis_tcp_settings(redis::io::tcp::TcpSettings::default());
@@ -241,31 +274,22 @@ fn sentinel_client(
     if let Some(password) = sentinel_password {
         builder = builder.set_client_to_sentinel_password(password);
     }
-    if endpoint.tls {
-        builder = builder.set_client_to_redis_tls_mode(redis::TlsMode::Secure);
-        if let Some(cert) = root_cert {
-            builder =
-                builder.set_client_to_redis_certificates(TlsCertificates { client_tls: None, root_cert: Some(cert) });
-        }
+    if let Some(certs) = certs {
+        builder = builder
+            .set_client_to_redis_tls_mode(redis::TlsMode::Secure)
+            .set_client_to_redis_certificates(certs.clone())
+            .set_client_to_sentinel_tls_mode(redis::TlsMode::Secure)
+            .set_client_to_sentinel_certificates(certs);
     }
     builder.build()
 }
 
-/// A redis-rs URL for one node: credentials percent-encoded, db in the path.
-fn node_url(endpoint: &Endpoint, host: &str, port: u16, with_db: bool) -> String {
-    let scheme = if endpoint.tls { "rediss" } else { "redis" };
-    let encode = |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
-    let userinfo = match (&endpoint.username, &endpoint.password) {
-        (None, None) => String::new(),
-        (user, password) => format!(
-            "{}{}@",
-            user.as_deref().map(encode).unwrap_or_default(),
-            password.as_deref().map(|p| format!(":{}", encode(p))).unwrap_or_default()
-        ),
-    };
-    let host = if host.contains(':') { format!("[{host}]") } else { host.to_string() };
-    let db = if with_db { format!("/{}", endpoint.db) } else { String::new() };
-    format!("{scheme}://{userinfo}{host}:{port}{db}")
+/// A server's address, over TLS (its certificate and name checked) or plain TCP.
+fn tcp_addr(host: &str, port: u16, tls: bool) -> ConnectionAddr {
+    match tls {
+        true => ConnectionAddr::TcpTls { host: host.to_string(), port, insecure: false, tls_params: None },
+        false => ConnectionAddr::Tcp(host.to_string(), port),
+    }
 }
 
 /// The same server over RESP3, which the pub/sub connection needs for push messages.

@@ -18,6 +18,7 @@ mod endpoint;
 mod inspect;
 mod latch;
 mod link;
+mod names;
 mod pubsub;
 mod push;
 mod rw_lock;
@@ -45,6 +46,8 @@ use crate::spi::{CounterStore, LockKind, LostNotifier, VersionStore};
 use crate::url::ConnectUrl;
 use endpoint::Endpoint;
 use link::Link;
+// RedLock's nodes are connected as the Redis backend connects one server.
+pub(super) use link::{certificates, node_client, Credentials};
 use pubsub::Subscriptions;
 use rw_lock::{RedisRwLocks, RwPreference};
 use scripts::{LockKeys, UNLOCK_MESSAGE};
@@ -63,6 +66,8 @@ pub(crate) struct RedisBackend {
     subscriptions: Arc<Subscriptions>,
     /// URL option `rw_preference`: Redisson's reader preference unless `writer`.
     rw_preference: RwPreference,
+    /// URL option `timeout`: also how long idempotent calls are retried (engine/retry.rs).
+    timeout: Duration,
 }
 
 impl RedisBackend {
@@ -84,7 +89,7 @@ impl RedisBackend {
             }
         };
         let subscriptions = Subscriptions::start(link.clone(), pushes);
-        Ok(RedisBackend { link, subscriptions, rw_preference })
+        Ok(RedisBackend { link, subscriptions, rw_preference, timeout: limit })
     }
 
     /// One attempt for an owner that does not hold the lock. Both acquire scripts answer
@@ -356,6 +361,14 @@ impl HoldStore for RedisBackend {
 impl Store for RedisBackend {
     fn inspect(self: Arc<Self>) -> Option<Arc<dyn crate::spi::InspectStore>> {
         Some(self)
+    }
+
+    fn retry_within(&self) -> Duration {
+        self.timeout
+    }
+
+    fn check_key(&self, key: &str) -> Result<()> {
+        names::check_key(key)
     }
 
     fn capabilities(&self) -> Capabilities {

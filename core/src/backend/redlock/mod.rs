@@ -1,7 +1,9 @@
 //! `redlock://[user:password@]h1:p1,h2:p2,h3:p3[?node_timeout=50ms]`: the RedLock algorithm
 //! over N independent Redis servers (no replication between them), each in the token layout
 //! that node-redlock and redsync use (node.rs), so they and polylock exclude each other on
-//! the same resource.
+//! the same resource. `redlocks://` is the same over TLS to every server (`?ca=` the CA's PEM
+//! file, default the system's roots; `cert=` and `key=` a client certificate): each server's
+//! certificate and name are checked.
 //!
 //! Its one lock kind is `Token`: a mutex whose hold is one random token written to every
 //! node, held while a majority of nodes have it. One attempt (votes.rs) asks every node in
@@ -27,11 +29,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio::time::Instant;
 
+use crate::backend::redis::{node_client, Credentials};
 use crate::error::{Error, Result};
 use crate::spi::{
     AcquireRequest, Acquired, Capabilities, ExclusiveStore, HeldLock, HoldStore, LockKind, Release, Renewal, Store,
 };
-use crate::url::ConnectUrl;
+use crate::url::{percent_decode, ConnectUrl, TlsFiles};
 use node::Node;
 use votes::Votes;
 
@@ -70,16 +73,28 @@ impl RedLockBackend {
             return Err(Error::invalid_argument("URL option 'node_timeout' must be positive"));
         }
         let bad = |why: String| Error::invalid_argument(format!("{why} in {redacted}"));
+        let tls = TlsFiles::take(url, url.scheme() == "redlocks", "redlocks")?;
+        let certs = tls.as_ref().map(crate::backend::redis::certificates).transpose()?;
         let target = url.target().to_string();
         let (userinfo, hosts) = match target.rsplit_once('@') {
             Some((userinfo, hosts)) => (Some(userinfo.to_string()), hosts.to_string()),
             None => (None, target.clone()),
         };
+        // Decoded here and handed to the client as they are: any character may be in them.
+        let (username, password) = match userinfo.as_deref().map(|info| info.split_once(':').unwrap_or((info, ""))) {
+            None => (None, None),
+            Some((user, password)) => (
+                Some(percent_decode(user)).filter(|u| !u.is_empty()),
+                Some(percent_decode(password)).filter(|p| !p.is_empty()),
+            ),
+        };
+        let credentials = Credentials { username: username.as_deref(), password: password.as_deref() };
         let hosts = hosts.trim_end_matches('/');
         if hosts.contains('/') {
             return Err(bad("a redlock:// URL names servers only (no database or path)".into()));
         }
         let mut nodes = Vec::new();
+        let mut names = Vec::new();
         for host in hosts.split(',').map(str::trim) {
             let (name, port) =
                 host.rsplit_once(':').ok_or_else(|| bad(format!("'{host}' needs a port (host:port)")))?;
@@ -87,15 +102,25 @@ impl RedLockBackend {
             if name.is_empty() {
                 return Err(bad("empty host".into()));
             }
-            let auth = userinfo.as_deref().map(|info| format!("{info}@")).unwrap_or_default();
-            let client = redis::Client::open(format!("redis://{auth}{name}:{port}"))
+            let host = name.strip_prefix('[').and_then(|v6| v6.strip_suffix(']')).unwrap_or(name);
+            let client = node_client(host, port, certs.as_ref(), &credentials, 0)
                 .map_err(|_| bad(format!("'{name}:{port}' is not a usable Redis address")))?;
+            names.push(name.to_string());
             nodes.push(Arc::new(Node::new(format!("{name}:{port}"), client)));
         }
         if nodes.is_empty() || hosts.is_empty() {
             return Err(bad("a redlock:// URL needs at least one host:port".into()));
         }
         refuse_duplicate_nodes(&nodes).await.map_err(&bad)?;
+        crate::url::warn_unverified_password(
+            "redlock",
+            &redacted,
+            names.iter().map(String::as_str),
+            password.is_some(),
+            tls.is_some(),
+            "use redlocks:// (TLS to every server, the certificate checked against the system's roots or \
+             ?ca=/path/ca.pem)",
+        );
         let backend = RedLockBackend { nodes: nodes.into(), node_timeout };
         // A majority must be reachable now; the others are connected to when they answer.
         let mut reachable = 0;

@@ -50,8 +50,15 @@ impl SqlConfig {
         }
         let mut passed = form_urlencoded::Serializer::new(String::new());
         let mut any = false;
+        // What decides whether the password is sent over verified TLS (`password_exposed`).
+        let (mut tls_mode, mut socket) = (None, false);
         for key in sqlx_options {
             if let Some(value) = url.take_option(key) {
+                match *key {
+                    "sslmode" | "ssl-mode" => tls_mode = Some(value.clone()),
+                    "socket" => socket = true,
+                    _ => {}
+                }
                 passed.append_pair(key, &value);
                 any = true;
             }
@@ -65,9 +72,12 @@ impl SqlConfig {
             )));
         }
         let query = if any { format!("?{}", passed.finish()) } else { String::new() };
+        let shown_url = crate::url::redact(&format!("{}://{target}", url.scheme()));
+        // Once per client: the one warning of a connect.
+        password_exposed(sqlx_scheme, &shown_url, target, tls_mode.as_deref(), socket);
         Ok(SqlConfig {
             sqlx_url: format!("{sqlx_scheme}://{}{query}", crate::url::escape_userinfo(target)),
-            shown_url: crate::url::redact(&format!("{}://{target}", url.scheme())),
+            shown_url,
             pool_size,
             max_sessions,
             session_check,
@@ -75,6 +85,39 @@ impl SqlConfig {
             table,
         })
     }
+}
+
+/// Log the one warning of `url::warn_unverified_password` if the password of `target`
+/// (`user:password@host:port/database`) goes to another machine without a verified
+/// certificate: libpq's `sslmode` other than `verify-ca`/`verify-full`, MySQL's `ssl-mode`
+/// other than `VERIFY_CA`/`VERIFY_IDENTITY` (sqlx's default when the URL says nothing is
+/// `prefer`/`PREFERRED`: TLS if the server offers it, its certificate unchecked). A MySQL
+/// `socket=` never leaves the machine.
+pub(crate) fn password_exposed(
+    sqlx_scheme: &str,
+    shown_url: &str,
+    target: &str,
+    tls_mode: Option<&str>,
+    socket: bool,
+) -> bool {
+    let (userinfo, rest) = target.rsplit_once('@').unwrap_or(("", target));
+    let password = userinfo.split_once(':').is_some_and(|(_, password)| !password.is_empty());
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or(v6),
+        None => authority.rsplit_once(':').map_or(authority, |(host, _)| host),
+    };
+    let mode = tls_mode.unwrap_or_default().to_ascii_lowercase().replace('_', "-");
+    let verified = socket || matches!(mode.as_str(), "verify-ca" | "verify-full" | "verify-identity");
+    let how = if sqlx_scheme == "postgres" {
+        "add ?sslmode=verify-full&sslrootcert=/path/ca.pem (without sslmode, sqlx takes prefer: the certificate is not \
+         checked, and it falls back to plain text when the server offers no TLS)"
+    } else {
+        "add ?ssl-mode=VERIFY_IDENTITY&ssl-ca=/path/ca.pem (without ssl-mode, sqlx takes PREFERRED: the certificate is \
+         not checked, and it falls back to plain text when the server offers no TLS)"
+    };
+    let backend = if sqlx_scheme == "postgres" { "postgres" } else { "mysql" };
+    crate::url::warn_unverified_password(backend, shown_url, [host], password, verified, how)
 }
 
 /// Open and close one connection, so a bad host, password or database is reported at
@@ -96,5 +139,28 @@ where
             config.shown_url,
             config.connect_timeout.as_millis()
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::password_exposed;
+
+    #[test]
+    fn a_password_to_another_host_without_a_verified_certificate_is_warned_of() {
+        let warned = |scheme, target, mode, socket| password_exposed(scheme, "shown", target, mode, socket);
+        assert!(warned("postgres", "app:pw@db.internal:5432/locks", None, false));
+        assert!(warned("postgres", "app:pw@db.internal/locks", Some("require"), false));
+        assert!(warned("postgres", "app:pw@[2001:db8::3]:5432/locks", Some("prefer"), false));
+        assert!(!warned("postgres", "app:pw@db.internal:5432/locks", Some("verify-full"), false));
+        assert!(!warned("postgres", "app:pw@db.internal:5432/locks", Some("verify-ca"), false));
+        assert!(!warned("postgres", "app:pw@127.0.0.1:5432/locks", None, false));
+        assert!(!warned("postgres", "app:pw@[::1]:5432/locks", None, false));
+        assert!(!warned("postgres", "app@db.internal:5432/locks", None, false));
+        assert!(warned("mysql", "app:pw@db.internal:3306/locks", Some("REQUIRED"), false));
+        assert!(!warned("mysql", "app:pw@db.internal:3306/locks", Some("VERIFY_IDENTITY"), false));
+        assert!(!warned("mysql", "app:pw@db.internal:3306/locks", Some("verify_ca"), false));
+        assert!(!warned("mysql", "app:pw@localhost/locks", None, false));
+        assert!(!warned("mysql", "app:pw@db.internal/locks", None, true));
     }
 }

@@ -95,6 +95,18 @@ pub(crate) trait Dialect: Send + Sync + Sized + 'static {
     /// Give the lock back; true if the session still held it.
     async fn session_unlock(conn: &mut Conn<Self>, lock: &Self::SessionLock) -> Result<bool, sqlx::Error>;
 
+    /// Have the server end this session, and the locks it holds, once it has been silent
+    /// (no statement) for `idle`: a holder that is paused (SIGSTOP, a long GC pause, a frozen
+    /// VM) keeps its connection open, and without this the server keeps its session lock for
+    /// as long as the pause lasts. Answers the setting to put back when the connection returns
+    /// to its pool ([`Dialect::restore_idle`]), `None` where the server has no such limit
+    /// (PostgreSQL before 14: nothing is set, and nothing needs putting back).
+    async fn limit_idle(conn: &mut Conn<Self>, idle: Duration) -> Result<Option<String>, sqlx::Error>;
+
+    /// Put back the setting [`Dialect::limit_idle`] answered, before the connection goes back
+    /// to its pool holding nothing, so idle pooled connections are not ended by the server.
+    async fn restore_idle(conn: &mut Conn<Self>, before: &str) -> Result<(), sqlx::Error>;
+
     /// Whether any session holds the lock.
     async fn session_lock_taken(shared: &Pool<Self::DB>, lock: &Self::SessionLock) -> Result<bool, sqlx::Error>;
 

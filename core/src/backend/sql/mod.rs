@@ -8,7 +8,11 @@
 //!   Waiting is the server's own blocking call (bounded by `lock_timeout` / `GET_LOCK`'s
 //!   timeout); cancelling sends the server a cancel (`pg_cancel_backend` / `KILL QUERY`).
 //!   A background check pings the connection every `session_check` (default 1s): a killed
-//!   session or a dropped connection marks the guard lost.
+//!   session or a dropped connection marks the guard lost. While it holds, the session is told
+//!   to end after a silence of its lease rounded up to whole seconds plus one
+//!   (`idle_session_timeout` on PostgreSQL 14+, `wait_timeout` on MySQL/MariaDB; session.rs),
+//!   so the server frees the lock of a paused or cut-off holder instead of keeping it for as
+//!   long as the pause lasts; the setting is put back before the connection returns to its pool.
 //! - `Lease` is ShedLock's table (`shedlock(name, lock_until, locked_at, locked_by)`), with
 //!   the database's clock, so a Java job scheduled with ShedLock and a polylock lease lock
 //!   on the same name exclude each other. Renewals learn of loss, as on SQLite.
@@ -102,6 +106,11 @@ use values::SqlValues;
 impl<D: Dialect> Store for SqlStore<D> {
     fn inspect(self: Arc<Self>) -> Option<Arc<dyn crate::spi::InspectStore>> {
         inspect::inspector(self)
+    }
+
+    /// `connect_timeout`: the pool hands a retried call another connection within it.
+    fn retry_within(&self) -> std::time::Duration {
+        self.config.connect_timeout
     }
 
     fn capabilities(&self) -> Capabilities {

@@ -36,6 +36,9 @@ const ER_LOCK_NOWAIT: u16 = 3572;
 /// `innodb_lock_wait_timeout`'s largest value, in seconds: waiting "for ever".
 const FOREVER_LOCK_WAIT_SECONDS: u64 = 1_073_741_824;
 
+/// `wait_timeout`'s largest value, in seconds (a year, on Linux).
+const MAX_WAIT_TIMEOUT_SECONDS: u64 = 31_536_000;
+
 /// MariaDB answers NULL to a negative ("forever") `GET_LOCK` timeout: a year it is, asked
 /// again if it ever runs out.
 const FOREVER_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
@@ -292,6 +295,21 @@ impl Dialect for MySqlDialect {
         let released: Option<i64> =
             sqlx::query_scalar("SELECT RELEASE_LOCK(?)").bind(name).fetch_one(&mut **conn).await?;
         Ok(released == Some(1))
+    }
+
+    /// The session's `wait_timeout`, in whole seconds (MySQL and MariaDB, every version), at
+    /// most its largest value, a year: the server closes a connection that sends no command
+    /// for that long, and `GET_LOCK`'s locks go with it.
+    async fn limit_idle(conn: &mut Conn<Self>, idle: Duration) -> Result<Option<String>, sqlx::Error> {
+        let seconds = idle.as_secs().clamp(1, MAX_WAIT_TIMEOUT_SECONDS);
+        sqlx::query("SET SESSION wait_timeout = ?").bind(seconds).execute(&mut **conn).await?;
+        Ok(Some(String::new()))
+    }
+
+    /// Back to the server's global `wait_timeout`, which a connection starts with (sqlx does
+    /// not connect as an interactive client, which would start from `interactive_timeout`).
+    async fn restore_idle(conn: &mut Conn<Self>, _before: &str) -> Result<(), sqlx::Error> {
+        sqlx::query("SET SESSION wait_timeout = DEFAULT").execute(&mut **conn).await.map(|_| ())
     }
 
     async fn session_lock_taken(shared: &MySqlPool, name: &String) -> Result<bool, sqlx::Error> {

@@ -140,6 +140,34 @@ impl Dialect for Pg {
         sqlx::query_scalar("SELECT pg_advisory_unlock($1)").bind(*key).fetch_one(&mut **conn).await
     }
 
+    /// `idle_session_timeout` (PostgreSQL 14+), in milliseconds; the setting before is read in
+    /// the same statement (`OFFSET 0` keeps the subquery, so it is read before it is set). An
+    /// older server has no such setting: `current_setting(.., true)` is NULL, and the `CASE`
+    /// sets nothing. A limit beyond the setting's range (about 24.8 days) is no
+    /// limit (0): the server must never end a session sooner than its holder's lease.
+    async fn limit_idle(conn: &mut Conn<Self>, idle: Duration) -> Result<Option<String>, sqlx::Error> {
+        let limit = match i32::try_from(idle.as_millis()) {
+            Ok(ms) => format!("{ms}ms"),
+            Err(_) => "0".to_string(),
+        };
+        let row = sqlx::query(
+            "SELECT before, CASE WHEN before IS NOT NULL THEN set_config('idle_session_timeout', $1, false) END
+             FROM (SELECT current_setting('idle_session_timeout', true) AS before OFFSET 0) s",
+        )
+        .bind(limit)
+        .fetch_one(&mut **conn)
+        .await?;
+        row.try_get(0)
+    }
+
+    async fn restore_idle(conn: &mut Conn<Self>, before: &str) -> Result<(), sqlx::Error> {
+        sqlx::query("SELECT set_config('idle_session_timeout', $1, false)")
+            .bind(before)
+            .execute(&mut **conn)
+            .await
+            .map(|_| ())
+    }
+
     /// objsubid 1 is the one-bigint form of pg_advisory_lock; advisory locks are per database.
     async fn session_lock_taken(shared: &PgPool, key: &i64) -> Result<bool, sqlx::Error> {
         sqlx::query_scalar(

@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 use super::dialect::{Dialect, LockWait};
 use super::errors::map_error;
 use super::rw_session::RwSession;
-use super::session::Unrecorded;
+use super::session::{IdleLimit, Unrecorded};
 use super::store::SqlStore;
 use super::waiting::{answer_or_interrupt, in_own_task_for_caller, session_connection, try_once, wait_left_until};
 use crate::error::{Error, Result};
@@ -202,12 +202,14 @@ impl<D: Dialect> HoldStore<RwMode> for SqlRwLocks<D> {
             }
         };
         // An error drops the connection unrecorded, which closes it and frees the side.
+        let idle = IdleLimit::set::<D>(conn.conn(), request.lease).await.map_err(|e| store.err(e))?;
         let token = D::rw_draw_tokens(&store.shared, conn.conn(), &D::session_fencing_name(&request.key))
             .await
             .map_err(|e| store.err(e))?;
         let session = RwSession::<D>::start(
             lock,
             conn.into_inner(),
+            idle,
             mode,
             granted_at + request.lease,
             store.config.session_check,

@@ -6,6 +6,9 @@
 //! leases are kept here, as for a session lock (session.rs): a side whose lease runs out
 //! unrenewed is given back, and the connection is closed once it carries nothing; the same
 //! task pings the connection every `session_check`, and a failed ping marks every side lost.
+//! The server's limit on the session's silence is kept as for a session lock
+//! ([`IdleLimit`]), sized for the longest lease of a side it carried, and put back before the
+//! connection returns to its pool.
 
 use std::sync::{Arc, Mutex as SyncMutex, Weak};
 use std::time::Duration;
@@ -16,7 +19,7 @@ use tokio::task::AbortHandle;
 use tokio::time::{sleep_until, timeout, Instant};
 
 use super::dialect::Dialect;
-use super::session::CHECK_TIMEOUT;
+use super::session::{IdleLimit, CHECK_TIMEOUT};
 use super::waiting::in_own_task;
 use crate::spi::{HeldLock, LostNotifier, LostReason, RwMode};
 
@@ -75,6 +78,8 @@ pub(crate) struct RwSession<D: Dialect> {
     lock: D::RwLock,
     /// `None` once given back or closed.
     conn: Mutex<Option<PoolConnection<D::DB>>>,
+    /// The server's limit on the connection's silence; taken only under `conn`'s lock.
+    idle: Mutex<IdleLimit>,
     sides: SyncMutex<Sides>,
     monitor: SyncMutex<Option<AbortHandle>>,
 }
@@ -84,6 +89,7 @@ impl<D: Dialect> RwSession<D> {
     pub fn start(
         lock: D::RwLock,
         conn: PoolConnection<D::DB>,
+        idle: IdleLimit,
         mode: RwMode,
         lease_end: Instant,
         check: Duration,
@@ -94,6 +100,7 @@ impl<D: Dialect> RwSession<D> {
         let session = Arc::new(RwSession {
             lock,
             conn: Mutex::new(Some(conn)),
+            idle: Mutex::new(idle),
             sides: SyncMutex::new(sides),
             monitor: SyncMutex::new(None),
         });
@@ -136,6 +143,7 @@ impl<D: Dialect> RwSession<D> {
                     return Ok(None);
                 }
                 let granted_at = Instant::now();
+                session.idle.lock().await.cover::<D>(conn, lease).await?;
                 D::rw_read_on_writer(conn, &session.lock).await?;
                 let token = D::rw_draw_tokens(&shared, conn, &fencing_name).await;
                 let token = match token {
@@ -155,13 +163,21 @@ impl<D: Dialect> RwSession<D> {
     }
 
     /// Whether the connection answers; one that does not is closed and every side marked lost.
-    async fn alive(self: &Arc<Self>) -> bool {
+    /// With a renewal's `lease`, the server's limit on the session's silence is raised first
+    /// if the lease needs it.
+    async fn alive(self: &Arc<Self>, lease: Option<Duration>) -> bool {
         let session = self.clone();
         in_own_task(
             async move {
                 let mut slot = session.conn.lock().await;
                 let Some(conn) = slot.as_mut() else { return false };
-                let why = match timeout(CHECK_TIMEOUT, sqlx::Connection::ping(&mut **conn)).await {
+                let answer = async {
+                    if let Some(lease) = lease {
+                        session.idle.lock().await.cover::<D>(conn, lease).await?;
+                    }
+                    sqlx::Connection::ping(&mut **conn).await
+                };
+                let why = match timeout(CHECK_TIMEOUT, answer).await {
                     Ok(Ok(())) => return true,
                     Ok(Err(err)) => format!("the connection failed: {err}"),
                     Err(_) => format!("the connection did not answer within {}s", CHECK_TIMEOUT.as_secs()),
@@ -189,7 +205,7 @@ impl<D: Dialect> RwSession<D> {
     /// from now.
     pub async fn renew(self: &Arc<Self>, mode: RwMode, lease: Duration) -> bool {
         let sent = Instant::now();
-        if !self.alive().await {
+        if !self.alive(Some(lease)).await {
             return false;
         }
         match self.sides().of(mode).as_mut() {
@@ -203,7 +219,7 @@ impl<D: Dialect> RwSession<D> {
 
     /// For a release that leaves holds: whether `mode` is still carried by a live connection.
     pub async fn check(self: &Arc<Self>, mode: RwMode) -> bool {
-        self.alive().await && self.sides().of(mode).is_some()
+        self.alive(None).await && self.sides().of(mode).is_some()
     }
 
     /// Give `mode` back; once the connection carries nothing it goes back to its pool (closed
@@ -223,7 +239,12 @@ impl<D: Dialect> RwSession<D> {
             Ok(Ok(true)) => {
                 if !other_side_left {
                     self.stop_monitor();
-                    drop(slot.take()); // holds nothing: back to the pool
+                    // Holds nothing: back to the pool, without the limit on its silence (a
+                    // connection that cannot have it put back is closed instead).
+                    let unlimited = timeout(CHECK_TIMEOUT, self.idle.lock().await.restore::<D>(conn)).await;
+                    if let (Some(conn), false) = (slot.take(), matches!(unlimited, Ok(Ok(())))) {
+                        let _ = conn.close().await;
+                    }
                 }
                 true
             }
@@ -277,7 +298,7 @@ async fn monitor<D: Dialect>(session: Weak<RwSession<D>>, check: Duration) {
                 lost.mark(LostReason::LeaseExpired);
             }
         }
-        if session.is_empty() || !session.alive().await {
+        if session.is_empty() || !session.alive(None).await {
             return;
         }
     }

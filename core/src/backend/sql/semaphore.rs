@@ -17,7 +17,7 @@ use async_trait::async_trait;
 use tokio::time::Instant;
 
 use super::dialect::Dialect;
-use super::session::{Session, SessionConn, Unrecorded};
+use super::session::{IdleLimit, Session, SessionConn, Unrecorded};
 use super::store::SqlStore;
 use super::waiting::{session_connection, try_once};
 use crate::error::{Error, Result};
@@ -115,10 +115,11 @@ impl<D: Dialect> HoldStore<Permits> for SqlSemaphores<D> {
             }
         };
         // An error drops the connection unrecorded, which closes it and frees the slot.
+        let idle = IdleLimit::set::<D>(conn.conn(), request.lease).await.map_err(|e| self.store.err(e))?;
         let token =
             D::draw_tokens(conn.conn(), &D::session_fencing_name(&request.key)).await.map_err(|e| self.store.err(e))?;
         let session = Session::<D>::start(
-            SessionConn { conn: conn.into_inner(), lock },
+            SessionConn { conn: conn.into_inner(), lock, idle },
             granted_at + request.lease,
             self.store.config.session_check,
             request.lost.clone(),

@@ -6,6 +6,15 @@
 //! is given back by closing its connection. The same task pings the connection every
 //! `session_check`; a failed ping means the session ended (killed, network gone) and the
 //! lock with it, so the guard is marked lost at once.
+//!
+//! The lease is kept on the server too: while it holds, the session is told to end after a
+//! silence a little longer than the lease ([`idle_limit`]: PostgreSQL 14+'s
+//! `idle_session_timeout`, MySQL's and MariaDB's `wait_timeout`). A live holder's session is
+//! never that silent (the ping above, every renewal and every transfer run a statement on it),
+//! so only a holder that stopped answering (paused by SIGSTOP, a long GC pause, a frozen VM)
+//! loses its session, and the lock with it, about a lease after it went silent, instead of
+//! keeping every waiter out for as long as the pause lasts. The setting is put back before the
+//! connection returns to its pool.
 
 use std::sync::{Arc, Mutex as SyncMutex};
 use std::time::Duration;
@@ -20,14 +29,73 @@ use super::waiting::in_own_task;
 use crate::spi::{HeldLock, HoldState, Release, Renewal};
 use crate::spi::{LostNotifier, LostReason};
 
-/// The connection that holds a session lock, and the lock.
+/// How long a holding session may stay silent before the server ends it: the lease rounded up
+/// to whole seconds (MySQL's `wait_timeout` counts whole seconds), plus one. Never shorter than
+/// the lease: the server's timer starts after the session's last statement, and the holder's
+/// lease ran from before that statement was sent, so the holder's own count of its lease has
+/// ended, and its lock been given up, before the server can end a session it thought alive.
+pub(crate) fn idle_limit(lease: Duration) -> Duration {
+    let whole_seconds = lease.as_nanos().div_ceil(1_000_000_000);
+    Duration::from_secs(u64::try_from(whole_seconds).unwrap_or(u64::MAX / 2).saturating_add(1))
+}
+
+/// The limit on a holding session's silence set on the server ([`Dialect::limit_idle`]).
+pub(crate) struct IdleLimit {
+    /// The limit set, for the longest lease this session has held for.
+    limit: Duration,
+    /// The setting to put back; `None` where the server has no such limit.
+    before: Option<String>,
+}
+
+impl IdleLimit {
+    /// Set the limit for `lease` on the connection that was just granted a lock.
+    pub async fn set<D: Dialect>(conn: &mut PoolConnection<D::DB>, lease: Duration) -> Result<Self, sqlx::Error> {
+        let limit = idle_limit(lease);
+        let before = D::limit_idle(conn, limit).await?;
+        Ok(IdleLimit { limit, before })
+    }
+
+    /// Raise the limit for a longer lease (a renewal or a transfer may carry one); a shorter
+    /// lease keeps the longer limit, which is only slower to free the lock of a paused holder.
+    pub async fn cover<D: Dialect>(
+        &mut self,
+        conn: &mut PoolConnection<D::DB>,
+        lease: Duration,
+    ) -> Result<(), sqlx::Error> {
+        let limit = idle_limit(lease);
+        if self.before.is_none() || limit <= self.limit {
+            return Ok(());
+        }
+        D::limit_idle(conn, limit).await?;
+        self.limit = limit;
+        Ok(())
+    }
+}
+
+impl IdleLimit {
+    /// Put back the setting before the limit, for a connection going back to its pool.
+    pub async fn restore<D: Dialect>(&mut self, conn: &mut PoolConnection<D::DB>) -> Result<(), sqlx::Error> {
+        match self.before.take() {
+            Some(before) => D::restore_idle(conn, &before).await,
+            None => Ok(()),
+        }
+    }
+}
+
+/// The connection that holds a session lock, the lock, and the limit on its silence.
 pub(crate) struct SessionConn<D: Dialect> {
     pub conn: PoolConnection<D::DB>,
     pub lock: D::SessionLock,
+    pub idle: IdleLimit,
 }
 
 impl<D: Dialect> SessionConn<D> {
-    async fn still_holds(&mut self) -> Result<bool, sqlx::Error> {
+    /// Whether the session still holds the lock; with a lease, the server's limit on its
+    /// silence is raised first if the lease needs it.
+    async fn still_holds(&mut self, lease: Option<Duration>) -> Result<bool, sqlx::Error> {
+        if let Some(lease) = lease {
+            self.idle.cover::<D>(&mut self.conn, lease).await?;
+        }
         D::session_holds(&mut self.conn, &self.lock).await
     }
 
@@ -35,10 +103,17 @@ impl<D: Dialect> SessionConn<D> {
         D::session_unlock(&mut self.conn, &self.lock).await
     }
 
+    /// Put back the server's limit on the session's silence, so the connection can idle in
+    /// its pool.
+    async fn unlimit(&mut self) -> Result<(), sqlx::Error> {
+        self.idle.restore::<D>(&mut self.conn).await
+    }
+
     /// Draw the next fencing token of `fencing_name` on the session's own connection, for a
     /// hold handed to another owner of this client: the lock never leaves the session, and a
     /// session that died fails the statement instead of handing on a lock it no longer has.
-    async fn draw_next_token(&mut self, fencing_name: &str) -> Result<u64, sqlx::Error> {
+    async fn draw_next_token(&mut self, fencing_name: &str, lease: Duration) -> Result<u64, sqlx::Error> {
+        self.idle.cover::<D>(&mut self.conn, lease).await?;
         D::step_token(&mut self.conn, fencing_name).await
     }
 
@@ -94,12 +169,13 @@ enum Check {
 
 /// Whether the session still holds the lock; a connection that fails or does not answer is
 /// closed (its lock went with its session, or goes now), so it is never used again.
-async fn check_conn<D: Dialect>(slot: ConnSlot<D>) -> Check {
+/// `lease`: a renewal's, which the server's limit on the session's silence must cover.
+async fn check_conn<D: Dialect>(slot: ConnSlot<D>, lease: Option<Duration>) -> Check {
     in_own_task(
         async move {
             let mut guard = slot.lock_owned().await;
             let Some(conn) = guard.as_mut() else { return Check::Closed };
-            let why = match timeout(CHECK_TIMEOUT, conn.still_holds()).await {
+            let why = match timeout(CHECK_TIMEOUT, conn.still_holds(lease)).await {
                 Ok(Ok(true)) => return Check::Holds,
                 Ok(Ok(false)) => "the session no longer holds the lock".to_string(),
                 Ok(Err(err)) => format!("the connection failed: {err}"),
@@ -181,7 +257,7 @@ impl<D: Dialect> Session<D> {
     /// A session that errors is gone (its lock went with it), so that is `false`, not an error.
     pub async fn renew(&self, lease: Duration) -> bool {
         let sent = Instant::now();
-        let holds = matches!(check_conn(self.conn.clone()).await, Check::Holds);
+        let holds = matches!(check_conn(self.conn.clone(), Some(lease)).await, Check::Holds);
         if holds {
             *self.lease_end.lock().unwrap_or_else(|e| e.into_inner()) = sent + lease;
         }
@@ -205,7 +281,7 @@ impl<D: Dialect> Session<D> {
             async move {
                 let mut guard = slot.lock_owned().await;
                 let Some(conn) = guard.as_mut() else { return Ok(None) };
-                let failed = match timeout(CHECK_TIMEOUT, conn.draw_next_token(&fencing_name)).await {
+                let failed = match timeout(CHECK_TIMEOUT, conn.draw_next_token(&fencing_name, lease)).await {
                     Ok(Ok(reserved)) => return Ok(Some(reserved)),
                     Ok(Err(err)) => err,
                     Err(_) => sqlx::Error::Io(std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer")),
@@ -228,7 +304,7 @@ impl<D: Dialect> Session<D> {
 
     /// Whether the session is alive and holds the lock (for a release that leaves holds).
     pub async fn check(&self) -> bool {
-        matches!(check_conn(self.conn.clone()).await, Check::Holds)
+        matches!(check_conn(self.conn.clone(), None).await, Check::Holds)
     }
 
     /// Give the lock back and return a healthy connection to its pool. True if it was held.
@@ -241,7 +317,14 @@ impl<D: Dialect> Session<D> {
             async move {
                 let Some(mut conn) = slot.lock().await.take() else { return false };
                 match timeout(CHECK_TIMEOUT, conn.unlock()).await {
-                    Ok(Ok(true)) => true, // dropping a pool connection returns it to the pool
+                    Ok(Ok(true)) => {
+                        // Dropping a pool connection returns it to the pool: only without the
+                        // limit on its silence, else it is closed (the lock is given back either way).
+                        if !matches!(timeout(CHECK_TIMEOUT, conn.unlimit()).await, Ok(Ok(()))) {
+                            conn.close().await;
+                        }
+                        true
+                    }
                     _ => {
                         // Not held, or unknown: a connection we cannot vouch for is closed, not reused.
                         conn.close().await;
@@ -303,7 +386,7 @@ async fn monitor<D: Dialect>(
             }
             return;
         }
-        match check_conn(slot).await {
+        match check_conn(slot, None).await {
             Check::Holds => continue,
             Check::Closed => return,
             Check::Gone(why) => {
@@ -311,5 +394,22 @@ async fn monitor<D: Dialect>(
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::idle_limit;
+    use std::time::Duration;
+
+    #[test]
+    fn the_idle_limit_is_the_lease_in_whole_seconds_plus_one() {
+        let secs = Duration::from_secs;
+        assert_eq!(idle_limit(Duration::from_millis(10)), secs(2));
+        assert_eq!(idle_limit(secs(2)), secs(3));
+        assert_eq!(idle_limit(Duration::from_millis(2001)), secs(4));
+        assert_eq!(idle_limit(secs(30)), secs(31));
+        assert_eq!(idle_limit(crate::duration::MAX_LEASE), crate::duration::MAX_LEASE + secs(1));
+        assert!(idle_limit(Duration::MAX) > secs(u64::MAX / 4));
     }
 }

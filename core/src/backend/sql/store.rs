@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::{probe, SqlConfig};
 use super::dialect::{Dialect, LockWait};
 use super::errors::map_error;
-use super::session::{Session, SessionConn, Unrecorded};
+use super::session::{IdleLimit, Session, SessionConn, Unrecorded};
 use super::waiting::{answer_or_interrupt, in_own_task_for_caller, session_connection, try_once, wait_left_until};
 use crate::backend::poll::{acquire_by_attempts, Attempt};
 use crate::error::{Error, Result};
@@ -132,10 +132,11 @@ impl<D: Dialect> SqlStore<D> {
             }
         };
         // An error drops the connection unrecorded, which closes it and frees the lock.
+        let idle = IdleLimit::set::<D>(conn.conn(), request.lease).await.map_err(|e| self.err(e))?;
         let token =
             D::draw_tokens(conn.conn(), &D::session_fencing_name(&request.key)).await.map_err(|e| self.err(e))?;
         let session = Session::<D>::start(
-            SessionConn { conn: conn.into_inner(), lock },
+            SessionConn { conn: conn.into_inner(), lock, idle },
             granted_at + request.lease,
             self.config.session_check,
             request.lost.clone(),

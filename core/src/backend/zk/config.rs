@@ -97,14 +97,31 @@ impl ZkConfig {
             }
             host_list.push(format!("{name}:{port}"));
         }
-        Ok(ZkConfig {
+        let config = ZkConfig {
             hosts: host_list.join(","),
             chroot: chroot.to_string(),
             digest,
             session_timeout,
             connect_timeout,
             redacted,
-        })
+        };
+        // Parsed once per client: the one warning of a connect.
+        config.warn_if_password_exposed();
+        Ok(config)
+    }
+
+    /// Log the one warning of `url::warn_unverified_password` if the digest's password
+    /// (which `addauth digest` sends as it is) leaves this machine without verified TLS.
+    pub fn warn_if_password_exposed(&self) -> bool {
+        let hosts = self.hosts.split(',').map(|host| host.rsplit_once(':').map_or(host, |(name, _)| name));
+        crate::url::warn_unverified_password(
+            "zk",
+            &self.redacted,
+            hosts,
+            self.digest.is_some(),
+            false,
+            "ZooKeeper's digest password travels as it is: keep the servers on a private network",
+        )
     }
 }
 
@@ -134,6 +151,13 @@ mod tests {
         let c = parse("zk://app:ab/cd//1234@h1:2182/apps").unwrap();
         assert_eq!((c.digest.as_deref(), c.chroot.as_str()), (Some("app:ab/cd//1234"), "/apps"));
         assert!(!c.redacted.contains("cd//1234"), "{}", c.redacted);
+    }
+
+    #[test]
+    fn a_digest_password_to_another_host_is_warned_of() {
+        assert!(parse("zk://app:pw@zk-1.internal:2181,127.0.0.1").unwrap().warn_if_password_exposed());
+        assert!(!parse("zk://app:pw@127.0.0.1:2181,localhost").unwrap().warn_if_password_exposed());
+        assert!(!parse("zk://zk-1.internal:2181").unwrap().warn_if_password_exposed());
     }
 
     #[test]

@@ -217,6 +217,11 @@ impl Store for ZkBackend {
         Some(self)
     }
 
+    /// `connect_timeout`: the session reconnects (to another server) within it.
+    fn retry_within(&self) -> Duration {
+        self.config.connect_timeout
+    }
+
     fn capabilities(&self) -> Capabilities {
         Capabilities {
             rw_locks: true,
