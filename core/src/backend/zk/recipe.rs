@@ -223,6 +223,7 @@ pub(super) async fn create_protected(
 ) -> std::result::Result<(String, u64, Option<Vec<String>>), Stop> {
     let sequential = matches!(mode, zk::CreateMode::EphemeralSequential);
     let mode = mode.with_acls(acls);
+    let mut io_failures = 0;
     loop {
         let client = session.client()?;
         // Both requests are sent when these calls return, in this order.
@@ -241,7 +242,22 @@ pub(super) async fn create_protected(
                     Err(err) => return Err(map_error(err, &format!("creating the lock path {parent}")).into()),
                 }
             }
-            Err(zk::Error::ConnectionLoss) => {
+            Err(zk::Error::SessionExpired | zk::Error::SessionMoved) => return Err(Stop::Restart),
+            Err(err) => {
+                // A dropped connection is `ConnectionLoss`, or an I/O error (`Custom`) when the
+                // socket fails under the request (the server killed: "Connection reset by
+                // peer"); the latter a bounded number of times in a row, as retry_on_loss!.
+                let dropped = match err {
+                    zk::Error::ConnectionLoss => true,
+                    zk::Error::Custom(_) if io_failures < MAX_IO_RETRIES => {
+                        io_failures += 1;
+                        true
+                    }
+                    _ => false,
+                };
+                if !dropped {
+                    return Err(map_error(err, &format!("creating a contender node under {parent}")).into());
+                }
                 // The create may have happened: find it by our uuid once the connection is back.
                 if !session.reconnected(give_up).await? {
                     return Err(if give_up.is_cancelled() { Stop::GaveUp } else { Stop::Restart });
@@ -250,8 +266,6 @@ pub(super) async fn create_protected(
                     return Ok((node, czxid, None));
                 }
             }
-            Err(zk::Error::SessionExpired | zk::Error::SessionMoved) => return Err(Stop::Restart),
-            Err(err) => return Err(map_error(err, &format!("creating a contender node under {parent}")).into()),
         }
     }
 }
