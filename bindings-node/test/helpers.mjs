@@ -20,7 +20,7 @@ function exportedBackends() {
     const match = /^POLYLOCK_TEST_(.+)_URL$/.exec(variable)
     if (!match || !url) continue
     const name = match[1].toLowerCase().replace(/_/g, '-')
-    const kinds = /^(redis|rediss|redis\+cluster|redis\+sentinel):\/\//.test(url) ? REDIS_KINDS : ['reentrant']
+    const kinds = /^rediss?(\+cluster|\+sentinel)?:\/\//.test(url) ? REDIS_KINDS : ['reentrant']
     backends.push({ name, kinds, url: () => url, crossProcess: true })
   }
   return backends.sort((a, b) => a.name.localeCompare(b.name))

@@ -35,6 +35,8 @@ KINDS_BY_SCHEME = {
     "rediss": ["reentrant", "fair", "token"],
     "redis+cluster": ["reentrant", "fair", "token"],
     "redis+sentinel": ["reentrant", "fair", "token"],
+    "rediss+cluster": ["reentrant", "fair", "token"],
+    "rediss+sentinel": ["reentrant", "fair", "token"],
     "postgres": ["reentrant", "lease"],
     "postgresql": ["reentrant", "lease"],
     "mysql": ["reentrant", "lease"],

@@ -58,6 +58,12 @@ class Skip(Exception):
 KNOWN_BUGS = {
     # "case title": "what is wrong and what is safe meanwhile" (a case listed here prints KNOWN
     # with its figures instead of failing the suite, and says so when it starts passing)
+    "cluster etcd/leader-freeze": (
+        "issue 35: in about 1 run of 3 the holder connected to the frozen leader learns of its loss "
+        "only when the leader resumes (~6.6 s after a 6 s freeze, lease 5 s), so it believes ~0.5 s "
+        "past the next holder's start; bounding the session keep-alive's waits by the TTL did not "
+        "fix it (1 of 5 still late), so a call on the hold's path still waits on the frozen member. "
+        "Fencing tokens still order the writes (A's token is below the next holder's)"),
 }
 
 
