@@ -20,7 +20,6 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use super::idempotency_codec::{decode_response, encode_response, StoredResponse};
 use super::idempotency_record::{IdempotencyRecord, Status};
 use super::name::{storage_key, validate_name};
 use crate::engine::Engine;
@@ -209,10 +208,7 @@ impl Idempotency {
     /// return the stored response of the attempt that finished. With `wait`, an attempt
     /// under way is waited for (polling, up to `wait`) and its response replayed; without,
     /// or when the wait runs out, `InProgress` (with a retry-after). `Mismatch` if the key
-    /// was used with another fingerprint. The response is stored in the tagged form of
-    /// [`super::idempotency_codec`] that every binding's `run` reads and writes, so a key is
-    /// replayed across languages; a response stored as JSON by another language comes back
-    /// as its text.
+    /// was used with another fingerprint.
     pub async fn run<F, Fut, E>(
         &self,
         key: &str,
@@ -232,9 +228,7 @@ impl Idempotency {
                 Begin::Acquired(ticket) => {
                     return match work().await {
                         Ok(response) => {
-                            // The tagged form every binding's run writes and reads, so a key
-                            // run here replays in any language (and theirs here).
-                            ticket.complete(&encode_response(&StoredResponse::Bytes(response.clone()))).await?;
+                            ticket.complete(&response).await?;
                             Ok(response)
                         }
                         Err(err) => {
@@ -245,13 +239,7 @@ impl Idempotency {
                         }
                     };
                 }
-                Begin::Replay(stored) => {
-                    return match decode_response(&stored)? {
-                        StoredResponse::Bytes(bytes) => Ok(bytes),
-                        // A response another language stored as JSON: its text.
-                        StoredResponse::Json(text) => Ok(text.into_bytes()),
-                    };
-                }
+                Begin::Replay(response) => return Ok(response),
                 Begin::Mismatch => return Err(mismatch_error(key).into()),
                 Begin::InProgress { retry_after } => {
                     let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
