@@ -753,17 +753,29 @@ class Proxy:
                 pass
 
 
-class Partition:
-    def __init__(self, port):
+class IptablesChain:
+    """A chain of this run's own, jumped to from INPUT, removed at cleanup (or SIGTERM)."""
+
+    def __init__(self, prefix):
         if not shutil.which("iptables"):
             raise Skip("no iptables (apt-get install iptables)")
-        self.chain = "PLFAULTS_" + RUN_ID[-8:].upper()
-        self.port = port
+        self.chain = prefix + RUN_ID[-8:].upper()
         r = subprocess.run(["iptables", "-N", self.chain], capture_output=True, text=True)
         if r.returncode != 0:
             raise Skip("iptables cannot be used here: " + r.stderr.strip())
         CLEANUPS.append(self.remove)
         subprocess.run(["iptables", "-I", "INPUT", "-j", self.chain], check=True)
+
+    def remove(self):
+        subprocess.run(["iptables", "-D", "INPUT", "-j", self.chain], capture_output=True)
+        subprocess.run(["iptables", "-F", self.chain], capture_output=True)
+        subprocess.run(["iptables", "-X", self.chain], capture_output=True)
+
+
+class Partition(IptablesChain):
+    def __init__(self, port):
+        super().__init__("PLFAULTS_")
+        self.port = port
 
     def cut(self):
         # Both directions of the holder's connections to the server's 127.0.0.2 address (the
@@ -773,10 +785,6 @@ class Partition:
                      ["-s", "127.0.0.2", "-d", "127.0.0.1", "-p", "tcp", "--sport", str(self.port)]):
             subprocess.run(["iptables", "-A", self.chain] + rule + ["-j", "DROP"], check=True)
 
-    def remove(self):
-        subprocess.run(["iptables", "-D", "INPUT", "-j", self.chain], capture_output=True)
-        subprocess.run(["iptables", "-F", self.chain], capture_output=True)
-        subprocess.run(["iptables", "-X", self.chain], capture_output=True)
 
 
 # (backend, kind, is the lock freed by the server while its holder is cut off?) Every kind is:
@@ -1032,21 +1040,14 @@ def case_member_down(backend, runs=10):
     return figures
 
 
-class Resets:
+class Resets(IptablesChain):
     """Every new packet to `ports` on 127.0.0.1 answered with a TCP reset (iptables REJECT):
     connections to those members break at once, as a healing partition leaves them ("broken
     pipe", "connection reset"), and new ones are refused until `heal`."""
 
     def __init__(self, ports):
-        if not shutil.which("iptables"):
-            raise Skip("no iptables (apt-get install iptables)")
-        self.chain = "PLRESET_" + RUN_ID[-8:].upper()
+        super().__init__("PLRESET_")
         self.ports = ports
-        r = subprocess.run(["iptables", "-N", self.chain], capture_output=True, text=True)
-        if r.returncode != 0:
-            raise Skip("iptables cannot be used here: " + r.stderr.strip())
-        CLEANUPS.append(self.remove)
-        subprocess.run(["iptables", "-I", "INPUT", "-j", self.chain], check=True)
 
     def cut(self):
         for port in self.ports:
@@ -1056,10 +1057,6 @@ class Resets:
     def heal(self):
         subprocess.run(["iptables", "-F", self.chain], check=True)
 
-    def remove(self):
-        subprocess.run(["iptables", "-D", "INPUT", "-j", self.chain], capture_output=True)
-        subprocess.run(["iptables", "-F", self.chain], capture_output=True)
-        subprocess.run(["iptables", "-X", self.chain], capture_output=True)
 
 
 def case_release_retry(backend, cut_for=2.0):
