@@ -146,8 +146,8 @@ fn call_work(env: &mut JNIEnv<'_>, work: &JObject<'_>, json: bool) -> Result<Vec
     Ok(encode_response(&response))
 }
 
-/// The core's `run`: the stored response on a replay, else the work's (stored for later
-/// replays). `wait_ms` -1: an attempt under way is not waited for (`InProgress` at once).
+/// The core's `run_stored` (the work returns the tagged form): the stored response on a
+/// replay, else the work's (stored for later replays). `wait_ms` -1: an attempt under way is not waited for (`InProgress` at once).
 #[no_mangle]
 #[allow(clippy::too_many_arguments)] // one JNI signature, mirrored in Idempotency.java
 pub extern "system" fn Java_io_polylock_Idempotency_nativeRun<'l>(
@@ -178,7 +178,7 @@ pub extern "system" fn Java_io_polylock_Idempotency_nativeRun<'l>(
             let work = &work;
             wait_for(
                 native,
-                idempotency.run(&key, &fingerprint, wait, move || async move { call_work(env, work, json) }),
+                idempotency.run_stored(&key, &fingerprint, wait, move || async move { call_work(env, work, json) }),
             )
         };
         match ran {

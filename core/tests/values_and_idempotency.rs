@@ -352,6 +352,14 @@ async fn run_does_the_work_once_and_replays() {
         assert_eq!(err.unwrap_err().message(), "boom");
         let again = idem.run("flaky", b"fp", None, || async { Ok::<_, polylock::Error>(b"ok".to_vec()) }).await;
         assert_eq!(again.unwrap(), b"ok", "{url}");
+        // run stores the tagged form every binding's run reads (`b` + bytes), and replays a
+        // response another language stored as JSON (`j` + text) as that text.
+        let Begin::Replay(stored) = idem.begin("k", b"fp").await.unwrap() else { panic!("{url}") };
+        assert_eq!(stored, b"bresult", "{url}: the stored form of a run's response");
+        let Begin::Acquired(ticket) = idem.begin("from-json", b"fp").await.unwrap() else { panic!("{url}") };
+        ticket.complete(b"j{\"id\":7}").await.unwrap();
+        let replayed = idem.run("from-json", b"fp", None, || async { Ok::<_, polylock::Error>(vec![]) }).await;
+        assert_eq!(replayed.unwrap(), br#"{"id":7}"#, "{url}");
         client.close().await;
     }
 }

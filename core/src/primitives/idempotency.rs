@@ -20,6 +20,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use super::idempotency_codec::{decode_response, encode_response, StoredResponse};
 use super::idempotency_record::{IdempotencyRecord, Status};
 use super::name::{storage_key, validate_name};
 use crate::engine::Engine;
@@ -208,8 +209,39 @@ impl Idempotency {
     /// return the stored response of the attempt that finished. With `wait`, an attempt
     /// under way is waited for (polling, up to `wait`) and its response replayed; without,
     /// or when the wait runs out, `InProgress` (with a retry-after). `Mismatch` if the key
-    /// was used with another fingerprint.
+    /// was used with another fingerprint. The response is stored in the tagged form of
+    /// [`super::idempotency_codec`] that every binding's `run` reads and writes, so a key is
+    /// replayed across languages; a response stored as JSON by another language comes back
+    /// as its text.
     pub async fn run<F, Fut, E>(
+        &self,
+        key: &str,
+        fingerprint: &[u8],
+        wait: Option<Duration>,
+        work: F,
+    ) -> Result<Vec<u8>, E>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Vec<u8>, E>>,
+        E: From<Error>,
+    {
+        let encoded = move || async move {
+            let response = work().await?;
+            Ok::<_, E>(encode_response(&StoredResponse::Bytes(response)))
+        };
+        let stored = self.run_stored(key, fingerprint, wait, encoded).await?;
+        Ok(match decode_response(&stored)? {
+            StoredResponse::Bytes(bytes) => bytes,
+            // A response another language stored as JSON: its text.
+            StoredResponse::Json(text) => text.into_bytes(),
+        })
+    }
+
+    /// [`Idempotency::run`]'s loop with the response stored exactly as `work` returns it
+    /// and handed back as stored: for a caller that writes the tagged form itself (a
+    /// binding whose work may return bytes or structured data, encoded with
+    /// [`super::idempotency_codec::encode_response`]).
+    pub async fn run_stored<F, Fut, E>(
         &self,
         key: &str,
         fingerprint: &[u8],
@@ -239,7 +271,7 @@ impl Idempotency {
                         }
                     };
                 }
-                Begin::Replay(response) => return Ok(response),
+                Begin::Replay(stored) => return Ok(stored),
                 Begin::Mismatch => return Err(mismatch_error(key).into()),
                 Begin::InProgress { retry_after } => {
                     let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));

@@ -333,17 +333,13 @@ impl Driver {
             }
             "try_acquire" => {
                 let options = options(req)?;
-                if options.lease.is_some() || options.wait.is_some_and(|wait| !wait.is_zero()) {
-                    return not_offered(
-                        "Rust's try_acquire() tries once under the watchdog and takes no wait or lease; \
-                         only acquire_with takes them, and it returns Err(kind Timeout), never None",
-                    );
-                }
                 let held = match get(&o.handles, req, "handle")? {
-                    Handle::Lock(lock) => lock.try_acquire().await?.map(Held::Lock),
-                    Handle::Side(side) => side.try_acquire().await?.map(Held::Side),
-                    Handle::Semaphore(semaphore) => semaphore.try_acquire().await?.map(Held::Permit),
-                    Handle::Multi(multi, names) => multi.try_acquire().await?.map(|g| Held::Multi(g, names.clone())),
+                    Handle::Lock(lock) => lock.try_acquire_with(options).await?.map(Held::Lock),
+                    Handle::Side(side) => side.try_acquire_with(options).await?.map(Held::Side),
+                    Handle::Semaphore(semaphore) => semaphore.try_acquire_with(options).await?.map(Held::Permit),
+                    Handle::Multi(multi, names) => {
+                        multi.try_acquire_with(options).await?.map(|g| Held::Multi(g, names.clone()))
+                    }
                 };
                 match held {
                     None => Ok(Json::Null),
@@ -428,9 +424,18 @@ impl Driver {
                 o.leaderships.insert(label(req)?, leadership);
                 Ok(json!({"term": term}))
             }
-            "try_campaign" => not_offered(
-                "Election::campaign is the only form: a wait that runs out is Err(kind Timeout), never None",
-            ),
+            "try_campaign" => {
+                let wait = duration(req, "wait_ms")?;
+                let (election, _) = get(&o.elections, req, "election")?;
+                match election.try_campaign(text(req, "value")?.as_bytes(), wait).await? {
+                    None => Ok(Json::Null),
+                    Some(leadership) => {
+                        let term = leadership.term();
+                        o.leaderships.insert(label(req)?, leadership);
+                        Ok(json!({"term": term}))
+                    }
+                }
+            }
             "leader" => leader(get(&o.elections, req, "election")?.0.leader().await?),
             "resign" => {
                 get(&o.leaderships, req, "leadership")?.resign().await?;
@@ -465,7 +470,8 @@ impl Driver {
             "latch_count" => Ok(json!(get(&o.latches, req, "latch")?.count().await?)),
             "latch_wait" => {
                 let wait = duration(req, "wait_ms")?;
-                Ok(json!(get(&o.latches, req, "latch")?.try_await_zero(wait).await?))
+                get(&o.latches, req, "latch")?.await_zero(wait).await?;
+                Ok(json!(true))
             }
 
             // Values
