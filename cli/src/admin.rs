@@ -7,7 +7,8 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::time::Duration;
 
 use clap::Args;
-use polylock::{lease_millis, Client, LockEntry, LockKind, LockStatus};
+use polylock::kit::inspect_json::{list_json, status_json};
+use polylock::{Client, LockEntry, LockKind, LockStatus};
 
 use crate::exit;
 
@@ -177,80 +178,10 @@ fn lease_text(held: bool, remaining: Option<Duration>) -> String {
     }
 }
 
-fn status_json(name: &str, kind: LockKind, backend: &str, status: &LockStatus) -> String {
-    let mut fields = vec![
-        ("name", json_string(name)),
-        ("kind", json_string(kind.as_str())),
-        ("backend", json_string(backend)),
-        ("held", status.held.to_string()),
-        ("holder", status.holder.as_deref().map_or_else(|| "null".into(), json_string)),
-        ("fencing_token", json_number(status.fencing_token)),
-        ("token_counter", json_number(status.token_counter)),
-        ("remaining_lease_ms", json_number(lease_millis(status.remaining_lease))),
-        ("lease_expires", (status.remaining_lease.is_some_and(|left| left != Duration::MAX)).to_string()),
-        ("waiters", json_number(status.waiters)),
-        ("layout", json_string(status.layout)),
-    ];
-    let details: Vec<String> =
-        status.details.iter().map(|(label, value)| format!("{}:{}", json_string(label), json_string(value))).collect();
-    let details = format!("{{{}}}", details.join(","));
-    fields.push(("details", details));
-    let body: Vec<String> = fields.into_iter().map(|(key, value)| format!("{}:{value}", json_string(key))).collect();
-    format!("{{{}}}", body.join(","))
-}
-
 fn list_text(entries: &[LockEntry]) -> String {
     let mut out = String::new();
     for entry in entries {
         out.push_str(&format!("{}\t{}\t{}\n", entry.name, entry.kind, if entry.held { "held" } else { "free" }));
     }
     out
-}
-
-fn list_json(entries: &[LockEntry]) -> String {
-    let items: Vec<String> = entries
-        .iter()
-        .map(|e| {
-            format!(
-                "{{\"name\":{},\"kind\":{},\"held\":{}}}",
-                json_string(&e.name),
-                json_string(e.kind.as_str()),
-                e.held
-            )
-        })
-        .collect();
-    format!("[{}]", items.join(","))
-}
-
-fn json_number(value: Option<u64>) -> String {
-    value.map_or_else(|| "null".into(), |n| n.to_string())
-}
-
-/// A JSON string literal (RFC 8259 escapes).
-pub fn json_string(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn json_strings_escape_quotes_and_control_characters() {
-        assert_eq!(json_string("a\"b\\c\n\u{1}"), "\"a\\\"b\\\\c\\n\\u0001\"");
-    }
 }

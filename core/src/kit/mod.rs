@@ -19,6 +19,8 @@
 //! - [`log_bridge`]: the core's `tracing` events handed to the language's own logging, with
 //!   one level switch (`POLYLOCK_LOG`, `DEBUG=polylock`) read the same way everywhere;
 //! - [`metrics_json`]: the metrics snapshot as the one JSON shape every binding hands out;
+//! - [`inspect_json`]: a lock's status and the list of locks (`Inspector`) as the one JSON
+//!   shape the CLI prints and every binding hands out;
 //! - the error table is [`crate::ErrorKind::ALL`] with its stable names and numbers.
 
 pub mod cancel;
@@ -26,6 +28,7 @@ pub mod fork;
 // The stored form of `run`'s responses is the primitive's own (Idempotency::run writes it too).
 pub use crate::primitives::idempotency_codec;
 pub mod ids;
+pub mod inspect_json;
 pub mod log_bridge;
 pub mod metrics_json;
 pub mod owner_ids;
