@@ -157,6 +157,8 @@ cargo build --release --locked -p polylock-bench
 step "servers (joined: every stage below uses them)"
 bg_join servers
 eval "$(tests/services/services.sh env)"
+# The Rust suites' server tier: without it they run on mem:// and SQLite only.
+export POLYLOCK_TEST_SERVERS=1
 
 step "Rust suites (core, id, cli, bench, bindings' unit tests), against every server"
 cargo test --workspace --locked --release

@@ -163,6 +163,9 @@ fn sqlite_status_unlock_and_list() {
 
 #[test]
 fn redis_status_unlock_and_list() {
+    if crate::common::servers_off() {
+        return;
+    }
     let url = env_url("POLYLOCK_TEST_REDIS_URL", "redis://127.0.0.1:16379");
     admin_story(&url, "redis", None, true);
     admin_story(&url, "redis", Some("token"), false);
@@ -170,18 +173,27 @@ fn redis_status_unlock_and_list() {
 
 #[test]
 fn etcd_status_unlock_and_list() {
+    if crate::common::servers_off() {
+        return;
+    }
     let url = env_url("POLYLOCK_TEST_ETCD_URL", "etcd://127.0.0.1:12379");
     admin_story(&url, "etcd", None, true);
 }
 
 #[test]
 fn zookeeper_status_unlock_and_list() {
+    if crate::common::servers_off() {
+        return;
+    }
     let url = env_url("POLYLOCK_TEST_ZOOKEEPER_URL", "zk://127.0.0.1:12181");
     admin_story(&url, "zookeeper", None, true);
 }
 
 #[test]
 fn postgres_status_unlock_and_list() {
+    if crate::common::servers_off() {
+        return;
+    }
     let url = env_url("POLYLOCK_TEST_POSTGRES_URL", "postgres://polylock:polylock@127.0.0.1:15432/polylock");
     admin_story(&url, "postgres", Some("lease"), true);
     session_lock_status(&url, "postgres");
@@ -189,6 +201,9 @@ fn postgres_status_unlock_and_list() {
 
 #[test]
 fn mariadb_status_unlock_and_list() {
+    if crate::common::servers_off() {
+        return;
+    }
     let url = env_url("POLYLOCK_TEST_MARIADB_URL", "mysql://polylock:polylock@127.0.0.1:13306/polylock");
     admin_story(&url, "mariadb", Some("lease"), true);
     session_lock_status(&url, "mariadb");

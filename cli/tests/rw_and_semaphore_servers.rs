@@ -65,6 +65,9 @@ fn most_at_once(holds: &[(u64, u128, u128)]) -> usize {
 
 #[test]
 fn readers_in_separate_processes_hold_together_and_writers_alone() {
+    if crate::common::servers_off() {
+        return;
+    }
     for (label, url) in servers("rw") {
         let dir = tempfile::tempdir().unwrap();
         let ledger = dir.path().join("ledger");
@@ -85,6 +88,9 @@ fn readers_in_separate_processes_hold_together_and_writers_alone() {
 
 #[test]
 fn sixteen_processes_never_hold_more_than_n_permits() {
+    if crate::common::servers_off() {
+        return;
+    }
     for (label, url) in servers("sem") {
         let dir = tempfile::tempdir().unwrap();
         let ledger = dir.path().join("ledger");
@@ -108,6 +114,9 @@ fn sixteen_processes_never_hold_more_than_n_permits() {
 
 #[test]
 fn a_sigkilled_holders_permit_comes_back() {
+    if crate::common::servers_off() {
+        return;
+    }
     for (label, url) in servers("kill") {
         let what = ["--semaphore", "one", "--permits", "1"];
         let mut holder = polylock()

@@ -24,6 +24,9 @@ fn urls(options: &str) -> Vec<String> {
 
 #[test]
 fn processes_exclude_each_other_on_both_databases_and_kinds() {
+    if crate::common::servers_off() {
+        return;
+    }
     for url in urls("") {
         for kind in ["reentrant", "lease"] {
             common::exclusion_with_fencing_ledger(&url, &["--kind", kind], 4, 8);
@@ -33,6 +36,9 @@ fn processes_exclude_each_other_on_both_databases_and_kinds() {
 
 #[test]
 fn a_sigkilled_session_holder_frees_the_lock_at_once() {
+    if crate::common::servers_off() {
+        return;
+    }
     for url in urls("") {
         let is_held = || {
             let out =
@@ -66,6 +72,9 @@ fn a_sigkilled_session_holder_frees_the_lock_at_once() {
 /// a lease counts from the grant, not from the start of the wait.
 #[test]
 fn a_waiter_that_waited_longer_than_its_lease_runs_its_command_to_the_end() {
+    if crate::common::servers_off() {
+        return;
+    }
     for url in urls("&lease=1s") {
         for kind in ["reentrant", "lease"] {
             let mut holder = polylock()
@@ -93,6 +102,9 @@ fn a_waiter_that_waited_longer_than_its_lease_runs_its_command_to_the_end() {
 /// 101 (a panic), on every backend.
 #[test]
 fn leases_and_waits_out_of_range_exit_with_a_usage_error() {
+    if crate::common::servers_off() {
+        return;
+    }
     let mut all = urls("");
     all.push(std::env::var("POLYLOCK_TEST_ETCD_URL").unwrap_or_else(|_| "etcd://127.0.0.1:12379".into()));
     all.push(std::env::var("POLYLOCK_TEST_ZOOKEEPER_URL").unwrap_or_else(|_| "zk://127.0.0.1:12181".into()));

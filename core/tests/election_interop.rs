@@ -113,6 +113,9 @@ async fn wait_for_keys(name: &str, count: usize) -> Vec<(String, String, i64, i6
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcdctl_leads_and_polylock_sees_it_waits_behind_it_and_follows_it() {
+    if common::servers_off() {
+        return;
+    }
     let name = unique("ctl-leads");
     let client = connect(&etcd_url()).await;
     let election = client.election(&name).unwrap();
@@ -169,6 +172,9 @@ async fn etcdctl_leads_and_polylock_sees_it_waits_behind_it_and_follows_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn polylock_leads_in_etcds_layout_etcdctl_observes_it_and_waits_behind_it() {
+    if common::servers_off() {
+        return;
+    }
     let name = unique("poly-leads");
     let client = connect(&etcd_url()).await;
     let election = client.election(&name).unwrap();
@@ -215,6 +221,9 @@ async fn polylock_leads_in_etcds_layout_etcdctl_observes_it_and_waits_behind_it(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_etcd_leader_whose_key_is_deleted_or_whose_session_ends_is_lost() {
+    if common::servers_off() {
+        return;
+    }
     let name = unique("lost");
     let client = connect(&etcd_url()).await;
     let election = client.election(&name).unwrap();
@@ -307,6 +316,9 @@ async fn latch_nodes(raw: &zk::Client, path: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_curator_leader_latch_leads_and_polylock_sees_it_waits_behind_it_and_follows_it() {
+    if common::servers_off() {
+        return;
+    }
     let name = unique("curator-leads");
     let path = format!("/{name}");
     let client = connect(&zk_url()).await;
@@ -350,6 +362,9 @@ async fn a_curator_leader_latch_leads_and_polylock_sees_it_waits_behind_it_and_f
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn polylock_leads_in_leader_latchs_layout_and_a_curator_latch_waits_behind_it() {
+    if common::servers_off() {
+        return;
+    }
     let name = unique("poly-leads");
     let path = format!("/{name}");
     let client = connect(&zk_url()).await;
@@ -387,6 +402,9 @@ async fn polylock_leads_in_leader_latchs_layout_and_a_curator_latch_waits_behind
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_zookeeper_leader_whose_node_is_deleted_is_lost_and_the_next_leads() {
+    if common::servers_off() {
+        return;
+    }
     let name = unique("zk-lost");
     let path = format!("/{name}");
     let (a, b) = (connect(&zk_url()).await, connect(&zk_url()).await);

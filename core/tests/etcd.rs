@@ -2,6 +2,7 @@
 //! `etcdctl lock` both ways, a waiter whose predecessor vanishes, a revoked session lease,
 //! and a 3-member cluster whose leader is killed while 8 workers contend.
 
+use crate::common;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -84,6 +85,9 @@ async fn wait_child(child: &mut Child, limit: Duration) -> std::process::ExitSta
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_follow_etcds_mutex_layout_under_one_session_lease() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect(&etcd_url()).await;
     let mut raw = raw(&etcd_url()).await;
     let (first, second) = (unique("layout-a"), unique("layout-b"));
@@ -143,6 +147,9 @@ impl Queue {
 /// sessions are reused by later contention, and closing the client revokes them all.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn owners_of_one_client_queue_under_leases_of_their_own_and_close_revokes_them() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect(&etcd_url()).await;
     let mut raw = raw(&etcd_url()).await;
     let name = unique("lanes");
@@ -168,6 +175,9 @@ async fn owners_of_one_client_queue_under_leases_of_their_own_and_close_revokes_
 /// the first one stays, and later contention gets new ones.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn extra_session_leases_are_revoked_once_idle_for_a_ttl() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect(&format!("{}?ttl=2s", etcd_url())).await;
     let mut raw = raw(&etcd_url()).await;
     let name = unique("idle-lanes");
@@ -203,6 +213,9 @@ async fn extra_session_leases_are_revoked_once_idle_for_a_ttl() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcdctl_holds_and_polylock_waits() {
+    if common::servers_off() {
+        return;
+    }
     let name = unique("ctl-holds");
     let mut raw = raw(&etcd_url()).await;
     let mut ctl = etcdctl(&etcd_url()).args(["lock", &name, "--", "sleep", "3"]).stdout(Stdio::null()).spawn().unwrap();
@@ -225,6 +238,9 @@ async fn etcdctl_holds_and_polylock_waits() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn polylock_holds_and_etcdctl_waits() {
+    if common::servers_off() {
+        return;
+    }
     let name = unique("poly-holds");
     let client = connect(&etcd_url()).await;
     let mut raw = raw(&etcd_url()).await;
@@ -248,6 +264,9 @@ async fn polylock_holds_and_etcdctl_waits() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn polylock_sees_and_force_unlocks_an_etcdctl_holder() {
+    if common::servers_off() {
+        return;
+    }
     let name = unique("ctl-forced");
     let mut raw = raw(&etcd_url()).await;
     let mut ctl =
@@ -272,6 +291,9 @@ async fn polylock_sees_and_force_unlocks_an_etcdctl_holder() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_whose_predecessor_vanishes_keeps_waiting_for_the_holder() {
+    if common::servers_off() {
+        return;
+    }
     let name = unique("vanishing-predecessor");
     let (holder, middle, last) = (connect(&etcd_url()).await, connect(&etcd_url()).await, connect(&etcd_url()).await);
     let mut raw = raw(&etcd_url()).await;
@@ -306,6 +328,9 @@ async fn a_waiter_whose_predecessor_vanishes_keeps_waiting_for_the_holder() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revoked_session_lease_loses_the_hold_and_the_next_waiter_gets_it() {
+    if common::servers_off() {
+        return;
+    }
     let name = unique("revoked");
     // A short session TTL: keep-alives every second notice the revocation.
     let url = format!("{}?ttl=3s", etcd_url());
@@ -338,6 +363,9 @@ async fn a_revoked_session_lease_loses_the_hold_and_the_next_waiter_gets_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_servers_and_bad_urls_get_typed_errors() {
+    if common::servers_off() {
+        return;
+    }
     let err = Client::connect("etcd://127.0.0.1:1?timeout=1s").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
     assert!(err.to_string().contains("127.0.0.1:1"), "{err}");
@@ -407,6 +435,9 @@ fn restart_member(argv: &[String], pid_file: &std::path::Path) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_the_cluster_leader_while_eight_workers_contend() {
+    if common::servers_off() {
+        return;
+    }
     let url = cluster_url();
     let name = unique("leader-kill");
     let clients = [connect(&url).await, connect(&url).await, connect(&url).await, connect(&url).await];
@@ -500,6 +531,9 @@ fn tls_url_with_userinfo(userinfo: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lock_wait_and_release_over_tls_with_credentials() {
+    if common::servers_off() {
+        return;
+    }
     let name = unique("tls");
     let (holder, waiter) = (connect(&tls_url()).await, connect(&tls_url()).await);
     let guard = holder.lock(&name).unwrap().acquire().await.unwrap();
@@ -521,6 +555,9 @@ async fn lock_wait_and_release_over_tls_with_credentials() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_password_is_a_connection_error_that_hides_it() {
+    if common::servers_off() {
+        return;
+    }
     let url = tls_url_with_userinfo("polylock:not-the-Secret-42@");
     let err = Client::connect(&url).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
@@ -533,6 +570,9 @@ async fn a_wrong_password_is_a_connection_error_that_hides_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_credentials_or_the_ca_the_server_refuses() {
+    if common::servers_off() {
+        return;
+    }
     // Authentication is on: a client without credentials may not take (or even see) a lock.
     let name = unique("tls-anonymous");
     let anonymous = Client::connect(&tls_url_with_userinfo("")).await;
@@ -564,6 +604,9 @@ async fn without_credentials_or_the_ca_the_server_refuses() {
 /// holder, and `force_unlock` deleted them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_names_own_contender_keys_hold_a_mutex() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect(&etcd_url()).await;
     let mut raw = raw(&etcd_url()).await;
     let inspect = client.inspect();

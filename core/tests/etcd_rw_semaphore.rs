@@ -4,6 +4,7 @@
 //! contention, the count fixed by the first use, and session leases that end (revoked from
 //! outside) freeing holds and stopping waiters with `Lost`.
 
+use crate::common;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,6 +68,9 @@ fn is_hold_number(n: &str) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readers_share_a_writer_excludes_and_the_layout_is_the_recipes() {
+    if common::servers_off() {
+        return;
+    }
     let (a, b) = (connect().await, connect().await);
     let mut raw = raw().await;
     let name = unique("share");
@@ -117,6 +121,9 @@ async fn readers_share_a_writer_excludes_and_the_layout_is_the_recipes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_downgrade_keeps_writers_out_and_lets_readers_in() {
+    if common::servers_off() {
+        return;
+    }
     let (a, b) = (connect().await, connect().await);
     let mut raw = raw().await;
     let name = unique("downgrade");
@@ -153,6 +160,9 @@ async fn a_downgrade_keeps_writers_out_and_lets_readers_in() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn other_readers_share_with_a_downgraded_reader() {
+    if common::servers_off() {
+        return;
+    }
     let (a, b) = (connect().await, connect().await);
     let name = unique("downgrade-share");
     let lock = a.rw_lock(&name).unwrap();
@@ -178,6 +188,9 @@ async fn other_readers_share_with_a_downgraded_reader() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reader_that_arrives_after_a_waiting_writer_waits_behind_it() {
+    if common::servers_off() {
+        return;
+    }
     let (a, b, c) = (connect().await, connect().await, connect().await);
     let name = unique("fifo");
     let first_reader = a.rw_lock(&name).unwrap().read().acquire().await.unwrap();
@@ -218,6 +231,9 @@ async fn a_reader_that_arrives_after_a_waiting_writer_waits_behind_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_semaphore_layout_and_the_count_fixed_by_the_first_use() {
+    if common::servers_off() {
+        return;
+    }
     let (a, b) = (connect().await, connect().await);
     let mut raw = raw().await;
     let name = unique("sem-layout");
@@ -263,6 +279,9 @@ async fn the_semaphore_layout_and_the_count_fixed_by_the_first_use() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn permits_never_exceed_n_under_contention() {
+    if common::servers_off() {
+        return;
+    }
     const PERMITS: u32 = 3;
     let name = unique("sem-contention");
     let inside = Arc::new(AtomicU32::new(0));
@@ -321,6 +340,9 @@ async fn revoke_lease_of(raw: &mut etcd_client::Client, name: &str, pick: impl F
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_that_ends_frees_its_holds_and_its_waiters_stop_with_lost() {
+    if common::servers_off() {
+        return;
+    }
     let (doomed, other) = (connect().await, connect().await);
     let mut raw = raw().await;
     let (rw_name, sem_name) = (unique("end-rw"), unique("end-sem"));
@@ -389,6 +411,9 @@ async fn revisions(raw: &mut etcd_client::Client, prefix: &str) -> Vec<(String, 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readers_let_in_by_one_release_get_distinct_increasing_tokens() {
+    if common::servers_off() {
+        return;
+    }
     let mut raw = raw().await;
     let name = unique("fence-readers");
     let writer_client = connect().await;
@@ -444,6 +469,9 @@ async fn readers_let_in_by_one_release_get_distinct_increasing_tokens() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn permits_freed_together_get_distinct_increasing_tokens() {
+    if common::servers_off() {
+        return;
+    }
     let mut raw = raw().await;
     let name = unique("fence-permits");
     let holder = connect().await;

@@ -35,6 +35,9 @@ fn urls() -> (Vec<String>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let ns = unique("ns");
     let mut urls = vec![format!("mem://{ns}"), format!("sqlite://{}/latches.db", dir.path().display())];
+    if !common::servers_on() {
+        return (urls, dir);
+    }
     for server in [
         redis_url(),
         postgres_url(),
@@ -154,6 +157,9 @@ async fn closing_the_client_ends_a_wait_with_a_connection_error() {
 async fn bad_names_and_redlock_get_typed_errors() {
     let client = Client::connect("mem://latch-names").await.unwrap();
     assert_eq!(client.latch("").unwrap_err().kind(), ErrorKind::InvalidArgument);
+    if common::servers_off() {
+        return;
+    }
     // RedLock has no one store to keep a count in (one vote of the one test server here: a URL
     // naming it three times is refused since issue 35).
     let redis = redis_url();
@@ -167,6 +173,9 @@ async fn bad_names_and_redlock_get_typed_errors() {
 /// carries Redisson's messages: `1` for a new count, `0` when it reaches zero (and the key goes).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_keeps_redissons_count_down_latch_layout() {
+    if common::servers_off() {
+        return;
+    }
     let client = Client::connect(&redis_url()).await.unwrap();
     let name = unique("redisson");
     let latch = client.latch(&name).unwrap();

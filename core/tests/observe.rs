@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use crate::common;
 use polylock::metrics::{SeriesSnapshot, Snapshot};
 use polylock::{AcquireOptions, Client, ErrorKind};
 use tracing::field::{Field, Visit};
@@ -212,10 +213,10 @@ async fn sqlite_events_and_metrics() {
 
 #[tokio::test]
 async fn redis_events_and_metrics() {
-    let Ok(url) = std::env::var("POLYLOCK_TEST_REDIS_URL") else {
-        eprintln!("POLYLOCK_TEST_REDIS_URL is not set: the Redis part is skipped");
+    if common::servers_off() {
         return;
-    };
+    }
+    let url = common::server_url("POLYLOCK_TEST_REDIS_URL", "redis://127.0.0.1:16379");
     events_and_counts(&url, url.split_once("://").unwrap().0).await;
     let sep = if url.contains('?') { '&' } else { '?' };
     renewals(&format!("{url}{sep}lease=150ms"), url.split_once("://").unwrap().0).await;
@@ -238,8 +239,9 @@ async fn no_event_carries_a_password() {
         format!("postgres://app:x?{SECRET}@127.0.0.1:1/locks"),
         format!("redis+sentinel://127.0.0.1:1/m?sentinel_p%61ssword={SECRET}&timeout=300ms"),
     ];
-    if let Ok(redis) = std::env::var("POLYLOCK_TEST_REDIS_URL") {
+    if common::servers_on() {
         // The real server: AUTH with a password it does not know, or one it takes.
+        let redis = common::server_url("POLYLOCK_TEST_REDIS_URL", "redis://127.0.0.1:16379");
         if let Some(rest) = redis.strip_prefix("redis://") {
             urls.push(format!("redis://:{SECRET}@{}", rest.rsplit('@').next().unwrap()));
         }

@@ -45,6 +45,9 @@ return redis.call('pttl', KEYS[1]);";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redisson_holder_excludes_polylock_and_its_unlock_message_wakes_the_waiter() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect(&redis_url()).await;
     let mut redis = raw(&redis_url()).await;
     // Three rounds, so that a lucky fallback wake-up cannot pass for the message.
@@ -91,6 +94,9 @@ async fn a_redisson_holder_excludes_polylock_and_its_unlock_message_wakes_the_wa
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_polylock_holder_uses_redissons_layout_and_excludes_redisson() {
+    if common::servers_off() {
+        return;
+    }
     let name = unique("polylock-held");
     let client = connect(&redis_url()).await;
     let lock = client.lock(&name).unwrap();
@@ -137,6 +143,9 @@ async fn a_polylock_holder_uses_redissons_layout_and_excludes_redisson() {
 /// the lock free, so no unlock message goes out (Redisson's waiters keep waiting).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_hands_the_lock_to_a_waiter_of_the_same_client() {
+    if common::servers_off() {
+        return;
+    }
     for kind in [LockKind::Reentrant, LockKind::Token] {
         let name = unique(&format!("handoff-{kind}"));
         let client = connect(&redis_url()).await;
@@ -177,6 +186,9 @@ async fn a_release_hands_the_lock_to_a_waiter_of_the_same_client() {
 /// still lets a waiter of another client in, instead of passing the lock around forever.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_busy_client_does_not_starve_another_clients_waiter() {
+    if common::servers_off() {
+        return;
+    }
     for kind in [LockKind::Reentrant, LockKind::Token] {
         let name = unique(&format!("starve-{kind}"));
         common::a_busy_client_does_not_starve_another_clients_waiter(&redis_url(), &name, kind, Duration::from_secs(5))
@@ -201,6 +213,9 @@ return token
 /// the other client's, so a fenced store rejects it, and nothing of the other client's is touched.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_handoff_that_cannot_land_is_lost_and_fenced_out() {
+    if common::servers_off() {
+        return;
+    }
     for kind in [LockKind::Reentrant, LockKind::Token] {
         let name = unique(&format!("unlanded-{kind}"));
         let client = connect(&redis_url()).await;
@@ -249,6 +264,9 @@ async fn a_handoff_that_cannot_land_is_lost_and_fenced_out() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fencing_tokens_interleave_with_redissons_fenced_lock() {
+    if common::servers_off() {
+        return;
+    }
     let name = unique("fenced");
     let token_key = format!("redisson_lock_token:{{{name}}}");
     let client = connect(&redis_url()).await;
@@ -267,6 +285,9 @@ async fn fencing_tokens_interleave_with_redissons_fenced_lock() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fair_lock_serves_eight_waiters_in_arrival_order() {
+    if common::servers_off() {
+        return;
+    }
     let name = unique("fair");
     let client = connect(&redis_url()).await;
     let holder = client.lock(&name).unwrap().with_kind(LockKind::Fair).unwrap().acquire().await.unwrap();
@@ -302,6 +323,9 @@ async fn fair_lock_serves_eight_waiters_in_arrival_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fair_waiter_that_gives_up_leaves_the_queue() {
+    if common::servers_off() {
+        return;
+    }
     let name = unique("fair-give-up");
     let client = connect(&redis_url()).await;
     let holder = client.lock(&name).unwrap().with_kind(LockKind::Fair).unwrap().acquire().await.unwrap();
@@ -342,6 +366,9 @@ fn read_line(child: &mut Child) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_py_holds_and_polylock_token_lock_waits() {
+    if common::servers_off() {
+        return;
+    }
     let name = unique("redis-py-holds");
     let mut holder = redis_py(&[&name, "hold", "1.0"]);
     assert_eq!(read_line(&mut holder), "acquired", "redis-py could not lock");
@@ -357,6 +384,9 @@ async fn redis_py_holds_and_polylock_token_lock_waits() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn polylock_token_lock_holds_and_redis_py_waits() {
+    if common::servers_off() {
+        return;
+    }
     let name = unique("polylock-holds-token");
     let client = connect(&redis_url()).await;
     let guard = client.lock(&name).unwrap().with_kind(LockKind::Token).unwrap().acquire().await.unwrap();
@@ -380,6 +410,9 @@ async fn polylock_token_lock_holds_and_redis_py_waits() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_locks_and_waits_work_across_slots() {
+    if common::servers_off() {
+        return;
+    }
     let url =
         env_url("POLYLOCK_TEST_REDIS_CLUSTER_URL", "redis+cluster://127.0.0.1:17001,127.0.0.1:17002,127.0.0.1:17003");
     let client = connect(&url).await;
@@ -426,6 +459,9 @@ async fn sentinel_master() -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sentinel_finds_the_master_and_follows_a_failover() {
+    if common::servers_off() {
+        return;
+    }
     let url = env_url("POLYLOCK_TEST_REDIS_SENTINEL_URL", "redis+sentinel://127.0.0.1:26380/polylock-master");
     let client = connect(&url).await;
     let name = unique("sentinel");
@@ -484,6 +520,9 @@ async fn sentinel_finds_the_master_and_follows_a_failover() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_with_a_password_and_a_private_ca() {
+    if common::servers_off() {
+        return;
+    }
     let url = std::env::var("POLYLOCK_TEST_REDIS_TLS_URL").unwrap_or_else(|_| {
         let dir = std::env::var("POLYLOCK_SERVICES_DIR").unwrap_or_else(|_| "/tmp/polylock-services".into());
         format!("rediss://:polylock-tls-secret@127.0.0.1:16390?ca={dir}/redis-tls/ca.crt")
@@ -500,6 +539,9 @@ async fn tls_with_a_password_and_a_private_ca() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_server_is_a_connection_error() {
+    if common::servers_off() {
+        return;
+    }
     let err = Client::connect("redis://:secret@127.0.0.1:1?timeout=1s").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Connection);
     assert!(err.to_string().contains("cannot reach redis at redis://:***@127.0.0.1:1"), "{err}");
@@ -507,6 +549,9 @@ async fn unreachable_server_is_a_connection_error() {
 
 #[tokio::test]
 async fn a_server_that_never_answers_fails_the_connect_within_its_timeout() {
+    if common::servers_off() {
+        return;
+    }
     // Accepts the TCP connection and then says nothing, like a firewall or a wrong service.
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -527,6 +572,9 @@ async fn a_server_that_never_answers_fails_the_connect_within_its_timeout() {
 
 #[tokio::test]
 async fn a_database_the_server_does_not_have_is_an_invalid_argument() {
+    if common::servers_off() {
+        return;
+    }
     let err = Client::connect(&format!("{}/99", redis_url())).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{err}");
     assert!(err.to_string().contains("no database 99"), "{err}");
@@ -608,6 +656,9 @@ impl Drop for PrivateRedis {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_stopping_under_a_holder_is_lost_not_a_hang_and_the_client_recovers() {
+    if common::servers_off() {
+        return;
+    }
     let mut server = PrivateRedis::start();
     let url = format!("redis://127.0.0.1:{}?lease=1500ms&timeout=500ms", server.port);
     let client = connect(&url).await;
@@ -644,6 +695,9 @@ async fn redis_stopping_under_a_holder_is_lost_not_a_hang_and_the_client_recover
 /// as Redisson's own do: EXISTS, PTTL, and DEL plus the unlock message.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn queries_and_force_unlock_work_on_a_redisson_holder() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect(&redis_url()).await;
     let mut redis = raw(&redis_url()).await;
     let name = unique("redisson-forced");
@@ -681,6 +735,9 @@ async fn queries_and_force_unlock_work_on_a_redisson_holder() {
 /// believing it holds the lock when that lease runs out on its own clock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_restart_that_loses_data_keeps_tokens_growing_and_the_client_working() {
+    if common::servers_off() {
+        return;
+    }
     let mut server = PrivateRedis::start();
     let url = format!("redis://127.0.0.1:{}?timeout=2s", server.port);
     for kind in [LockKind::Reentrant, LockKind::Fair, LockKind::Token] {
@@ -723,6 +780,9 @@ async fn a_restart_that_loses_data_keeps_tokens_growing_and_the_client_working()
 /// none of it appears in the error of a wrong one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_password_with_a_raw_slash_and_at_sign_connects() {
+    if common::servers_off() {
+        return;
+    }
     let mut admin = raw(&redis_url()).await;
     let user = format!("polylock-slash-{}", std::process::id());
     let password = "pa/ss@w0rd/7";
@@ -752,6 +812,9 @@ async fn a_password_with_a_raw_slash_and_at_sign_connects() {
 /// and force-unlock deletes only a mutex's key.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_name_held_by_another_primitive_or_a_foreign_key_is_a_conflict() {
+    if common::servers_off() {
+        return;
+    }
     use polylock::Error;
     let client = connect(&redis_url()).await;
     let mut redis = raw(&redis_url()).await;

@@ -6,6 +6,7 @@
 //! bindings-jvm (RedissonRwSemaphoreInteropTest).
 #![cfg(feature = "redis")]
 
+use crate::common;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,6 +58,9 @@ fn timeout_key(name: &str, field: &str, n: u32) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readers_share_and_a_writer_excludes_readers_and_writers() {
+    if common::servers_off() {
+        return;
+    }
     let (a, b) = (connect(&redis_url()).await, connect(&redis_url()).await);
     let name = unique("share");
     let read_a = a.rw_lock(&name).unwrap().read().acquire().await.unwrap();
@@ -83,6 +87,9 @@ async fn readers_share_and_a_writer_excludes_readers_and_writers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_sides_are_reentrant_and_count_holds_as_redisson_does() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect(&redis_url()).await;
     let name = unique("reenter");
     let lock = client.rw_lock(&name).unwrap();
@@ -117,6 +124,9 @@ async fn both_sides_are_reentrant_and_count_holds_as_redisson_does() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_writer_may_read_and_downgrade_and_an_upgrade_is_refused() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect(&redis_url()).await;
     let name = unique("downgrade");
     let lock = client.rw_lock(&name).unwrap();
@@ -142,6 +152,9 @@ async fn the_writer_may_read_and_downgrade_and_an_upgrade_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fencing_tokens_grow_across_sides_mutex_and_semaphore_of_one_name() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect(&redis_url()).await;
     let name = unique("fencing");
     let lock = client.rw_lock(&name).unwrap();
@@ -183,6 +196,9 @@ async fn fencing_tokens_grow_across_sides_mutex_and_semaphore_of_one_name() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_lease_that_runs_out_frees_the_hold_and_the_hash_with_its_last_reader() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect(&redis_url()).await;
     let name = unique("read-lease");
     let mut redis = raw().await;
@@ -209,6 +225,9 @@ async fn a_read_lease_that_runs_out_frees_the_hold_and_the_hash_with_its_last_re
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_watchdog_keeps_a_read_hold_and_renews_every_timeout_key() {
+    if common::servers_off() {
+        return;
+    }
     // A 600 ms watchdog lease, renewed every 200 ms.
     let client = connect(&with_option(&redis_url(), "lease=600ms")).await;
     let name = unique("watchdog");
@@ -273,11 +292,17 @@ async fn a_waiting_writer_is_woken_by_the_release(url: &str, raw_url: Option<&st
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiting_writer_is_woken_by_the_last_readers_release() {
+    if common::servers_off() {
+        return;
+    }
     a_waiting_writer_is_woken_by_the_release(&redis_url(), Some(&redis_url())).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_rw_locks_and_semaphores_keep_their_keys_in_one_slot() {
+    if common::servers_off() {
+        return;
+    }
     let url = cluster_url();
     let client = connect(&url).await;
     // Several names, spread over the three masters; one with its own hash tag.
@@ -312,6 +337,9 @@ async fn cluster_rw_locks_and_semaphores_keep_their_keys_in_one_slot() {
 /// there too, when tests/services runs those servers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sentinel_and_tls_offer_both_primitives() {
+    if common::servers_off() {
+        return;
+    }
     let mut urls = vec![(
         "sentinel",
         env_url("POLYLOCK_TEST_REDIS_SENTINEL_URL", "redis+sentinel://127.0.0.1:26380/polylock-master"),
@@ -340,6 +368,9 @@ async fn sentinel_and_tls_offer_both_primitives() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn permits_never_exceed_n_under_contention_from_several_clients() {
+    if common::servers_off() {
+        return;
+    }
     const PERMITS: u32 = 3;
     let name = unique("contention");
     let holding = Arc::new(AtomicU32::new(0));
@@ -375,6 +406,9 @@ async fn permits_never_exceed_n_under_contention_from_several_clients() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_vanished_holders_permit_comes_back_at_its_lease_end() {
+    if common::servers_off() {
+        return;
+    }
     let name = unique("vanished");
     // The holder: a client on its own runtime, with a 900 ms watchdog lease, that stops
     // without releasing anything (its runtime is torn down: no release, no renewal).
@@ -403,6 +437,9 @@ async fn a_vanished_holders_permit_comes_back_at_its_lease_end() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn another_count_for_a_name_is_invalid_argument_that_says_so() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect(&redis_url()).await;
     let name = unique("count");
     let permit = client.semaphore(&name, 3).unwrap().acquire().await.unwrap();
@@ -422,6 +459,9 @@ async fn another_count_for_a_name_is_invalid_argument_that_says_so() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn releasing_an_expired_permit_reports_it_lost_and_counts_it_back_once() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect(&redis_url()).await;
     let name = unique("expired");
     let semaphore = client.semaphore(&name, 1).unwrap();
@@ -438,6 +478,9 @@ async fn releasing_an_expired_permit_reports_it_lost_and_counts_it_back_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_watchdog_renews_a_permits_lease_in_the_sorted_set() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect(&with_option(&redis_url(), "lease=600ms")).await;
     let name = unique("permit-watchdog");
     let semaphore = client.semaphore(&name, 1).unwrap();
@@ -458,6 +501,9 @@ async fn the_watchdog_renews_a_permits_lease_in_the_sorted_set() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_raw_layout_is_redissons() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect(&redis_url()).await;
     let mut redis = raw().await;
 
@@ -501,6 +547,9 @@ async fn the_raw_layout_is_redissons() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writer_preference_is_an_opt_in_that_keeps_new_readers_out() {
+    if common::servers_off() {
+        return;
+    }
     let name = unique("prefer-writer");
     // Redisson's default: a reader joins a read-mode lock while a writer waits.
     let plain = connect(&redis_url()).await;
@@ -551,6 +600,9 @@ async fn writer_preference_is_an_opt_in_that_keeps_new_readers_out() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_semaphores_are_redissons_counter_and_channel_and_nobody_owns_their_permits() {
+    if common::servers_off() {
+        return;
+    }
     let (a, b) = (connect(&redis_url()).await, connect(&redis_url()).await);
     let mut raw = raw().await;
     let name = unique("plain");
@@ -596,6 +648,9 @@ async fn plain_semaphores_are_redissons_counter_and_channel_and_nobody_owns_thei
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plain_waiter_is_woken_by_another_clients_release_and_a_dropped_wait_takes_nothing() {
+    if common::servers_off() {
+        return;
+    }
     let (a, b) = (connect(&redis_url()).await, connect(&redis_url()).await);
     let mut raw = raw().await;
     let name = unique("plain-wait");
@@ -642,6 +697,9 @@ async fn a_plain_waiter_is_woken_by_another_clients_release_and_a_dropped_wait_t
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_permits_never_exceed_n_under_contention_from_several_clients() {
+    if common::servers_off() {
+        return;
+    }
     let name = unique("plain-contention");
     let setup = connect(&redis_url()).await;
     assert!(setup.plain_semaphore(&name).unwrap().try_set_permits(3).await.unwrap());
@@ -674,6 +732,9 @@ async fn plain_permits_never_exceed_n_under_contention_from_several_clients() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_semaphores_are_redis_only_and_refused_elsewhere_as_unsupported() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect("mem://plain-semaphore-refused").await;
     let err = client.plain_semaphore("jobs").unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");

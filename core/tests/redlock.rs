@@ -6,6 +6,7 @@
 //! is never reported held; and the real node-redlock (tests/interop/redlock, `npm ci` there
 //! first) and polylock exclude each other on one resource.
 
+use crate::common;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, Command, Stdio};
 
@@ -104,6 +105,9 @@ async fn contend(servers: &Servers, url: &str, name: &str, live: &[usize], round
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutual_exclusion_under_contention() {
+    if common::servers_off() {
+        return;
+    }
     let servers = Servers::start(0);
     let url = servers.url("");
     contend(&servers, &url, "ledger", &[0, 1, 2, 3, 4], 6).await;
@@ -120,6 +124,9 @@ async fn mutual_exclusion_under_contention() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_or_two_stopped_servers_keep_it_working() {
+    if common::servers_off() {
+        return;
+    }
     let servers = Servers::start(1);
     let url = servers.url("");
     servers.stop(0);
@@ -139,6 +146,9 @@ async fn one_or_two_stopped_servers_keep_it_working() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_the_votes_used_up_is_never_reported_held() {
+    if common::servers_off() {
+        return;
+    }
     let servers = Servers::start(2);
     servers.stop(0);
     servers.stop(1);
@@ -162,6 +172,9 @@ async fn a_lease_the_votes_used_up_is_never_reported_held() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_stopped_servers_mean_no_lock_and_nothing_left() {
+    if common::servers_off() {
+        return;
+    }
     let servers = Servers::start(3);
     let client = Client::connect(&servers.url("")).await.unwrap();
     for index in 0..3 {
@@ -183,6 +196,9 @@ async fn three_stopped_servers_mean_no_lock_and_nothing_left() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_the_token_kind_and_clear_url_errors() {
+    if common::servers_off() {
+        return;
+    }
     let servers = Servers::start(4);
     let client = Client::connect(&servers.url("")).await.unwrap();
     assert_eq!(client.capabilities().lock_kinds, &[LockKind::Token]);
@@ -249,6 +265,9 @@ impl NodeRedlock {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn node_redlock_and_polylock_exclude_each_other() {
+    if common::servers_off() {
+        return;
+    }
     let servers = Servers::start(5);
     let client = Client::connect(&servers.url("")).await.unwrap();
     let lock = client.lock("shared-resource").unwrap();
@@ -275,6 +294,9 @@ async fn node_redlock_and_polylock_exclude_each_other() {
 /// acquire failed (one server's vote counted twice) and an acquire without a wait hung.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_server_named_twice_is_refused() {
+    if common::servers_off() {
+        return;
+    }
     let redis = crate::common::server_url("POLYLOCK_TEST_REDIS_URL", "redis://127.0.0.1:16379");
     let port = redis.rsplit(':').next().unwrap().trim_end_matches(|c: char| !c.is_ascii_digit()).to_string();
     let one = format!("127.0.0.1:{port}");

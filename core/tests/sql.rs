@@ -26,6 +26,9 @@ async fn my_admin() -> sqlx::MySqlPool {
 /// in pg_locks for the lock polylock holds, are the key `sql_names` documents.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_advisory_keys_follow_the_documented_hash() {
+    if common::servers_off() {
+        return;
+    }
     let admin = pg_admin().await;
     let client = Client::connect(&postgres_url()).await.unwrap();
     for name in [unique("orders:42"), unique("Ünïcode ✓"), unique(&"long".repeat(100))] {
@@ -63,6 +66,9 @@ fn sha256_first8(text: &str) -> [u8; 8] {
 /// names, `polylock:` + 48 hex digits of SHA-256 otherwise (computed here by SHA2()).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_lock_names_follow_the_documented_rule() {
+    if common::servers_off() {
+        return;
+    }
     let admin = my_admin().await;
     let client = Client::connect(&mariadb_url()).await.unwrap();
     for name in [unique("orders:42"), unique("Orders:42"), unique(&"x".repeat(80))] {
@@ -115,6 +121,9 @@ async fn killed_session_is_lost<F: std::future::Future<Output = ()>>(url: &str, 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pg_terminate_backend_marks_the_guard_lost() {
+    if common::servers_off() {
+        return;
+    }
     let admin = pg_admin().await;
     killed_session_is_lost(&postgres_url(), |name| async move {
         let key = sql_names::postgres_advisory_key(&name);
@@ -133,6 +142,9 @@ async fn pg_terminate_backend_marks_the_guard_lost() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_kill_marks_the_guard_lost() {
+    if common::servers_off() {
+        return;
+    }
     let admin = my_admin().await;
     killed_session_is_lost(&mariadb_url(), |name| async move {
         let holder: Option<i64> = sqlx::query_scalar("SELECT IS_USED_LOCK(?)")
@@ -149,6 +161,9 @@ async fn mysql_kill_marks_the_guard_lost() {
 /// names the problem and never shows the password.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_connection_input_gets_typed_errors_without_the_password() {
+    if common::servers_off() {
+        return;
+    }
     let secret = "Sup3r-s3cret-pw";
     let cases = [
         (format!("postgres://polylock:{secret}@127.0.0.1:1/polylock?connect_timeout=3s"), "cannot reach"),
@@ -182,6 +197,9 @@ async fn bad_connection_input_gets_typed_errors_without_the_password() {
 /// database's clock, and a row written by ShedLock's SQL keeps polylock out until it ends.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn lease_locks_are_shedlock_rows() {
+    if common::servers_off() {
+        return;
+    }
     let admin = pg_admin().await;
     let client = Client::connect(&postgres_url()).await.unwrap();
     let name = unique("shedlock-row");
@@ -281,6 +299,9 @@ async fn tls_refused(url: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_tls_modes_verify_as_they_say() {
+    if common::servers_off() {
+        return;
+    }
     let (ours, (_dir, other)) = (service_ca("postgres"), unrelated_ca_file());
     // The server's certificate names 127.0.0.1, so verify-full checks the chain and the host.
     lock_and_wait_over(&with_options(&postgres_url(), &format!("sslmode=verify-full&sslrootcert={ours}"))).await;
@@ -294,6 +315,9 @@ async fn postgres_tls_modes_verify_as_they_say() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_tls_modes_verify_as_they_say() {
+    if common::servers_off() {
+        return;
+    }
     let (ours, (_dir, other)) = (service_ca("mariadb"), unrelated_ca_file());
     lock_and_wait_over(&with_options(&mariadb_url(), &format!("ssl-mode=VERIFY_CA&ssl-ca={ours}"))).await;
     lock_and_wait_over(&with_options(&mariadb_url(), &format!("ssl-mode=VERIFY_IDENTITY&ssl-ca={ours}"))).await;
@@ -308,6 +332,9 @@ async fn mysql_tls_modes_verify_as_they_say() {
 /// are refused on PostgreSQL and MySQL now, on every primitive, naming the character.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_name_that_is_a_semaphore_slot_or_a_hashed_name_is_refused() {
+    if common::servers_off() {
+        return;
+    }
     for url in [postgres_url(), mariadb_url()] {
         let client = Client::connect(&url).await.unwrap();
         let name = unique("slots");
@@ -423,11 +450,17 @@ async fn a_paused_holder_loses_its_session_lock(url: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_paused_holder_loses_its_session_lock_within_its_lease() {
+    if common::servers_off() {
+        return;
+    }
     a_paused_holder_loses_its_session_lock(&postgres_url()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_a_paused_holder_loses_its_session_lock_within_its_lease() {
+    if common::servers_off() {
+        return;
+    }
     a_paused_holder_loses_its_session_lock(&mariadb_url()).await;
 }
 
@@ -486,10 +519,16 @@ async fn a_released_session_idles_in_its_pool_unlimited(url: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_released_session_idles_in_its_pool_unlimited() {
+    if common::servers_off() {
+        return;
+    }
     a_released_session_idles_in_its_pool_unlimited(&postgres_url()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_a_released_session_idles_in_its_pool_unlimited() {
+    if common::servers_off() {
+        return;
+    }
     a_released_session_idles_in_its_pool_unlimited(&mariadb_url()).await;
 }

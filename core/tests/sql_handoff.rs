@@ -74,11 +74,17 @@ async fn owners_of_one_client_take_turns(url: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_owners_of_one_client_take_turns_in_token_order() {
+    if common::servers_off() {
+        return;
+    }
     owners_of_one_client_take_turns(&postgres_url()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_owners_of_one_client_take_turns_in_token_order() {
+    if common::servers_off() {
+        return;
+    }
     owners_of_one_client_take_turns(&mariadb_url()).await;
 }
 
@@ -94,11 +100,17 @@ async fn a_busy_client_does_not_starve_another_clients_waiter(url: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_busy_client_does_not_starve_another_clients_waiter() {
+    if common::servers_off() {
+        return;
+    }
     a_busy_client_does_not_starve_another_clients_waiter(&postgres_url()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_a_busy_client_does_not_starve_another_clients_waiter() {
+    if common::servers_off() {
+        return;
+    }
     a_busy_client_does_not_starve_another_clients_waiter(&mariadb_url()).await;
 }
 
@@ -136,6 +148,9 @@ async fn a_release_moves_the_hold_to_the_waiter(url: &str, holder_of: impl Async
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_release_moves_the_hold_to_the_waiter() {
+    if common::servers_off() {
+        return;
+    }
     let admin = sqlx::PgPool::connect(&postgres_url()).await.unwrap();
     a_release_moves_the_hold_to_the_waiter(&postgres_url(), async |kind, name| match kind {
         LockKind::Lease => sqlx::query_scalar("SELECT locked_by FROM shedlock WHERE name = $1")
@@ -154,6 +169,9 @@ async fn postgres_release_moves_the_hold_to_the_waiter() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_release_moves_the_hold_to_the_waiter() {
+    if common::servers_off() {
+        return;
+    }
     let admin = sqlx::MySqlPool::connect(&mariadb_url()).await.unwrap();
     a_release_moves_the_hold_to_the_waiter(&mariadb_url(), async |kind, name| match kind {
         LockKind::Lease => sqlx::query_scalar("SELECT locked_by FROM shedlock WHERE name = ?")
@@ -231,6 +249,9 @@ where
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_handoffs_that_cannot_land_are_lost_and_fenced_out() {
+    if common::servers_off() {
+        return;
+    }
     let url = postgres_url();
     let admin = sqlx::PgPool::connect(&url).await.unwrap();
     // Lease: another client's ShedLock row replaces ours, with a token from the shared counter.
@@ -268,6 +289,9 @@ async fn postgres_handoffs_that_cannot_land_are_lost_and_fenced_out() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_handoffs_that_cannot_land_are_lost_and_fenced_out() {
+    if common::servers_off() {
+        return;
+    }
     let url = mariadb_url();
     let admin = sqlx::MySqlPool::connect(&url).await.unwrap();
     a_handoff_that_cannot_land_is_lost_and_fenced_out(&url, LockKind::Lease, async |name, _| {
@@ -313,6 +337,9 @@ async fn mysql_handoffs_that_cannot_land_are_lost_and_fenced_out() {
 /// to the owner the lock moved to, at its next check, not at its next renewal or release.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_a_killed_session_after_a_handoff_is_reported_to_the_new_owner() {
+    if common::servers_off() {
+        return;
+    }
     let url = with_option(&postgres_url(), "session_check=100ms");
     let admin = sqlx::PgPool::connect(&url.replace("?session_check=100ms", "")).await.unwrap();
     let name = unique("killed-after-handoff");

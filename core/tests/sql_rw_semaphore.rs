@@ -93,6 +93,9 @@ macro_rules! on_both {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $test() {
+                    if crate::common::servers_off() {
+                        return;
+                    }
                     super::$test(super::Db::Postgres).await
                 }
             )*
@@ -101,6 +104,9 @@ macro_rules! on_both {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $test() {
+                    if crate::common::servers_off() {
+                        return;
+                    }
                     super::$test(super::Db::MariaDb).await
                 }
             )*
@@ -319,11 +325,17 @@ async fn readers_queue_behind_a_waiting_writer(db: Db) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_readers_queue_behind_a_waiting_writer() {
+    if common::servers_off() {
+        return;
+    }
     readers_queue_behind_a_waiting_writer(Db::Postgres).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mysql_readers_queue_behind_a_waiting_writer() {
+    if common::servers_off() {
+        return;
+    }
     readers_queue_behind_a_waiting_writer(Db::MariaDb).await
 }
 

@@ -123,12 +123,18 @@ async fn both_ways(url: &str, jdbc: (String, String, String)) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shedlock_and_polylock_exclude_each_other_on_postgres() {
+    if common::servers_off() {
+        return;
+    }
     let url = postgres_url();
     both_ways(&url, jdbc(&url, "postgresql")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shedlock_and_polylock_exclude_each_other_on_mariadb() {
+    if common::servers_off() {
+        return;
+    }
     let url = mariadb_url();
     both_ways(&url, jdbc(&url, "mariadb")).await;
 }

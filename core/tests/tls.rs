@@ -5,6 +5,7 @@
 //! warning about an unverified password for servers on this machine; and a RedLock node
 //! whose password holds '?', '/', '@' and '#' (a private redis-server started here).
 
+use crate::common;
 use std::collections::BTreeMap;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -60,6 +61,9 @@ async fn use_it(client: &Client, what: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redlock_over_tls_checks_the_certificate() {
+    if common::servers_off() {
+        return;
+    }
     // redis-tls's URL, as a one-server RedLock over TLS.
     let url = redis_tls_url().replacen("rediss://", "redlocks://", 1);
     let client = Client::connect(&url).await.unwrap_or_else(|e| panic!("{url}: {e}"));
@@ -88,6 +92,9 @@ async fn redlock_over_tls_checks_the_certificate() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_cluster_over_tls() {
+    if common::servers_off() {
+        return;
+    }
     let url = tls_cluster_url();
     let client = Client::connect(&url).await.unwrap_or_else(|e| panic!("{url}: {e}"));
     // Names over every slot range: the nodes each take some.
@@ -119,6 +126,9 @@ async fn a_redis_cluster_over_tls() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sentinel_over_tls_with_a_client_certificate() {
+    if common::servers_off() {
+        return;
+    }
     let url = tls_sentinel_url();
     let client = Client::connect(&url).await.unwrap_or_else(|e| panic!("{url}: {e}"));
     use_it(&client, "sentinel").await;
@@ -159,6 +169,9 @@ impl<S: Subscriber> Layer<S> for Warnings {
 /// (PostgreSQL and MariaDB without sslmode, as CI's URLs are) as over TLS.
 #[tokio::test]
 async fn no_password_warning_for_servers_on_this_machine() {
+    if common::servers_off() {
+        return;
+    }
     let warnings = Warnings::default();
     let _guard = tracing::subscriber::set_default(tracing_subscriber::registry().with(warnings.clone()));
     for url in [crate::common::postgres_url(), crate::common::mariadb_url(), redis_tls_url()] {
@@ -198,6 +211,9 @@ impl Drop for PrivateServer {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redlock_password_may_hold_any_character() {
+    if common::servers_off() {
+        return;
+    }
     let password = "pa?ss/w@rd#1:x%";
     let server = PrivateServer::start(password);
     // Raw, as a user pastes it (the user info runs to the last '@'), and percent-encoded.

@@ -5,6 +5,7 @@
 //! the shared servers are never touched. The etcd cluster case, a member partitioned away
 //! with iptables, is in tests/faults (`faults.py release_retry`).
 
+use crate::common;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
@@ -109,6 +110,9 @@ fn lease(seconds: u64) -> AcquireOptions {
 /// failed with `Connection` and the lock stayed held until its lease ended).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_while_the_server_restarts_is_retried_and_frees_the_lock() {
+    if common::servers_off() {
+        return;
+    }
     let mut server = Server::start(0);
     let client = Client::connect(&server.url("?timeout=5s")).await.unwrap();
     for kind in [polylock::LockKind::Reentrant, polylock::LockKind::Token, polylock::LockKind::Fair] {
@@ -138,6 +142,9 @@ async fn a_release_while_the_server_restarts_is_retried_and_frees_the_lock() {
 /// `timeout=` (1 s here) has passed since its first failure, not at once and not never.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_release_fails_with_connection_when_the_server_stays_away() {
+    if common::servers_off() {
+        return;
+    }
     let mut server = Server::start(1);
     let client = Client::connect(&server.url("?timeout=1s")).await.unwrap();
     let guard = client.lock("gone-for-good").unwrap().acquire_with(lease(60)).await.unwrap();
@@ -161,6 +168,9 @@ async fn a_release_fails_with_connection_when_the_server_stays_away() {
 /// key gone. That is the release the caller asked for, not "not held" nor `Lost`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repeat_after_a_release_that_went_through_is_not_an_error() {
+    if common::servers_off() {
+        return;
+    }
     let server = Server::start(2);
     let client = Client::connect(&server.url("?timeout=1s")).await.unwrap();
     let guard = client.lock("went-through").unwrap().acquire_with(lease(60)).await.unwrap();

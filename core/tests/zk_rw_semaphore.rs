@@ -4,6 +4,7 @@
 //! exclusion, reentrancy, downgrade, FIFO order, fencing, timeouts, permits under contention,
 //! sessions that end (through a TCP relay the test cuts), and both recipes mixed with Curator.
 
+use crate::common;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -64,6 +65,9 @@ async fn children(raw: &zk::Client, path: &str) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readers_share_a_writer_excludes_and_the_layout_is_curators() {
+    if common::servers_off() {
+        return;
+    }
     let (a, b) = (connect(&zk_url()).await, connect(&zk_url()).await);
     let raw = raw_client().await;
     let name = unique("share");
@@ -118,6 +122,9 @@ async fn readers_share_a_writer_excludes_and_the_layout_is_curators() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn downgrade_writes_curators_read_node_beside_the_write_node() {
+    if common::servers_off() {
+        return;
+    }
     let (a, b) = (connect(&zk_url()).await, connect(&zk_url()).await);
     let raw = raw_client().await;
     let name = unique("downgrade");
@@ -149,6 +156,9 @@ async fn downgrade_writes_curators_read_node_beside_the_write_node() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reader_that_arrives_after_a_waiting_writer_waits_behind_it() {
+    if common::servers_off() {
+        return;
+    }
     let (a, b, c) = (connect(&zk_url()).await, connect(&zk_url()).await, connect(&zk_url()).await);
     let name = unique("fifo");
     let first_reader = a.rw_lock(&name).unwrap().read().acquire().await.unwrap();
@@ -187,6 +197,9 @@ async fn a_reader_that_arrives_after_a_waiting_writer_waits_behind_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_semaphore_layout_is_curators_and_the_count_is_fixed() {
+    if common::servers_off() {
+        return;
+    }
     let (a, b) = (connect(&zk_url()).await, connect(&zk_url()).await);
     let raw = raw_client().await;
     let name = unique("sem-layout");
@@ -228,6 +241,9 @@ async fn the_semaphore_layout_is_curators_and_the_count_is_fixed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn permits_never_exceed_n_under_contention() {
+    if common::servers_off() {
+        return;
+    }
     const PERMITS: u32 = 3;
     let name = unique("sem-contention");
     let inside = Arc::new(AtomicU32::new(0));
@@ -316,6 +332,9 @@ impl Relay {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_that_ends_frees_its_holds_and_its_waiters_stop_with_lost() {
+    if common::servers_off() {
+        return;
+    }
     let relay = Relay::start(hosts_of(&zk_url())).await;
     // The standalone server's tick is 1 s, so 4 s is a session timeout it accepts as is.
     let doomed = connect(&format!("zk://127.0.0.1:{}?session_timeout=4s", relay.port)).await;
@@ -416,6 +435,9 @@ async fn next_line(lines: &mut tokio::sync::mpsc::Receiver<String>) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curator_readers_share_with_polylock_readers_and_writers_exclude_both_ways() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect(&zk_url()).await;
     let name = unique("curator-rw");
     let path = format!("/{name}");
@@ -466,6 +488,9 @@ async fn curator_readers_share_with_polylock_readers_and_writers_exclude_both_wa
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_polylock_reader_queues_behind_a_waiting_curator_writer() {
+    if common::servers_off() {
+        return;
+    }
     let (a, b) = (connect(&zk_url()).await, connect(&zk_url()).await);
     let name = unique("curator-fifo");
     let path = format!("/{name}");
@@ -495,6 +520,9 @@ async fn a_polylock_reader_queues_behind_a_waiting_curator_writer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curators_downgrade_node_matches_polylocks_and_keeps_writers_out() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect(&zk_url()).await;
     let raw = raw_client().await;
     let name = unique("curator-downgrade");
@@ -521,6 +549,9 @@ async fn curators_downgrade_node_matches_polylocks_and_keeps_writers_out() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curator_and_polylock_permits_together_never_exceed_n() {
+    if common::servers_off() {
+        return;
+    }
     const PERMITS: u32 = 3;
     let name = unique("curator-sem");
     let path = format!("/{name}");

@@ -4,6 +4,7 @@
 //! curator-recipes (tests/interop/curator, built with Maven), and a 3-server ensemble losing
 //! its leader while 8 workers contend.
 
+use crate::common;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -51,6 +52,9 @@ async fn raw_client(url: &str) -> zk::Client {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_layout_is_curators_and_the_token_is_the_czxid() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect(&zk_url()).await;
     let raw = raw_client(&zk_url()).await;
     let name = unique("layout");
@@ -71,6 +75,9 @@ async fn the_layout_is_curators_and_the_token_is_the_czxid() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curator_paths_work_and_impossible_paths_are_refused() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect(&zk_url()).await;
     let raw = raw_client(&zk_url()).await;
     let name = format!("/{}/nested", unique("paths"));
@@ -85,6 +92,9 @@ async fn curator_paths_work_and_impossible_paths_are_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unreachable_servers_and_wrong_passwords_get_connection_errors() {
+    if common::servers_off() {
+        return;
+    }
     let started = Instant::now();
     let err = Client::connect("zk://127.0.0.1:1?connect_timeout=1s").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Connection, "{err}");
@@ -104,6 +114,9 @@ async fn unreachable_servers_and_wrong_passwords_get_connection_errors() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_chroot_made_with_digest_credentials_is_closed_to_everyone_else() {
+    if common::servers_off() {
+        return;
+    }
     // ZooKeeper's digest scheme: `addauth digest user:password` always succeeds (it only names
     // an identity), and the ACL of each node decides. polylock creates the chroot and every
     // node under it with CREATOR_ALL when the URL has credentials.
@@ -197,6 +210,9 @@ async fn eventually(what: &str, limit: Duration, mut check: impl FnMut() -> bool
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_short_disconnect_suspends_the_guard_and_reconnecting_lifts_it() {
+    if common::servers_off() {
+        return;
+    }
     let relay = Relay::start(hosts_of(&zk_url())).await;
     let holder = connect(&format!("zk://127.0.0.1:{}?session_timeout=10s", relay.port)).await;
     let other = connect(&zk_url()).await;
@@ -216,6 +232,9 @@ async fn a_short_disconnect_suspends_the_guard_and_reconnecting_lifts_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_session_loses_the_guard_and_the_next_waiter_gets_the_lock() {
+    if common::servers_off() {
+        return;
+    }
     let relay = Relay::start(hosts_of(&zk_url())).await;
     // The standalone server's tick is 1 s, so 4 s is a session timeout it accepts as is.
     let holder = connect(&format!("zk://127.0.0.1:{}?session_timeout=4s", relay.port)).await;
@@ -292,6 +311,9 @@ async fn next_line(lines: &mut tokio::sync::mpsc::Receiver<String>) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn curator_holds_and_polylock_waits() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect(&zk_url()).await;
     let name = unique("curator-holds");
     let (mut java, mut lines) = tokio::task::spawn_blocking({
@@ -311,6 +333,9 @@ async fn curator_holds_and_polylock_waits() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn polylock_holds_and_curator_waits() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect(&zk_url()).await;
     let name = unique("polylock-holds");
     let path = format!("/{name}");
@@ -335,6 +360,9 @@ async fn polylock_holds_and_curator_waits() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn polylock_sees_and_force_unlocks_a_curator_holder() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect(&zk_url()).await;
     let name = unique("curator-forced");
     let (mut java, mut lines) = tokio::task::spawn_blocking({
@@ -385,6 +413,9 @@ async fn four_letter_word(port: u16, word: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_ensemble_survives_losing_its_leader_while_8_workers_contend() {
+    if common::servers_off() {
+        return;
+    }
     let url = ensemble_url();
     let clients: Vec<Client> = {
         let mut clients = Vec::new();
@@ -458,6 +489,9 @@ async fn the_ensemble_survives_losing_its_leader_while_8_workers_contend() {
 /// other nested names still nest, and never hold the name above them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_name_that_is_another_recipes_node_is_refused_and_nesting_never_blocks() {
+    if common::servers_off() {
+        return;
+    }
     let client = connect(&zk_url()).await;
     let a = unique("nest");
     for bad in [

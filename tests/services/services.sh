@@ -1126,11 +1126,17 @@ main() {
       ;;
     env)
       (($# == 0)) || usage
+      local any=0
       for s in "${KNOWN_SERVICES[@]}"; do
         if is_running "$s"; then
           printf 'export %s=%q\n' "$(env_var_name "$s")" "$(call_hook "$s" url)"
+          any=1
         fi
       done
+      # The Rust suites' server tier (core/tests/common): on once any service runs.
+      if ((any)); then
+        echo 'export POLYLOCK_TEST_SERVERS=1'
+      fi
       ;;
     -h | --help | help) usage 0 ;;
     *) usage ;;

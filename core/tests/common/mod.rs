@@ -20,10 +20,29 @@ pub fn server_url(var: &str, default: &str) -> String {
     std::env::var(var).unwrap_or_else(|_| default.to_string())
 }
 
+/// Whether the server tier is on: `POLYLOCK_TEST_SERVERS=1`, which `tests/run-all.sh` sets
+/// and `eval "$(tests/services/services.sh env)"` exports. Off (the default), the suites run
+/// on `mem://` and SQLite only, so `cargo test -p polylock` passes on a machine without
+/// servers; on, a server that is not there fails every test that needs it.
+pub fn servers_on() -> bool {
+    matches!(std::env::var("POLYLOCK_TEST_SERVERS").as_deref(), Ok("1" | "true" | "yes"))
+}
+
+/// The first line of a test that needs a server (or a server binary such as redis-server):
+/// true, with a note on stderr, when the server tier is off and the test is to return.
+pub fn servers_off() -> bool {
+    if servers_on() {
+        return false;
+    }
+    eprintln!("the server tier is off: set POLYLOCK_TEST_SERVERS=1 with tests/services running to run this test");
+    true
+}
+
 /// Every backend's URL for a contract loop, fresh for each call: a private `mem://` store, a
 /// new SQLite file in the returned directory (keep it alive while the URLs are used), and a
 /// private namespace `<tag>-<pid>-<time>-<n>` on redis-server, PostgreSQL, MariaDB, etcd and
-/// ZooKeeper. A server that is not there makes the test fail when it connects, never skip.
+/// ZooKeeper when the server tier is on ([`servers_on`]). A server that is not there then
+/// makes the test fail when it connects, never skip.
 pub fn every_backend_urls(tag: &str) -> (Vec<String>, tempfile::TempDir) {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
@@ -34,6 +53,9 @@ pub fn every_backend_urls(tag: &str) -> (Vec<String>, tempfile::TempDir) {
     let private = format!("{tag}-{pid}-{nanos}-{n}");
     let dir = tempfile::tempdir().unwrap();
     let mut urls = vec![format!("mem://{private}"), format!("sqlite://{}/{tag}.db", dir.path().display())];
+    if !servers_on() {
+        return (urls, dir);
+    }
     for server in [
         server_url("POLYLOCK_TEST_REDIS_URL", "redis://127.0.0.1:16379"),
         postgres_url(),

@@ -191,6 +191,9 @@ pub(super) mod tests {
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn counters_keep_the_contract() {
+            if crate::servers_off_in_tests() {
+                return;
+            }
             keeps_the_contract::<Pg>(&postgres_url()).await;
             two_stores_never_overlap::<Pg>(&postgres_url()).await;
             refuses_to_pass_i64::<Pg>(&postgres_url()).await;
@@ -198,6 +201,9 @@ pub(super) mod tests {
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn counters_share_a_leaf_tag() {
+            if crate::servers_off_in_tests() {
+                return;
+            }
             shares_a_leaf_tag::<Pg>(
                 &postgres_url(),
                 async |store, tag| {
@@ -238,6 +244,9 @@ pub(super) mod tests {
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn counters_keep_the_contract() {
+            if crate::servers_off_in_tests() {
+                return;
+            }
             keeps_the_contract::<MySqlDialect>(&mariadb_url()).await;
             two_stores_never_overlap::<MySqlDialect>(&mariadb_url()).await;
             refuses_to_pass_i64::<MySqlDialect>(&mariadb_url()).await;
@@ -245,6 +254,9 @@ pub(super) mod tests {
 
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn counters_share_a_leaf_tag() {
+            if crate::servers_off_in_tests() {
+                return;
+            }
             shares_a_leaf_tag::<MySqlDialect>(
                 &mariadb_url(),
                 async |store, tag| {

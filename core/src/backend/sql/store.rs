@@ -420,6 +420,9 @@ mod tests {
     #[cfg(feature = "postgres")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn postgres_an_abandoned_win_never_ends_a_transferred_hold() {
+        if crate::servers_off_in_tests() {
+            return;
+        }
         let url = url("POLYLOCK_TEST_POSTGRES_URL", "postgres://polylock:polylock@127.0.0.1:15432/polylock");
         an_abandoned_win_never_ends_a_transferred_hold::<super::super::postgres::Pg>(&url).await;
     }
@@ -427,6 +430,9 @@ mod tests {
     #[cfg(feature = "mysql")]
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn mysql_an_abandoned_win_never_ends_a_transferred_hold() {
+        if crate::servers_off_in_tests() {
+            return;
+        }
         let url = url("POLYLOCK_TEST_MARIADB_URL", "mysql://polylock:polylock@127.0.0.1:13306/polylock");
         an_abandoned_win_never_ends_a_transferred_hold::<super::super::mysql::MySqlDialect>(&url).await;
     }
