@@ -7,13 +7,33 @@ use pyo3::prelude::*;
 
 use crate::errors::IntoPyResult;
 use crate::lock::NativeLock;
-use crate::pending::{Abandon, Outcome, PendingCall};
+use crate::pending::{value_outcome, Abandon, Outcome, PendingCall};
 use crate::semaphore::NativeSemaphore;
 use crate::shared::{new_runtime, ClientShared, NativeClient};
 
 /// The URL to connect to: the caller's, else `$POLYLOCK_URL`, else the core's default.
 fn url_or_default(url: Option<String>) -> String {
     url.unwrap_or_else(polylock::url::default_url)
+}
+
+fn parse_kind(kind: Option<&str>) -> PyResult<Option<LockKind>> {
+    kind.map(str::parse).transpose().into_py_result()
+}
+
+/// The status as `polylock status --json` prints it, with the kind it was read as: the one
+/// asked for, else the backend's default (its only kind, or reentrant), as the CLI names it.
+async fn status_json(client: polylock::Client, name: String, kind: Option<LockKind>) -> polylock::Result<String> {
+    let status = client.inspect().status(&name, kind).await?;
+    let capabilities = client.capabilities();
+    let kind = kind.unwrap_or(match capabilities.lock_kinds {
+        [only] => *only,
+        _ => LockKind::default(),
+    });
+    Ok(polylock::kit::inspect_json::status_json(&name, kind, capabilities.backend, &status))
+}
+
+async fn list_json(client: polylock::Client, prefix: String) -> polylock::Result<String> {
+    Ok(polylock::kit::inspect_json::list_json(&client.inspect().list(&prefix).await?))
 }
 
 #[pymethods]
@@ -101,6 +121,49 @@ impl NativeClient {
     fn metrics_json(&self, py: Python<'_>) -> PyResult<String> {
         let client = self.shared.client()?;
         Ok(py.detach(|| polylock::kit::metrics_json::to_json(&client.metrics())))
+    }
+
+    /// The status of the lock `name` (of `kind`, default the backend's) as the JSON object
+    /// `polylock status --json` prints (`kit::inspect_json`).
+    #[pyo3(signature = (name, kind=None))]
+    fn status_json(&self, py: Python<'_>, name: String, kind: Option<&str>) -> PyResult<String> {
+        let asking = status_json(self.shared.client()?.clone(), name, parse_kind(kind)?);
+        self.shared.wait(py, asking)?.map_err(crate::errors::to_py_err)
+    }
+
+    #[pyo3(signature = (name, kind, wake))]
+    fn start_status_json(&self, name: String, kind: Option<&str>, wake: Py<PyAny>) -> PyResult<PendingCall> {
+        let asking = status_json(self.shared.client()?.clone(), name, parse_kind(kind)?);
+        let asking = async move { asking.await.map(value_outcome) };
+        Ok(PendingCall::spawn(self.shared.runtime()?.handle(), asking, wake, Abandon::Allowed))
+    }
+
+    /// The locks whose name starts with `prefix`, as the JSON array `polylock list --json`
+    /// prints. UnsupportedError where the backend cannot enumerate its locks.
+    fn list_json(&self, py: Python<'_>, prefix: String) -> PyResult<String> {
+        let asking = list_json(self.shared.client()?.clone(), prefix);
+        self.shared.wait(py, asking)?.map_err(crate::errors::to_py_err)
+    }
+
+    fn start_list_json(&self, prefix: String, wake: Py<PyAny>) -> PyResult<PendingCall> {
+        let asking = list_json(self.shared.client()?.clone(), prefix);
+        let asking = async move { asking.await.map(value_outcome) };
+        Ok(PendingCall::spawn(self.shared.runtime()?.handle(), asking, wake, Abandon::Allowed))
+    }
+
+    /// Break the hold of the lock `name` whoever holds it; whether there was one.
+    #[pyo3(signature = (name, kind=None))]
+    fn force_unlock(&self, py: Python<'_>, name: String, kind: Option<&str>) -> PyResult<bool> {
+        let (client, kind) = (self.shared.client()?.clone(), parse_kind(kind)?);
+        let breaking = async move { client.inspect().force_unlock(&name, kind).await };
+        self.shared.wait(py, breaking)?.map_err(crate::errors::to_py_err)
+    }
+
+    #[pyo3(signature = (name, kind, wake))]
+    fn start_force_unlock(&self, name: String, kind: Option<&str>, wake: Py<PyAny>) -> PyResult<PendingCall> {
+        let (client, kind) = (self.shared.client()?.clone(), parse_kind(kind)?);
+        let breaking = async move { client.inspect().force_unlock(&name, kind).await.map(value_outcome) };
+        Ok(PendingCall::spawn(self.shared.runtime()?.handle(), breaking, wake, Abandon::RunToEnd))
     }
 
     #[getter]

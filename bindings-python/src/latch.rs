@@ -3,7 +3,6 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use polylock::{Error, ErrorKind, Latch};
 use pyo3::prelude::*;
@@ -30,12 +29,15 @@ impl Drop for AbortOnDrop {
 }
 
 impl NativeLatch {
-    /// The wait runs as a task of the client's runtime, so that giving it up (which drops the
-    /// caller's future on a Python thread, outside the runtime) stops the task there, where a
-    /// Redis subscription can leave its channel; `abort` needs no runtime.
-    fn wait_on_runtime(&self, timeout: Option<Duration>) -> PyResult<impl Future<Output = polylock::Result<bool>>> {
-        let latch = self.latch.clone();
-        let task = self.shared.runtime()?.spawn(async move { latch.try_await_zero(timeout).await });
+    /// `waiting(latch)` runs as a task of the client's runtime, so that giving it up (which
+    /// drops the caller's future on a Python thread, outside the runtime) stops the task
+    /// there, where a Redis subscription can leave its channel; `abort` needs no runtime.
+    fn on_runtime<T, F>(&self, waiting: impl FnOnce(Latch) -> F) -> PyResult<impl Future<Output = polylock::Result<T>>>
+    where
+        T: Send + 'static,
+        F: Future<Output = polylock::Result<T>> + Send + 'static,
+    {
+        let task = self.shared.runtime()?.spawn(waiting(self.latch.clone()));
         let abort = AbortOnDrop(task.abort_handle());
         Ok(async move {
             let _abort = abort;
@@ -79,21 +81,28 @@ impl NativeLatch {
     /// True once the count is zero, False if `timeout` seconds (None: no limit) ran out first.
     #[pyo3(signature = (timeout=None))]
     fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
-        let waiting = self.wait_on_runtime(wait_from_seconds(timeout)?)?;
+        let timeout = wait_from_seconds(timeout)?;
+        let waiting = self.on_runtime(move |latch| async move { latch.try_await_zero(timeout).await })?;
+        self.shared.wait(py, waiting)?.map_err(to_py_err)
+    }
+
+    /// The waiting form: returns once the count is zero, LockTimeoutError if `timeout`
+    /// seconds (None: no limit) ran out first.
+    #[pyo3(signature = (timeout=None))]
+    fn await_zero(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<()> {
+        let timeout = wait_from_seconds(timeout)?;
+        let waiting = self.on_runtime(move |latch| async move { latch.await_zero(timeout).await })?;
         self.shared.wait(py, waiting)?.map_err(to_py_err)
     }
 
     /// The asyncio wait: finishes with None once the count is zero, or raises
-    /// LockTimeoutError when `timeout` ran out first (the coroutine turns it into False).
+    /// LockTimeoutError when `timeout` ran out first (the core's waiting form; `wait` turns
+    /// it into False).
     #[pyo3(signature = (timeout, wake))]
     fn start_wait(&self, timeout: Option<f64>, wake: Py<PyAny>) -> PyResult<PendingCall> {
-        let (name, waiting) = (self.latch.name().to_string(), self.wait_on_runtime(wait_from_seconds(timeout)?)?);
-        let waiting = async move {
-            match waiting.await? {
-                true => Ok(Outcome::Done),
-                false => Err(Error::timeout(format!("latch '{name}' did not reach zero in time"))),
-            }
-        };
+        let timeout = wait_from_seconds(timeout)?;
+        let waiting = self.on_runtime(move |latch| async move { latch.await_zero(timeout).await })?;
+        let waiting = async move { waiting.await.map(|()| Outcome::Done) };
         Ok(PendingCall::spawn(self.shared.runtime()?.handle(), waiting, wake, Abandon::Allowed))
     }
 }

@@ -11,17 +11,34 @@ use pyo3::prelude::*;
 
 use crate::convert::{lease_from_seconds, wait_from_seconds};
 use crate::errors::to_py_err;
-use crate::pending::{Abandon, Outcome, PendingCall};
+use crate::pending::{value_outcome, Abandon, Outcome, PendingCall};
 use crate::shared::ClientShared;
 
-/// Acquire for the owner (who releases by id), turning a wait that ran out into `TimedOut`
-/// rather than an error.
-async fn acquire(target: LockTarget, options: AcquireOptions) -> polylock::Result<Outcome> {
-    match target.acquire(options).await {
-        Ok(guard) => Ok(Outcome::Acquired(guard)),
-        Err(err) if err.kind() == ErrorKind::Timeout => Ok(Outcome::TimedOut),
-        Err(err) => Err(err),
+/// Which form of a wait a call is: the try form (`acquire`) answers a wait that ran out with
+/// nothing, the waiting form (`hold`) with the core's `Timeout` error, as it comes.
+#[derive(Clone, Copy)]
+pub struct Form {
+    pub waiting: bool,
+}
+
+impl Form {
+    /// The outcome of an acquisition in this form.
+    pub fn outcome<T>(
+        self,
+        acquired: polylock::Result<T>,
+        into: impl FnOnce(T) -> Outcome,
+    ) -> polylock::Result<Outcome> {
+        match acquired {
+            Ok(held) => Ok(into(held)),
+            Err(err) if err.kind() == ErrorKind::Timeout && !self.waiting => Ok(Outcome::TimedOut),
+            Err(err) => Err(err),
+        }
     }
+}
+
+/// Acquire for the owner (who releases by id), in the given form.
+async fn acquire(target: LockTarget, options: AcquireOptions, form: Form) -> polylock::Result<Outcome> {
+    form.outcome(target.acquire(options).await, Outcome::Acquired)
 }
 
 #[pyclass(module = "polylock._polylock", frozen)]
@@ -48,12 +65,20 @@ pub fn acquire_options(wait: Option<f64>, lease: Option<f64>) -> PyResult<Acquir
 #[pymethods]
 impl NativeLock {
     /// Wait (seconds; None = forever, 0 = try once) and hold (seconds; None = watchdog).
-    /// Returns the fencing token, or None if the wait ran out.
-    #[pyo3(signature = (owner, wait=None, lease=None))]
-    fn acquire(&self, py: Python<'_>, owner: u64, wait: Option<f64>, lease: Option<f64>) -> PyResult<Option<u64>> {
+    /// Returns the fencing token; a wait that ran out returns None, or with `waiting` raises
+    /// LockTimeoutError (the waiting form).
+    #[pyo3(signature = (owner, wait=None, lease=None, waiting=false))]
+    fn acquire(
+        &self,
+        py: Python<'_>,
+        owner: u64,
+        wait: Option<f64>,
+        lease: Option<f64>,
+        waiting: bool,
+    ) -> PyResult<Option<u64>> {
         let target = self.owned_by(owner)?;
         let options = acquire_options(wait, lease)?;
-        match self.shared.wait(py, acquire(target, options))? {
+        match self.shared.wait(py, acquire(target, options, Form { waiting }))? {
             // The owner releases by id, so the hold outlives the guard.
             Ok(Outcome::Acquired(guard)) => Ok(Some(guard.detach())),
             Ok(_) => Ok(None),
@@ -61,18 +86,32 @@ impl NativeLock {
         }
     }
 
-    #[pyo3(signature = (owner, wait, lease, wake))]
+    #[pyo3(signature = (owner, wait, lease, wake, waiting=false))]
     fn start_acquire(
         &self,
         owner: u64,
         wait: Option<f64>,
         lease: Option<f64>,
         wake: Py<PyAny>,
+        waiting: bool,
     ) -> PyResult<PendingCall> {
         let target = self.owned_by(owner)?;
         let options = acquire_options(wait, lease)?;
         let runtime = self.shared.runtime()?.handle();
-        Ok(PendingCall::spawn(runtime, acquire(target, options), wake, Abandon::Allowed))
+        Ok(PendingCall::spawn(runtime, acquire(target, options, Form { waiting }), wake, Abandon::Allowed))
+    }
+
+    /// Whether anyone (any owner, any client) holds the lock in the store now.
+    fn is_locked(&self, py: Python<'_>) -> PyResult<bool> {
+        let target = self.target.clone();
+        self.shared.client()?;
+        self.shared.wait(py, async move { target.is_locked().await })?.map_err(to_py_err)
+    }
+
+    fn start_is_locked(&self, wake: Py<PyAny>) -> PyResult<PendingCall> {
+        let target = self.target.clone();
+        let asking = async move { target.is_locked().await.map(value_outcome) };
+        Ok(PendingCall::spawn(self.shared.runtime()?.handle(), asking, wake, Abandon::Allowed))
     }
 
     /// Give back one hold of `owner`: NotOwnerError if it holds none, LockLostError if the

@@ -6,9 +6,11 @@ use std::sync::Arc;
 
 use polylock::{ErrorKind, MultiLock, MultiLockPart};
 use pyo3::prelude::*;
+use pyo3::IntoPyObjectExt;
 
 use crate::errors::{binding_error, to_py_err, IntoPyResult};
-use crate::lock::acquire_options;
+use crate::lock::{acquire_options, Form};
+use crate::pending::{Abandon, Outcome, PendingCall};
 use crate::shared::{ClientShared, NativeClient};
 
 /// (name, fencing token or None) of each part, in canonical order.
@@ -59,28 +61,61 @@ impl NativeMultiLock {
 
     /// Take every part for `owner` within one wait (seconds; None = forever, 0 = try once),
     /// each held for `lease` (None = watchdog). The fencing token of each part, as (name,
-    /// token) in canonical order, or None if the wait ran out (nothing is held then).
-    #[pyo3(signature = (owner, wait=None, lease=None))]
+    /// token) in canonical order; a wait that ran out (nothing is held then) returns None, or
+    /// with `waiting` raises LockTimeoutError.
+    #[pyo3(signature = (owner, wait=None, lease=None, waiting=false))]
     fn acquire(
         &self,
         py: Python<'_>,
         owner: u64,
         wait: Option<f64>,
         lease: Option<f64>,
+        waiting: bool,
     ) -> PyResult<Option<PartTokens>> {
         let multi = self.owned_by(owner)?;
         let options = acquire_options(wait, lease)?;
         // Detached inside the future: a wait given up (KeyboardInterrupt) drops the whole
         // acquisition, which gives back any part already taken.
         let acquiring = async move { multi.acquire_with(options).await.map(|guard| guard.detach()) };
-        match self.shared.wait(py, acquiring)? {
+        let form = Form { waiting };
+        match form.outcome(self.shared.wait(py, acquiring)?, |_| Outcome::Done) {
+            Ok(Outcome::TimedOut) => Ok(None),
             Ok(_) => {
                 let multi = self.owned_by(owner)?;
                 Ok(Some(py.detach(|| multi.fencing_tokens())))
             }
-            Err(err) if err.kind() == ErrorKind::Timeout => Ok(None),
             Err(err) => Err(to_py_err(err)),
         }
+    }
+
+    /// The asyncio `acquire`: finishes with the (name, token) pairs, or None when the wait ran
+    /// out (raises LockTimeoutError instead with `waiting`). The parts stay held by `owner`
+    /// only once collected: a call cancelled first gives them back.
+    #[pyo3(signature = (owner, wait, lease, wake, waiting=false))]
+    fn start_acquire(
+        &self,
+        owner: u64,
+        wait: Option<f64>,
+        lease: Option<f64>,
+        wake: Py<PyAny>,
+        waiting: bool,
+    ) -> PyResult<PendingCall> {
+        let multi = self.owned_by(owner)?;
+        let options = acquire_options(wait, lease)?;
+        let form = Form { waiting };
+        let acquiring = async move {
+            form.outcome(multi.acquire_with(options).await, |guard| {
+                // Detached when collected; dropped uncollected, the guard releases every part.
+                Outcome::Value(Box::new(move |py| guard.detach().into_py_any(py)))
+            })
+        };
+        Ok(PendingCall::spawn(self.shared.runtime()?.handle(), acquiring, wake, Abandon::Allowed))
+    }
+
+    fn start_release(&self, owner: u64, wake: Py<PyAny>) -> PyResult<PendingCall> {
+        let multi = self.owned_by(owner)?;
+        let releasing = async move { multi.release().await.map(|()| Outcome::Done) };
+        Ok(PendingCall::spawn(self.shared.runtime()?.handle(), releasing, wake, Abandon::RunToEnd))
     }
 
     /// Give back one hold of every part by `owner`, even if one fails (the first failure is

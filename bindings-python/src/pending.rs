@@ -30,6 +30,7 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use polylock::kit::AnyGuard;
 use pyo3::prelude::*;
+use pyo3::IntoPyObjectExt;
 use tokio::runtime::{Handle, Runtime};
 use tokio::task::AbortHandle;
 
@@ -50,6 +51,19 @@ pub enum Outcome {
     Connected(polylock::Client),
     /// A hold was lost, for this reason.
     Lost(String),
+    /// Anything else, turned into its Python object when collected (with the GIL).
+    Value(IntoPython),
+}
+
+/// How a finished call's result becomes a Python object, once the GIL is held.
+pub type IntoPython = Box<dyn FnOnce(Python<'_>) -> PyResult<Py<PyAny>> + Send>;
+
+/// A call's result that converts to Python as it is (a bool, a string, a list of tuples...).
+pub fn value_outcome<T>(value: T) -> Outcome
+where
+    T: for<'py> IntoPyObject<'py> + Send + 'static,
+{
+    Outcome::Value(Box::new(move |py| value.into_py_any(py)))
 }
 
 type CallFuture = Pin<Box<dyn Future<Output = polylock::Result<Outcome>> + Send>>;
@@ -352,7 +366,7 @@ impl PendingCall {
     }
 
     /// The outcome: the fencing token for an acquisition (None if the wait ran out), the
-    /// permit's (id, fencing token) for a semaphore acquisition, None
+    /// permit's (id, fencing token) for a semaphore acquisition, the value of any other call, None
     /// for a release or close, a client for a connect. Raises the operation's error.
     fn finish(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let outcome = {
@@ -374,6 +388,7 @@ impl PendingCall {
             },
             Ok(Outcome::TimedOut) | Ok(Outcome::Done) => Ok(py.None()),
             Ok(Outcome::Lost(reason)) => Ok(reason.into_pyobject(py)?.into_any().unbind()),
+            Ok(Outcome::Value(into_python)) => into_python(py),
             Ok(Outcome::Connected(client)) => {
                 let Some(runtime) = lock(&self.runtime).take() else {
                     return Err(pyo3::exceptions::PyRuntimeError::new_err("this connect call has no runtime"));

@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use polylock::kit::AnyGuard;
-use polylock::{ErrorKind, Semaphore};
+use polylock::Semaphore;
 use pyo3::prelude::*;
 
 use crate::errors::to_py_err;
-use crate::lock::acquire_options;
+use crate::lock::{acquire_options, Form};
 use crate::pending::{Abandon, Outcome, PendingCall};
 use crate::shared::ClientShared;
 
@@ -29,23 +29,26 @@ impl NativeSemaphore {
     }
 }
 
-/// Take a permit; a wait that ran out is `TimedOut` rather than an error.
-async fn take_permit(semaphore: Semaphore, options: polylock::AcquireOptions) -> polylock::Result<Outcome> {
-    match semaphore.acquire_with(options).await {
-        Ok(permit) => Ok(Outcome::Acquired(AnyGuard::Permit(permit))),
-        Err(err) if err.kind() == ErrorKind::Timeout => Ok(Outcome::TimedOut),
-        Err(err) => Err(err),
-    }
+/// Take a permit, in the given form (lock.rs).
+async fn take_permit(semaphore: Semaphore, options: polylock::AcquireOptions, form: Form) -> polylock::Result<Outcome> {
+    form.outcome(semaphore.acquire_with(options).await, |permit| Outcome::Acquired(AnyGuard::Permit(permit)))
 }
 
 #[pymethods]
 impl NativeSemaphore {
-    /// Take a permit: (permit id, fencing token), or None if the wait ran out.
-    #[pyo3(signature = (wait=None, lease=None))]
-    fn acquire(&self, py: Python<'_>, wait: Option<f64>, lease: Option<f64>) -> PyResult<Option<(u64, u64)>> {
+    /// Take a permit: (permit id, fencing token); a wait that ran out returns None, or with
+    /// `waiting` raises LockTimeoutError.
+    #[pyo3(signature = (wait=None, lease=None, waiting=false))]
+    fn acquire(
+        &self,
+        py: Python<'_>,
+        wait: Option<f64>,
+        lease: Option<f64>,
+        waiting: bool,
+    ) -> PyResult<Option<(u64, u64)>> {
         let semaphore = self.semaphore()?;
         let options = acquire_options(wait, lease)?;
-        match self.shared.wait(py, take_permit(semaphore, options))? {
+        match self.shared.wait(py, take_permit(semaphore, options, Form { waiting }))? {
             Ok(Outcome::Acquired(permit)) => {
                 let id = permit.permit_id().unwrap_or_default();
                 Ok(Some((id, permit.detach())))
@@ -55,11 +58,17 @@ impl NativeSemaphore {
         }
     }
 
-    #[pyo3(signature = (wait, lease, wake))]
-    fn start_acquire(&self, wait: Option<f64>, lease: Option<f64>, wake: Py<PyAny>) -> PyResult<PendingCall> {
+    #[pyo3(signature = (wait, lease, wake, waiting=false))]
+    fn start_acquire(
+        &self,
+        wait: Option<f64>,
+        lease: Option<f64>,
+        wake: Py<PyAny>,
+        waiting: bool,
+    ) -> PyResult<PendingCall> {
         let semaphore = self.semaphore()?;
-        let options = acquire_options(wait, lease)?;
-        Ok(PendingCall::spawn(self.shared.runtime()?.handle(), take_permit(semaphore, options), wake, Abandon::Allowed))
+        let taking = take_permit(semaphore, acquire_options(wait, lease)?, Form { waiting });
+        Ok(PendingCall::spawn(self.shared.runtime()?.handle(), taking, wake, Abandon::Allowed))
     }
 
     /// Give back the permit `permit`: NotOwnerError unless this client holds it, LockLostError

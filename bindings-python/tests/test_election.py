@@ -5,11 +5,14 @@ leadership that was resigned is refused (never a second term)."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 
 import pytest
 
 import polylock
+import polylock.aio
 from conftest import backend_params, make_url, unique_name
 
 BACKENDS = ["sqlite", "mem", "redis", "postgres", "mariadb"]
@@ -94,3 +97,58 @@ def test_bad_input_gets_typed_errors(tmp_path):
     with pytest.raises(TypeError):
         client.election("x").campaign(12)
     client.close()
+
+
+def test_try_campaign_returns_none_while_another_leads(election_url):
+    with polylock.connect(election_url) as first, polylock.connect(election_url) as second:
+        name = unique_name("election")
+        leading = first.election(name).campaign(b"a", timeout=10)
+        started = time.monotonic()
+        assert second.election(name).try_campaign(b"b", timeout=0.2) is None
+        assert time.monotonic() - started >= 0.15
+        leading.resign()
+        won = second.election(name).try_campaign("b", timeout=10)
+        assert isinstance(won, polylock.Leadership) and won.is_leader and won.term > leading.term
+        assert first.election(name).leader() == polylock.Leader(b"b", won.term)
+        won.resign()
+        with pytest.raises(polylock.InvalidArgumentError):
+            second.election(name).try_campaign(b"b", timeout=-1)
+
+
+def test_asyncio_election(election_url):
+    async def main():
+        name = unique_name("election")
+        async with await polylock.aio.connect(election_url) as watcher, await polylock.aio.connect(
+            election_url
+        ) as candidate:
+            changes = watcher.election(name).observe()
+            assert await changes.__anext__() is None
+            assert await watcher.election(name).leader() is None
+            async with candidate.election(name).campaign(b"a", timeout=10) as leadership:
+                assert isinstance(leadership, polylock.aio.Leadership) and leadership.is_leader
+                assert await changes.__anext__() == polylock.Leader(b"a", leadership.term)
+                await leadership.proclaim("a-2")
+                assert await changes.__anext__() == polylock.Leader(b"a-2", leadership.term)
+                assert await watcher.election(name).leader() == polylock.Leader(b"a-2", leadership.term)
+                with pytest.raises(polylock.LockTimeoutError):
+                    await watcher.election(name).campaign(b"b", timeout=0.2)
+                assert await watcher.election(name).try_campaign(b"b", timeout=0.2) is None
+            assert not leadership.is_leader
+            assert await changes.__anext__() is None
+            second = await watcher.election(name).try_campaign(b"b", timeout=0)
+            assert second is not None and second.term > leadership.term
+            assert await changes.__anext__() == polylock.Leader(b"b", second.term)
+            # A campaign whose task is cancelled leaves no candidacy: the next one leads once
+            # the leader resigns.
+            waiting = asyncio.create_task(candidate.election(name).campaign(b"c"))
+            await asyncio.sleep(0.2)
+            waiting.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiting
+            await second.resign()
+            third = await candidate.election(name).campaign(b"d", timeout=10)
+            assert await watcher.election(name).leader() == polylock.Leader(b"d", third.term)
+            await third.resign()
+            await changes.aclose()
+
+    asyncio.run(asyncio.wait_for(main(), 60))

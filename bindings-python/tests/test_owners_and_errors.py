@@ -58,3 +58,19 @@ def test_every_core_error_kind_has_its_exception_class():
         assert name in classes, f"no exception class for the core's error kind {name}"
         assert issubclass(classes[name], polylock.PolylockError)
     assert set(classes) - {"UNKNOWN"} == {name for name, _ in kinds}, "a class for a kind the core lacks"
+
+
+def test_every_exception_class_carries_its_kinds_number():
+    classes = [cls for cls in vars(polylock).values() if isinstance(cls, type) and issubclass(cls, polylock.PolylockError)]
+    numbers = dict(_polylock.error_kinds())
+    for cls in classes:
+        if cls is polylock.PolylockError:
+            assert cls.code == 0 and cls.kind == "UNKNOWN"
+            continue
+        assert cls.code == numbers[cls.kind], f"{cls.__name__}.code"
+        assert isinstance(cls.code, int)
+    # An instance raised by the core carries it too.
+    with pytest.raises(polylock.InvalidArgumentError) as raised:
+        polylock.connect("nosuchscheme://x")
+    assert raised.value.code == numbers["INVALID_ARGUMENT"] == polylock.InvalidArgumentError.code
+    assert sorted((cls.kind, cls.code) for cls in classes if cls.code) == sorted(_polylock.error_kinds())

@@ -48,7 +48,7 @@ from ._polylock import DEFAULT_URL, MAX_NAME_LEN, __version__
 # Routes the core's records to `logging` (level from POLYLOCK_LOG / DEBUG=polylock, else
 # WARNING): a POLYLOCK_LOG that names no level is one RuntimeWarning here, at import.
 from ._observe import log_level, metrics, metrics_enabled, prometheus_text, set_log_level, set_metrics_enabled
-from ._sync import Client, Lock, Permit, RWLock, Semaphore, connect
+from ._sync import Client, Hold, Lock, Permit, RWLock, Semaphore, connect
 from . import aio
 from ._values import Acquired, Idempotency, InProgress, Mismatch, Replay, Ticket, Value, VersionedValue
 from ._values import install as _install_values
@@ -59,12 +59,13 @@ from ._election import install as _install_election
 
 _install_values(Client, aio.Client)  # client.value(), .idempotency(), .idempotent()
 _install_latch(Client, aio.Client)  # client.latch(), .multi_lock()
-_install_election(Client)  # client.election()
+_install_election(Client, aio.Client)  # client.election()
 
 __all__ = [
     "connect",
     "Client",
     "Lock",
+    "Hold",
     "RWLock",
     "Semaphore",
     "Permit",

@@ -3,16 +3,22 @@
 Each class also derives from the builtin exception a Python user would catch for that
 situation (``TimeoutError``, ``ConnectionError``, ``ValueError``, ``RuntimeError``), so
 code written against the standard library keeps working. ``kind`` is the core's stable
-name for the error (``"NOT_OWNER"``, ...).
+name for the error (``"NOT_OWNER"``, ...) and ``code`` its stable number, both class
+attributes. The numbers are not written here: they are read from the core's one table of
+kinds (``ErrorKind::ALL``) when this module is imported, by each class's ``kind``.
 """
 
 from __future__ import annotations
+
+from . import _polylock
 
 
 class PolylockError(Exception):
     """Base class of every error polylock raises."""
 
     kind: str = "UNKNOWN"
+    #: The kind's number in the core's table (``ErrorKind::ALL``); 0 for no kind.
+    code: int = 0
 
 
 class InvalidArgumentError(PolylockError, ValueError):
@@ -112,6 +118,17 @@ class MismatchError(PolylockError, ValueError):
 
     kind = "MISMATCH"
 
+
+def _number_the_classes() -> None:
+    """Give every class its kind's number, from the core's table (a kind without a class
+    is caught by the test suite, which compares the two)."""
+    numbers = dict(_polylock.error_kinds())
+    for value in list(globals().values()):
+        if isinstance(value, type) and issubclass(value, PolylockError) and value.kind in numbers:
+            value.code = numbers[value.kind]
+
+
+_number_the_classes()
 
 __all__ = [
     "PolylockError",

@@ -7,6 +7,7 @@
 
     with client.multi_lock(["a", "b", "c"]) as locks:   # taken in one order, one deadline
         locks.fencing_tokens        # {"a": 7, "b": 3, "c": 12}
+    latch.await_zero(timeout=30)    # the waiting form: LockTimeoutError if 30 s ran out
 
     lock = polylock.redlock(["redis://h1:6379", "redis://h2:6379", "redis://h3:6379"], "job")
 
@@ -20,12 +21,13 @@ from __future__ import annotations
 import asyncio
 import functools
 from types import TracebackType
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Type, Union
+from typing import Any, Awaitable, Dict, Iterable, List, Optional, Sequence, Tuple, Type, Union
 
 from . import _polylock
 from ._errors import LockTimeoutError
-from .aio import _run
-from ._sync import Lock, _current_thread_id, _wait, connect
+from .aio import Hold as AsyncHold
+from .aio import _current_owner, _Holding, _run
+from ._sync import Hold, Lock, _current_thread_id, _wait, connect
 
 # A multi-lock part: a name (the backend's default mutex), or (name, side) with side one of
 # "lock", "read" or "write" (a side of the read-write lock of that name).
@@ -74,6 +76,12 @@ class Latch:
         out first (None: no bound; 0: look once). The GIL is released while waiting."""
         return self._native.wait(timeout)
 
+    def await_zero(self, timeout: Optional[float] = None) -> None:
+        """The waiting form of :meth:`wait`: return once the count is zero, raise
+        LockTimeoutError if ``timeout`` seconds ran out first (None: no bound; 0: look once).
+        The GIL is released while waiting."""
+        self._native.await_zero(timeout)
+
     def __repr__(self) -> str:
         return f"<polylock.Latch name={self.name!r}>"
 
@@ -108,6 +116,11 @@ class AsyncLatch:
             return False
         return True
 
+    async def await_zero(self, timeout: Optional[float] = None) -> None:
+        """The waiting form of :meth:`wait`: return once the count is zero, raise
+        LockTimeoutError if ``timeout`` seconds ran out first."""
+        await _run(lambda wake: self._native.start_wait(timeout, wake))
+
     def __repr__(self) -> str:
         return f"<polylock.aio.Latch name={self.name!r}>"
 
@@ -141,6 +154,13 @@ class MultiLock:
         timeout is for the whole multi-lock."""
         return self._native.acquire(_current_thread_id(), _wait(blocking, timeout), lease) is not None
 
+    def hold(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> Hold:
+        """The waiting form of :meth:`acquire`: LockTimeoutError when ``timeout`` seconds (for
+        the whole multi-lock; None: no bound; 0: try once) run out, with nothing held. A
+        :class:`polylock.Hold`: ``with locks.hold(timeout=5):`` holds every part for the block."""
+        self._native.acquire(_current_thread_id(), timeout, lease, True)
+        return Hold(self)
+
     def release(self) -> None:
         """Give back one hold of every part by the calling thread (NotOwnerError,
         LockLostError as for a lock; every part is released even if one fails)."""
@@ -170,6 +190,73 @@ class MultiLock:
 
     def __repr__(self) -> str:
         return f"<polylock.MultiLock names={self.names!r}>"
+
+
+class AsyncMultiLock:
+    """:class:`MultiLock` for asyncio: owned by the current task, and waiting never blocks
+    the loop (cancelling the task stops the wait and leaves no part held)."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _polylock.NativeMultiLock) -> None:
+        self._native = native
+
+    @property
+    def names(self) -> List[str]:
+        """The parts' names, in the order they are taken."""
+        return list(self._native.names)
+
+    def acquire(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> Awaitable[bool]:
+        """Take every part; True once all are held, False if ``timeout`` seconds (for the
+        whole multi-lock; None: no bound; 0: try once) ran out, with nothing held."""
+        owner = _current_owner()
+        return self._acquire(owner, timeout, lease, False)
+
+    def hold(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> "_Holding[AsyncHold]":
+        """The waiting form of :meth:`acquire`: LockTimeoutError when the wait runs out.
+        ``async with locks.hold(timeout=5):`` holds every part for the block."""
+        owner = _current_owner()
+        return _Holding(lambda: self._hold(owner, timeout, lease))
+
+    async def _acquire(self, owner: int, timeout: Optional[float], lease: Optional[float], waiting: bool) -> bool:
+        taken = await _run(lambda wake: self._native.start_acquire(owner, timeout, lease, wake, waiting))
+        return taken is not None
+
+    async def _hold(self, owner: int, timeout: Optional[float], lease: Optional[float]) -> AsyncHold:
+        await self._acquire(owner, timeout, lease, True)
+        return AsyncHold(self)
+
+    def release(self) -> Awaitable[None]:
+        """Give back one hold of every part by the current task (NotOwnerError, LockLostError
+        as for a lock; every part is released even if one fails). Runs to its end even if
+        the awaiting task is cancelled."""
+        owner = _current_owner()
+        return _run(lambda wake: self._native.start_release(owner, wake))
+
+    def locked(self) -> bool:
+        """Whether the current task holds every part (and none was lost)."""
+        return self._native.is_held(_current_owner())
+
+    @property
+    def fencing_tokens(self) -> Dict[str, Optional[int]]:
+        """The current task's fencing token of each part (None for a part it does not hold
+        and on backends without fencing tokens)."""
+        return dict(self._native.fencing_tokens(_current_owner()))
+
+    async def __aenter__(self) -> "AsyncMultiLock":
+        await self.acquire()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        await self.release()
+
+    def __repr__(self) -> str:
+        return f"<polylock.aio.MultiLock names={self.names!r}>"
 
 
 class RedLock(Lock):
@@ -214,11 +301,17 @@ def _aio_latch(self: Any, name: str) -> AsyncLatch:
     return AsyncLatch(_polylock.NativeLatch.open(self._native, name))
 
 
+def _aio_multi_lock(self: Any, names: Iterable[Part]) -> AsyncMultiLock:
+    """The locks ``names`` (or (name, "read"/"write") sides) as one, for asyncio."""
+    return AsyncMultiLock(_polylock.NativeMultiLock.open(self._native, _parts(names)))
+
+
 def install(sync_client: type, aio_client: type) -> None:
-    """Give the Client classes ``latch`` (both) and ``multi_lock`` (blocking)."""
+    """Give the Client classes ``latch`` and ``multi_lock`` (both)."""
     sync_client.latch = _latch  # type: ignore[attr-defined]
     sync_client.multi_lock = _multi_lock  # type: ignore[attr-defined]
     aio_client.latch = _aio_latch  # type: ignore[attr-defined]
+    aio_client.multi_lock = _aio_multi_lock  # type: ignore[attr-defined]
 
 
-__all__ = ["Latch", "AsyncLatch", "MultiLock", "RedLock", "redlock"]
+__all__ = ["Latch", "AsyncLatch", "MultiLock", "AsyncMultiLock", "RedLock", "redlock"]

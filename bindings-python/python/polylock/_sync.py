@@ -3,9 +3,10 @@ read-write locks and semaphores beside them."""
 
 from __future__ import annotations
 
+import json
 import threading
 from types import TracebackType
-from typing import Any, Dict, Optional, Type
+from typing import Any, Dict, List, Optional, Type
 
 from . import _observe, _polylock, _segments
 
@@ -23,6 +24,36 @@ def _wait(blocking: bool, timeout: Optional[float]) -> Optional[float]:
         return 0.0
     # threading's convention: -1 means no bound.
     return None if timeout is None or timeout == -1 else timeout
+
+
+class Hold:
+    """One hold of the calling thread, as :meth:`Lock.hold` and :meth:`polylock.MultiLock.hold`
+    return it: ``with lock.hold(timeout=5):`` gives the lock to the block and releases this
+    hold at its end; :meth:`release` gives it back without a block."""
+
+    __slots__ = ("lock",)
+
+    def __init__(self, lock: Any) -> None:
+        #: The lock (or multi-lock) held.
+        self.lock = lock
+
+    def release(self) -> None:
+        """Give back this hold (the calling thread's, as :meth:`Lock.release`)."""
+        self.lock.release()
+
+    def __enter__(self) -> Any:
+        return self.lock
+
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        self.lock.release()
+
+    def __repr__(self) -> str:
+        return f"<polylock.Hold of {self.lock!r}>"
 
 
 class Lock:
@@ -44,6 +75,21 @@ class Lock:
         while waiting.
         """
         return self._native.acquire(_current_thread_id(), _wait(blocking, timeout), lease) is not None
+
+    def hold(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> Hold:
+        """The waiting form of :meth:`acquire`: wait up to ``timeout`` seconds (None: as long
+        as it takes; 0: try once) and raise LockTimeoutError when the wait runs out.
+        ``lease`` as in :meth:`acquire`. A negative or NaN ``timeout`` is
+        InvalidArgumentError (``-1`` means "no bound" only in threading's :meth:`acquire`).
+        Returns a :class:`Hold`, so ``with lock.hold(timeout=5):`` holds the lock for the
+        block. The GIL is released while waiting."""
+        self._native.acquire(_current_thread_id(), timeout, lease, True)
+        return Hold(self)
+
+    def is_locked(self) -> bool:
+        """Whether anyone (any thread, process or client) holds the lock in the store now;
+        :meth:`locked` is whether the calling thread does."""
+        return self._native.is_locked()
 
     def release(self) -> None:
         """Give back one hold of the calling thread.
@@ -186,6 +232,14 @@ class Semaphore:
             return None
         return Permit(self._native, taken[0], taken[1])
 
+    def hold(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> Permit:
+        """The waiting form of :meth:`acquire`: a :class:`Permit`, or LockTimeoutError when
+        ``timeout`` seconds run out first (None: as long as it takes; 0: try once; negative:
+        InvalidArgumentError). ``with semaphore.hold(timeout=5):`` holds the permit for the
+        block."""
+        taken = self._native.acquire(timeout, lease, True)
+        return Permit(self._native, taken[0], taken[1])
+
     def release(self, permit_id: int) -> None:
         """Give back the permit ``permit_id`` (Redisson's ``release(permitId)``)."""
         self._native.release(permit_id)
@@ -252,6 +306,26 @@ class Client:
         given (LockTimeoutError if another generator holds it), else the lowest free one."""
         native = _polylock.NativeLeasedSnowflake.open(self._native, worker_id, epoch_ms, max_wait)
         return _segments.LeasedSnowflake(native)
+
+    def status(self, name: str, kind: Optional[str] = None) -> Dict[str, Any]:
+        """Whoever holds the lock ``name`` (of ``kind``, default the backend's): a dict of
+        ``name``, ``kind``, ``backend``, ``held``, ``holder``, ``fencing_token``,
+        ``token_counter``, ``remaining_lease_ms``, ``lease_expires``, ``waiters``, ``layout``
+        and ``details``, the fields ``polylock status --json`` prints (None where the backend
+        cannot tell)."""
+        return json.loads(self._native.status_json(name, kind))
+
+    def list(self, prefix: str = "") -> List[Dict[str, Any]]:
+        """The locks whose name starts with ``prefix``, sorted by name: dicts of ``name``,
+        ``kind`` and ``held``, as ``polylock list --json`` prints them. UnsupportedError
+        where the backend cannot enumerate its locks."""
+        return json.loads(self._native.list_json(prefix))
+
+    def force_unlock(self, name: str, kind: Optional[str] = None) -> bool:
+        """Break the hold of the lock ``name`` whoever holds it (Redisson's ``forceUnlock``);
+        whether there was one. Dangerous: the holder believes it still holds the lock until
+        its next renewal or release tells it otherwise."""
+        return self._native.force_unlock(name, kind)
 
     def close(self) -> None:
         """Stop the watchdogs and give every hold back. Later calls raise

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import weakref
 from types import TracebackType
-from typing import Any, Awaitable, Callable, Dict, Optional, Type
+from typing import Any, Awaitable, Callable, Coroutine, Dict, Generator, List, Optional, Type, TypeVar
 
 from . import _observe, _polylock, _segments
 
@@ -111,6 +112,83 @@ async def _run_on_runtime(loop: asyncio.AbstractEventLoop, start: Callable[[Any]
     return call.finish()
 
 
+T = TypeVar("T")
+
+
+class _Holding(Coroutine[Any, Any, T]):
+    """What a waiting form (``hold``, ``campaign``) returns: a coroutine (await it, or hand it
+    to ``asyncio.create_task`` / ``wait_for``) for the hold, that is also usable in ``async
+    with`` for a block (entered with what the hold's own ``async with`` gives, released or
+    resigned at the end). The call starts when first awaited or entered."""
+
+    __slots__ = ("_start", "_started", "_held")
+
+    def __init__(self, start: Callable[[], Coroutine[Any, Any, T]]) -> None:
+        self._start = start
+        self._started: Optional[Coroutine[Any, Any, T]] = None
+        self._held: Any = None
+
+    def _coroutine(self) -> Coroutine[Any, Any, T]:
+        if self._started is None:
+            self._started = self._start()
+        return self._started
+
+    def send(self, value: Any) -> Any:
+        return self._coroutine().send(value)
+
+    def throw(self, *args: Any) -> Any:
+        return self._coroutine().throw(*args)
+
+    def close(self) -> None:
+        if self._started is not None:
+            self._started.close()
+
+    def __await__(self) -> Generator[Any, None, T]:
+        return self._coroutine().__await__()
+
+    async def __aenter__(self) -> Any:
+        self._held = await self._coroutine()
+        return await self._held.__aenter__()
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        await self._held.__aexit__(exc_type, exc, traceback)
+
+
+class Hold:
+    """One hold of the current task, as :meth:`Lock.hold` gives it: ``async with hold:``
+    gives the lock to the block and releases this hold at its end; :meth:`release` gives it
+    back without a block."""
+
+    __slots__ = ("lock",)
+
+    def __init__(self, lock: Any) -> None:
+        #: The lock (or multi-lock) held.
+        self.lock = lock
+
+    def release(self) -> Awaitable[None]:
+        """Give back this hold (the current task's, as :meth:`Lock.release`)."""
+        return self.lock.release()
+
+    async def __aenter__(self) -> Any:
+        return self.lock
+
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        traceback: Optional[TracebackType],
+    ) -> None:
+        await self.lock.release()
+
+    def __repr__(self) -> str:
+        return f"<polylock.aio.Hold of {self.lock!r}>"
+
+
 class Lock:
     """A distributed lock owned by the current asyncio task; reentrant per task."""
 
@@ -132,6 +210,23 @@ class Lock:
     async def _acquire(self, owner: int, timeout: Optional[float], lease: Optional[float]) -> bool:
         token = await _run(lambda wake: self._native.start_acquire(owner, timeout, lease, wake))
         return token is not None
+
+    def hold(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> "_Holding[Hold]":
+        """The waiting form of :meth:`acquire`: raises LockTimeoutError when ``timeout``
+        seconds run out first (None: as long as it takes; 0: try once; negative:
+        InvalidArgumentError). ``await lock.hold(timeout=5)`` gives a :class:`Hold`;
+        ``async with lock.hold(timeout=5):`` holds the lock for the block."""
+        owner = _current_owner()
+        return _Holding(lambda: self._hold(owner, timeout, lease))
+
+    async def _hold(self, owner: int, timeout: Optional[float], lease: Optional[float]) -> Hold:
+        await _run(lambda wake: self._native.start_acquire(owner, timeout, lease, wake, True))
+        return Hold(self)
+
+    async def is_locked(self) -> bool:
+        """Whether anyone (any task, process or client) holds the lock in the store now;
+        :meth:`locked` is whether the current task does."""
+        return bool(await _run(self._native.start_is_locked))
 
     def release(self) -> Awaitable[None]:
         """Give back one hold of the current task (NotOwnerError if it holds none). Once
@@ -259,6 +354,16 @@ class Semaphore:
             return None
         return Permit(self._native, taken[0], taken[1])
 
+    def hold(self, timeout: Optional[float] = None, lease: Optional[float] = None) -> "_Holding[Permit]":
+        """The waiting form of :meth:`acquire`: a :class:`Permit`, or LockTimeoutError when
+        ``timeout`` seconds run out first. ``async with semaphore.hold(timeout=5):`` holds
+        the permit for the block."""
+        return _Holding(lambda: self._hold(timeout, lease))
+
+    async def _hold(self, timeout: Optional[float], lease: Optional[float]) -> Permit:
+        taken = await _run(lambda wake: self._native.start_acquire(timeout, lease, wake, True))
+        return Permit(self._native, taken[0], taken[1])
+
     def release(self, permit_id: int) -> Awaitable[None]:
         """Give back the permit ``permit_id``."""
         return _run(lambda wake: self._native.start_release(permit_id, wake))
@@ -322,6 +427,19 @@ class Client:
         """A Snowflake generator on a leased worker id; see :meth:`polylock.Client.snowflake`."""
         return await _segments.open_leased_snowflake_async(self._native, worker_id, epoch_ms, max_wait)
 
+    async def status(self, name: str, kind: Optional[str] = None) -> Dict[str, Any]:
+        """Whoever holds the lock ``name``: the dict of :meth:`polylock.Client.status`."""
+        return json.loads(await _run(lambda wake: self._native.start_status_json(name, kind, wake)))
+
+    async def list(self, prefix: str = "") -> List[Dict[str, Any]]:
+        """The locks whose name starts with ``prefix``: the dicts of :meth:`polylock.Client.list`."""
+        return json.loads(await _run(lambda wake: self._native.start_list_json(prefix, wake)))
+
+    async def force_unlock(self, name: str, kind: Optional[str] = None) -> bool:
+        """Break the hold of the lock ``name`` whoever holds it; whether there was one (see
+        :meth:`polylock.Client.force_unlock`). Runs to its end even if the task is cancelled."""
+        return bool(await _run(lambda wake: self._native.start_force_unlock(name, kind, wake)))
+
     async def close(self) -> None:
         """Stop the watchdogs and give every hold back."""
         await _run(self._native.start_close)
@@ -360,4 +478,35 @@ async def connect(url: Optional[str] = None) -> Client:
     return Client(native)
 
 
-__all__ = ["Client", "Lock", "RWLock", "Semaphore", "Permit", "connect"]
+# The asyncio classes defined beside their blocking ones (which import this module), by the
+# names they have here: polylock.aio.Latch is _latch.AsyncLatch, and so on.
+_BESIDE_THE_BLOCKING_ONES = {
+    "Latch": ("_latch", "AsyncLatch"),
+    "MultiLock": ("_latch", "AsyncMultiLock"),
+    "Election": ("_election", "AsyncElection"),
+    "Leadership": ("_election", "AsyncLeadership"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _BESIDE_THE_BLOCKING_ONES:
+        import importlib
+
+        module, attribute = _BESIDE_THE_BLOCKING_ONES[name]
+        return getattr(importlib.import_module(f"{__package__}.{module}"), attribute)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "Client",
+    "Lock",
+    "Hold",
+    "RWLock",
+    "Semaphore",
+    "Permit",
+    "Latch",
+    "MultiLock",
+    "Election",
+    "Leadership",
+    "connect",
+]

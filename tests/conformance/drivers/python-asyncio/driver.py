@@ -9,36 +9,34 @@ import asyncio
 import inspect
 import os
 import sys
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
 
 import polylock.aio as aio  # noqa: E402
 
 from protocol import (  # noqa: E402
-    ADMIN,
-    ERROR_TABLE,
-    IS_LOCKED,
     WATCH,
     answer_of,
     begin_answer,
+    error_table,
     ids_ops,
     kwargs,
+    list_answer,
     not_offered,
     parse,
     response_json,
     seconds,
+    status_answer,
     text,
     write,
 )
 
-NO_RAISING_ACQUIRE = (
-    "polylock.aio's {what}.acquire resolves to {nothing} when the wait runs out; there is no acquire with a timeout that raises LockTimeoutError"
-)
-NO_ELECTION = "polylock.aio.Client has no election (the blocking Client has)"
-
 objects: Dict[str, Any] = {}  # label -> object (clients, handles, guards, ...)
 rw_locks: Dict[tuple, aio.RWLock] = {}  # (client label, name) -> the one RWLock of both sides
+multi_names: Dict[str, List[str]] = {}  # multi-lock label -> names in the request's order
+observers: Dict[str, "asyncio.Queue[Any]"] = {}  # election label -> leaders seen by its observer
+observer_tasks: List["asyncio.Task[None]"] = []
 
 
 async def reset(_: Dict[str, Any] = {}) -> None:
@@ -49,8 +47,13 @@ async def reset(_: Dict[str, Any] = {}) -> None:
                 await obj.close()
             except Exception as error:  # reset ignores errors
                 print(f"reset: {error!r}", file=sys.stderr)
+    for task in observer_tasks:
+        task.cancel()
     objects.clear()
     rw_locks.clear()
+    multi_names.clear()
+    observers.clear()
+    observer_tasks.clear()
 
 
 def save(r: Dict[str, Any], obj: Any) -> Any:
@@ -70,32 +73,46 @@ def rw_lock(r: Dict[str, Any]) -> None:
     save(r, getattr(rw_locks[key], r["side"]))
 
 
+def multi_lock(r: Dict[str, Any]) -> None:
+    make(r, "multi_lock", r["names"])
+    multi_names[r["as"]] = list(r["names"])
+
+
+def token_of(guard: Any, label: str) -> Any:
+    if isinstance(guard, aio.MultiLock):
+        tokens = guard.fencing_tokens
+        return [tokens[name] for name in multi_names[label]]
+    return guard.fencing_token
+
+
+def taken(r: Dict[str, Any], handle: Any, permit: Optional[aio.Permit]) -> Dict[str, Any]:
+    """The answer to an acquisition that succeeded, its guard saved under `as`."""
+    if permit is not None:
+        return {"token": save(r, permit).fencing_token}
+    # A lock's (or multi-lock's) hold is the handle itself, owned by this (the main) task.
+    save(r, handle)
+    if isinstance(handle, aio.MultiLock) and "as" in r:
+        multi_names[r["as"]] = multi_names[r["handle"]]
+    return {"token": token_of(handle, r["handle"])}
+
+
 async def try_acquire(r: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    # The try form: acquire(timeout=) resolves to False (a permit: None) when the wait runs out.
     handle = objects[r["handle"]]
     args = kwargs(timeout=seconds(r, "wait_ms"), lease=seconds(r, "lease_ms"))
     if isinstance(handle, aio.Semaphore):
         permit = await handle.acquire(**args)
-        if permit is None:
-            return None
-        return {"token": save(r, permit).fencing_token}
+        return None if permit is None else taken(r, handle, permit)
     if not await handle.acquire(**args):
         return None
-    # A lock's hold is the handle itself, owned by this (the main) task.
-    return {"token": save(r, handle).fencing_token}
+    return taken(r, handle, None)
 
 
-async def acquire(r: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    # The waiting form. Without a wait it is the surface's `await acquire()` (what `async with`
-    # runs), which has no timeout to end with. With a wait the only form resolves to
-    # False/None when it runs out, so that request is not offered.
-    if "wait_ms" in r:
-        if isinstance(objects[r["handle"]], aio.Semaphore):
-            not_offered(NO_RAISING_ACQUIRE.format(what="Semaphore", nothing="None"))
-        not_offered(NO_RAISING_ACQUIRE.format(what="Lock", nothing="False"))
-    taken = await try_acquire(r)
-    if taken is None:
-        raise RuntimeError("acquire() without a timeout resolved to nothing")  # a DRIVER error
-    return taken
+async def acquire(r: Dict[str, Any]) -> Dict[str, Any]:
+    # The waiting form: hold(timeout=) raises LockTimeoutError when the wait runs out.
+    handle = objects[r["handle"]]
+    held = await handle.hold(**kwargs(timeout=seconds(r, "wait_ms"), lease=seconds(r, "lease_ms")))
+    return taken(r, handle, held if isinstance(handle, aio.Semaphore) else None)
 
 
 def release_handle(r: Dict[str, Any]) -> Any:
@@ -129,6 +146,60 @@ def hold_count(r: Dict[str, Any]) -> int:
     return handle.hold_count
 
 
+async def is_locked(r: Dict[str, Any]) -> bool:
+    handle = objects[r["handle"]]
+    if not isinstance(handle, aio.Lock):
+        not_offered(f"a {type(handle).__name__} has no is_locked()")
+    return await handle.is_locked()
+
+
+def leader_json(leader: Any) -> Optional[Dict[str, Any]]:
+    return None if leader is None else {"value": text(leader.value), "term": leader.term}
+
+
+async def campaign(r: Dict[str, Any]) -> Dict[str, int]:
+    leadership = await objects[r["election"]].campaign(r["value"], **kwargs(timeout=seconds(r, "wait_ms")))
+    return {"term": save(r, leadership).term}
+
+
+async def try_campaign(r: Dict[str, Any]) -> Optional[Dict[str, int]]:
+    leadership = await objects[r["election"]].try_campaign(r["value"], **kwargs(timeout=seconds(r, "wait_ms")))
+    return None if leadership is None else {"term": save(r, leadership).term}
+
+
+async def observe_next(r: Dict[str, Any]) -> Any:
+    label = r["election"]
+    if label not in observers:
+        # election.observe() is an async iterator without a timeout: one task iterates it
+        # into a queue, so that a request can wait for its next item with a bound (a timeout
+        # around __anext__ itself would end the iterator).
+        seen: "asyncio.Queue[Any]" = asyncio.Queue()
+        changes = objects[label].observe()
+
+        async def follow() -> None:
+            try:
+                async for leader in changes:
+                    seen.put_nowait(("leader", leader))
+            except Exception as error:
+                seen.put_nowait(("error", error))
+
+        observer_tasks.append(asyncio.create_task(follow()))
+        observers[label] = seen
+    try:
+        what, item = await asyncio.wait_for(observers[label].get(), timeout=seconds(r, "wait_ms"))
+    except asyncio.TimeoutError:
+        return "no change"
+    if what == "error":
+        raise item
+    return leader_json(item)
+
+
+async def latch_wait(r: Dict[str, Any]) -> bool:
+    # The waiting form: await_zero returns once the count is zero, raises LockTimeoutError.
+    await objects[r["latch"]].await_zero(**kwargs(timeout=seconds(r, "wait_ms")))
+    return True
+
+
 async def value_get(r: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     got = await objects[r["value"]].get()
     return None if got is None else {"value": text(got[0]), "version": got[1]}
@@ -152,6 +223,18 @@ async def snowflake(r: Dict[str, Any]) -> Dict[str, Any]:
     return {"worker_id": await generator.worker_id()}
 
 
+async def status(r: Dict[str, Any]) -> Dict[str, Any]:
+    return status_answer(await objects[r["client"]].status(r["name"]))
+
+
+async def list_locks(r: Dict[str, Any]) -> List[str]:
+    return list_answer(await objects[r["client"]].list(r["prefix"]))
+
+
+async def leader(r: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    return leader_json(await objects[r["election"]].leader())
+
+
 def make(r: Dict[str, Any], method: str, *args: Any, **options: Any) -> None:
     save(r, getattr(objects[r["client"]], method)(*args, **kwargs(**options)))
 
@@ -160,32 +243,35 @@ OPS = {
     "reset": reset,
     "connect": connect,
     "close": lambda r: objects[r["client"]].close(),
-    "error_table": lambda r: not_offered(ERROR_TABLE),
+    "error_table": lambda r: error_table(),
     "lock": lambda r: make(r, "lock", r["name"], kind=r.get("kind")),
     "rw_lock": rw_lock,
     "semaphore": lambda r: make(r, "semaphore", r["name"], r["permits"]),
-    "multi_lock": lambda r: not_offered("polylock.aio.Client has no multi_lock (the blocking Client has)"),
+    "multi_lock": multi_lock,
     "acquire": acquire,
     "try_acquire": try_acquire,
     "release": lambda r: objects[r["guard"]].release(),
     "release_handle": release_handle,
-    "token": lambda r: objects[r["guard"]].fencing_token,
+    "token": lambda r: token_of(objects[r["guard"]], r["guard"]),
     "is_lost": lambda r: lock_guard(r, "is_lost()").is_lost(),
     "wait_lost": wait_lost,
     "hold_count": hold_count,
-    "is_locked": lambda r: not_offered(IS_LOCKED),
-    "status": lambda r: not_offered(ADMIN),
-    "list": lambda r: not_offered(ADMIN),
-    "force_unlock": lambda r: not_offered(ADMIN),
-    **{
-        op: (lambda r: not_offered(NO_ELECTION))
-        for op in ("election", "campaign", "try_campaign", "leader", "resign", "is_leader", "observe_next")
-    },
+    "is_locked": is_locked,
+    "status": status,
+    "list": list_locks,
+    "force_unlock": lambda r: objects[r["client"]].force_unlock(r["name"]),
+    "election": lambda r: make(r, "election", r["name"]),
+    "campaign": campaign,
+    "try_campaign": try_campaign,
+    "leader": leader,
+    "resign": lambda r: objects[r["leadership"]].resign(),
+    "is_leader": lambda r: objects[r["leadership"]].is_leader,
+    "observe_next": observe_next,
     "latch": lambda r: make(r, "latch", r["name"]),
     "latch_set": lambda r: objects[r["latch"]].try_set_count(r["count"]),
     "count_down": lambda r: objects[r["latch"]].count_down(),
     "latch_count": lambda r: objects[r["latch"]].count(),
-    "latch_wait": lambda r: objects[r["latch"]].wait(**kwargs(timeout=seconds(r, "wait_ms"))),
+    "latch_wait": latch_wait,
     "value": lambda r: make(r, "value", r["name"]),
     "value_get": value_get,
     "value_create": lambda r: objects[r["value"]].create(r["data"].encode()),

@@ -13,24 +13,20 @@ from typing import Any, Dict, List, Optional
 import polylock
 
 from protocol import (
-    ADMIN,
-    ERROR_TABLE,
-    IS_LOCKED,
     WATCH,
     answer_of,
     begin_answer,
+    error_table,
+    list_answer,
     response_json,
     ids_ops,
     kwargs,
     not_offered,
     parse,
     seconds,
+    status_answer,
     text,
     write,
-)
-
-NO_RAISING_ACQUIRE = (
-    "{what}.acquire returns {nothing} when the wait runs out; the blocking API has no acquire with a timeout that raises LockTimeoutError"
 )
 
 objects: Dict[str, Any] = {}  # label -> object (clients, handles, guards, ...)
@@ -92,16 +88,10 @@ def token_of(guard: Any, label: str) -> Any:
     return guard.fencing_token
 
 
-def try_acquire(r: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    handle = objects[r["handle"]]
-    args = kwargs(timeout=seconds(r, "wait_ms"), lease=seconds(r, "lease_ms"))
-    if isinstance(handle, polylock.Semaphore):
-        permit = handle.acquire(**args)
-        if permit is None:
-            return None
+def taken(r: Dict[str, Any], handle: Any, permit: Optional[polylock.Permit]) -> Dict[str, Any]:
+    """The answer to an acquisition that succeeded, its guard saved under `as`."""
+    if permit is not None:
         return {"token": save(r, permit).fencing_token}
-    if not handle.acquire(**args):
-        return None
     # A lock's (or multi-lock's) hold is the handle itself, owned by this thread.
     save(r, handle)
     if isinstance(handle, polylock.MultiLock) and "as" in r:
@@ -109,21 +99,23 @@ def try_acquire(r: Dict[str, Any]) -> Optional[Dict[str, Any]]:
     return {"token": token_of(handle, r["handle"])}
 
 
-def acquire(r: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    # The waiting form. Without a wait it is the surface's blocking acquire() (what `with lock:`
-    # runs), which has no timeout to end with. With a wait the only form returns False/None
-    # when it runs out, so that request is not offered.
+def try_acquire(r: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    # The try form: acquire(timeout=) answers False (a permit: None) when the wait runs out.
     handle = objects[r["handle"]]
-    if "wait_ms" in r:
-        if isinstance(handle, polylock.Semaphore):
-            not_offered(NO_RAISING_ACQUIRE.format(what="Semaphore", nothing="None"))
-        if isinstance(handle, polylock.MultiLock):
-            not_offered(NO_RAISING_ACQUIRE.format(what="MultiLock", nothing="False"))
-        not_offered(NO_RAISING_ACQUIRE.format(what="Lock", nothing="False"))
-    taken = try_acquire(r)
-    if taken is None:
-        raise RuntimeError("acquire() without a timeout returned nothing")  # a DRIVER error
-    return taken
+    args = kwargs(timeout=seconds(r, "wait_ms"), lease=seconds(r, "lease_ms"))
+    if isinstance(handle, polylock.Semaphore):
+        permit = handle.acquire(**args)
+        return None if permit is None else taken(r, handle, permit)
+    if not handle.acquire(**args):
+        return None
+    return taken(r, handle, None)
+
+
+def acquire(r: Dict[str, Any]) -> Dict[str, Any]:
+    # The waiting form: hold(timeout=) raises LockTimeoutError when the wait runs out.
+    handle = objects[r["handle"]]
+    held = handle.hold(**kwargs(timeout=seconds(r, "wait_ms"), lease=seconds(r, "lease_ms")))
+    return taken(r, handle, held if isinstance(handle, polylock.Semaphore) else None)
 
 
 def release_handle(r: Dict[str, Any]) -> None:
@@ -173,6 +165,24 @@ def leader_json(leader: Optional[polylock.Leader]) -> Optional[Dict[str, Any]]:
 def campaign(r: Dict[str, Any]) -> Dict[str, int]:
     leadership = objects[r["election"]].campaign(r["value"], **kwargs(timeout=seconds(r, "wait_ms")))
     return {"term": save(r, leadership).term}
+
+
+def try_campaign(r: Dict[str, Any]) -> Optional[Dict[str, int]]:
+    leadership = objects[r["election"]].try_campaign(r["value"], **kwargs(timeout=seconds(r, "wait_ms")))
+    return None if leadership is None else {"term": save(r, leadership).term}
+
+
+def is_locked(r: Dict[str, Any]) -> bool:
+    handle = objects[r["handle"]]
+    if not isinstance(handle, polylock.Lock):
+        not_offered(f"a {type(handle).__name__} has no is_locked()")
+    return handle.is_locked()
+
+
+def latch_wait(r: Dict[str, Any]) -> bool:
+    # The waiting form: await_zero returns once the count is zero, raises LockTimeoutError.
+    objects[r["latch"]].await_zero(**kwargs(timeout=seconds(r, "wait_ms")))
+    return True
 
 
 def observe_next(r: Dict[str, Any]) -> Any:
@@ -239,7 +249,7 @@ OPS = {
     "reset": reset,
     "connect": connect,
     "close": lambda r: objects[r["client"]].close(),
-    "error_table": lambda r: not_offered(ERROR_TABLE),
+    "error_table": lambda r: error_table(),
     "lock": lock,
     "rw_lock": rw_lock,
     "semaphore": semaphore,
@@ -252,15 +262,13 @@ OPS = {
     "is_lost": is_lost,
     "wait_lost": wait_lost,
     "hold_count": hold_count,
-    "is_locked": lambda r: not_offered(IS_LOCKED),
-    "status": lambda r: not_offered(ADMIN),
-    "list": lambda r: not_offered(ADMIN),
-    "force_unlock": lambda r: not_offered(ADMIN),
+    "is_locked": is_locked,
+    "status": lambda r: status_answer(objects[r["client"]].status(r["name"])),
+    "list": lambda r: list_answer(objects[r["client"]].list(r["prefix"])),
+    "force_unlock": lambda r: objects[r["client"]].force_unlock(r["name"]),
     "election": election,
     "campaign": campaign,
-    "try_campaign": lambda r: not_offered(
-        "Election.campaign raises LockTimeoutError when the wait runs out; there is no form that returns None"
-    ),
+    "try_campaign": try_campaign,
     "leader": lambda r: leader_json(objects[r["election"]].leader()),
     "resign": lambda r: objects[r["leadership"]].resign(),
     "is_leader": lambda r: objects[r["leadership"]].is_leader,
@@ -269,7 +277,7 @@ OPS = {
     "latch_set": lambda r: objects[r["latch"]].try_set_count(r["count"]),
     "count_down": lambda r: objects[r["latch"]].count_down(),
     "latch_count": lambda r: objects[r["latch"]].count,
-    "latch_wait": lambda r: objects[r["latch"]].wait(**kwargs(timeout=seconds(r, "wait_ms"))),
+    "latch_wait": latch_wait,
     "value": value,
     "value_get": value_get,
     "value_create": lambda r: objects[r["value"]].create(r["data"].encode()),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import traceback
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 import polylock
 
@@ -104,16 +104,28 @@ def ids_ops() -> Dict[str, Any]:
 
 
 # Not offered by either Python surface (#34 lists them as holes to close).
-ADMIN = "the Python binding has no status/list/force_unlock (admin commands are in the CLI and Rust only)"
 WATCH = "the Python binding has no Value.watch (Rust only)"
-ERROR_TABLE = (
-    "Python's exception classes carry a kind name (`kind`) but no number; "
-    "the numbered table is only the private polylock._polylock.error_kinds()"
-)
-IS_LOCKED = (
-    "Lock.locked() tells whether the calling thread/task holds the lock, "
-    "not whether anyone holds it in the store; nothing else says that"
-)
+
+
+def error_table() -> List[List[Any]]:
+    """The exception classes' (kind, code), in number order: read from the classes' own
+    attributes, so a class without its number, or a kind without its class, shows."""
+    classes = [
+        cls
+        for cls in vars(polylock).values()
+        if isinstance(cls, type) and issubclass(cls, polylock.PolylockError) and cls is not polylock.PolylockError
+    ]
+    return [[cls.kind, cls.code] for cls in sorted(classes, key=lambda cls: cls.code)]
+
+
+def status_answer(status: Dict[str, Any]) -> Dict[str, Any]:
+    """Client.status's dict as PROTOCOL.md's status answer (a mutex has one holder at most)."""
+    return {"held": status["held"], "holders": int(status["held"])}
+
+
+def list_answer(entries: List[Dict[str, Any]]) -> List[str]:
+    """Client.list's dicts as PROTOCOL.md's list answer: the names held, sorted."""
+    return sorted(entry["name"] for entry in entries if entry["held"])
 
 
 class OutcomeAsError(Exception):
