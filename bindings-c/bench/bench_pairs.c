@@ -41,7 +41,7 @@ struct worker {
 };
 
 static int pair(polylock_lock *lock) {
-    polylock_status status = polylock_lock_acquire(lock, -1, lease_ms, NULL);
+    polylock_status status = polylock_lock_acquire(lock, POLYLOCK_WAIT_FOREVER, lease_ms, NULL);
     if (status == POLYLOCK_OK) status = polylock_lock_release(lock);
     if (status != POLYLOCK_OK) {
         fprintf(stderr, "bench_pairs: %s: %s\n", polylock_status_name(status), polylock_last_error());
@@ -82,7 +82,8 @@ int main(int argc, char **argv) {
     int threads = atoi(argv[2]);
     seconds = atof(argv[3]);
     lease_ms = strtoll(argv[4], NULL, 10);
-    if (threads < 1 || threads > 256 || seconds <= 0 || lease_ms < 0) {
+    if (lease_ms == 0) lease_ms = POLYLOCK_LEASE_WATCHDOG; /* the command line's 0 */
+    if (threads < 1 || threads > 256 || seconds <= 0 || lease_ms < 0 && lease_ms != POLYLOCK_LEASE_WATCHDOG) {
         fprintf(stderr, "bench_pairs: bad THREADS, SECONDS or LEASE_MS\n");
         return 2;
     }

@@ -27,7 +27,7 @@ int main(int argc, char **argv) {
 
     uint64_t token = 0;
     /* Wait up to 10 s; hold under the watchdog (renewed while this process lives). */
-    status = polylock_lock_acquire(lock, 10000, 0, &token);
+    status = polylock_lock_acquire(lock, 10000, POLYLOCK_LEASE_WATCHDOG, &token);
     if (status == POLYLOCK_OK) {
         printf("in the critical section with fencing token %" PRIu64 "\n", token);
         /* ... write to storage that rejects tokens older than the last one it saw ... */

@@ -18,6 +18,19 @@
 #include <stdint.h>
 
 /**
+ * `wait_ms` (or `timeout_ms`) value that waits as long as it takes. It is the only negative
+ * wait accepted: any other is `POLYLOCK_INVALID_ARGUMENT`. 0 tries once (or only looks).
+ */
+#define POLYLOCK_WAIT_FOREVER -1
+
+/**
+ * `lease_ms` value that lets the watchdog renew a hold while the client lives. It is the
+ * only lease below 10 ms accepted: 0, any other negative value, 1 to 9 ms and more than 365
+ * days are `POLYLOCK_INVALID_ARGUMENT`.
+ */
+#define POLYLOCK_LEASE_WATCHDOG -1
+
+/**
  * Bytes a UUID's text needs: 36 characters and the terminating NUL.
  */
 #define POLYLOCK_UUID_TEXT_SIZE 37
@@ -419,6 +432,60 @@ extern "C" {
 #endif // __cplusplus
 
 /**
+ * Who holds the mutex `name`, as one JSON object: `name`, `kind`, `backend`, `held`,
+ * `holder`, `fencing_token`, `token_counter`, `remaining_lease_ms`, `lease_expires`,
+ * `waiters`, `layout`, `details` (the CLI's `polylock status --json`). Any holder's, of any
+ * client or language, as far as the backend's layout tells (null where it cannot).
+ *
+ * @param kind  "reentrant", "fair", "token" or "lease"; NULL for the backend's default.
+ * @param out   receives the UTF-8 text (not NUL-terminated: `out->len` bytes); free it with
+ *              `polylock_bytes_free()`. Untouched on failure.
+ * @return `POLYLOCK_INVALID_ARGUMENT` for a NULL argument, a bad name or kind,
+ *         `POLYLOCK_UNSUPPORTED` for a kind the backend lacks.
+ *
+ * # Safety
+ * `client` is NULL or live; `name` and `kind` are NULL or NUL-terminated; `out` is NULL or
+ * writable.
+ */
+polylock_status polylock_client_status_json(polylock_client *client,
+                                            const char *name,
+                                            const char *kind,
+                                            polylock_bytes *out);
+
+/**
+ * The mutexes whose name starts with `prefix`, sorted by name, as one JSON array of
+ * `{"name", "kind", "held"}` objects (the CLI's `polylock list --json`).
+ *
+ * @param prefix  the start of the names; "" for every lock.
+ * @param out     receives the UTF-8 text (not NUL-terminated: `out->len` bytes); free it with
+ *                `polylock_bytes_free()`. Untouched on failure.
+ * @return `POLYLOCK_UNSUPPORTED` where the backend cannot enumerate its locks.
+ *
+ * # Safety
+ * `client` is NULL or live; `prefix` is NULL or NUL-terminated; `out` is NULL or writable.
+ */
+polylock_status polylock_client_list_json(polylock_client *client,
+                                          const char *prefix,
+                                          polylock_bytes *out);
+
+/**
+ * Remove the mutex `name` whoever holds it and wake its waiters (Redisson's `forceUnlock`;
+ * the CLI's `polylock unlock --force`). Dangerous: the holder is not stopped, and learns of
+ * its loss only at its next renewal or release (this client's own holds at once).
+ *
+ * @param kind     as `polylock_client_status_json()`; NULL for the backend's default.
+ * @param removed  receives whether there was a hold to remove; may be NULL.
+ *
+ * # Safety
+ * `client` is NULL or live; `name` and `kind` are NULL or NUL-terminated; `removed` is NULL
+ * or writable.
+ */
+polylock_status polylock_client_force_unlock(polylock_client *client,
+                                             const char *name,
+                                             const char *kind,
+                                             bool *removed);
+
+/**
  * Free bytes this library handed out, and reset `*bytes` to `{NULL, 0}` (so freeing twice
  * is harmless). NULL, and `{NULL, 0}`, are ignored.
  *
@@ -539,7 +606,8 @@ polylock_status polylock_client_election(polylock_client *client,
  * Campaign with `len` bytes at `data` (borrowed for the call) as this candidate's value,
  * until it leads. Each call is a candidate of its own, even two through one handle.
  *
- * @param timeout_ms  how long to wait: negative without limit, 0 one try.
+ * @param timeout_ms  how long to wait: `POLYLOCK_WAIT_FOREVER` without limit, 0 one
+ *                    try; any other negative value is `POLYLOCK_INVALID_ARGUMENT`.
  * @param cancel      NULL, or a token another thread may fire to give up.
  * @param out         receives the leadership on success; untouched on failure.
  * @return `POLYLOCK_TIMEOUT` when another candidate still led at the timeout,
@@ -592,7 +660,8 @@ void polylock_election_free(polylock_election *election);
  * change. `out->found` is false when nobody leads; `out->value` is the caller's to free
  * with `polylock_bytes_free()`.
  *
- * @param timeout_ms  how long to wait: negative without limit, 0 only what is there.
+ * @param timeout_ms  how long to wait: `POLYLOCK_WAIT_FOREVER` without limit, 0 only
+ *                    what is there; any other negative value is `POLYLOCK_INVALID_ARGUMENT`.
  * @param cancel      NULL, or a token another thread may fire to stop waiting.
  * @return `POLYLOCK_TIMEOUT` when nothing changed within `timeout_ms` (nothing is missed:
  *         the next call gives the change), `POLYLOCK_CANCELLED` when `cancel` fired first,
@@ -665,7 +734,8 @@ polylock_status polylock_leadership_value(const polylock_leadership *leadership,
 /**
  * Block until the leadership is lost, or the wait ends otherwise.
  *
- * @param timeout_ms  how long to wait: negative forever.
+ * @param timeout_ms  how long to wait: `POLYLOCK_WAIT_FOREVER` forever; any other
+ *                    negative value is `POLYLOCK_INVALID_ARGUMENT`.
  * @param cancel      NULL, or a token another thread may fire to stop waiting.
  * @param lost        receives true when the leadership is (or already was) lost, false
  *                    when it was resigned or freed meanwhile (it can no longer be lost).
@@ -804,7 +874,8 @@ bool polylock_hold_is_lost(const polylock_hold *hold);
 /**
  * Block until the hold is lost, or the wait ends otherwise.
  *
- * @param timeout_ms  how long to wait: negative forever.
+ * @param timeout_ms  how long to wait: `POLYLOCK_WAIT_FOREVER` forever; any other
+ *                    negative value is `POLYLOCK_INVALID_ARGUMENT`.
  * @param cancel      NULL, or a token another thread may fire to stop waiting.
  * @param lost        receives true when the hold is (or already was) lost, false when it was
  *                    released or freed meanwhile (it can no longer be lost).
@@ -1060,10 +1131,12 @@ polylock_status polylock_latch_count(polylock_latch *latch, uint64_t *count);
 /**
  * Block until the count reaches zero.
  *
- * @param timeout_ms  how long to wait: negative without limit, 0 only a look.
+ * @param timeout_ms  how long to wait: `POLYLOCK_WAIT_FOREVER` without limit, 0 only a
+ *                    look; any other negative value is `POLYLOCK_INVALID_ARGUMENT`.
  * @param cancel      NULL, or a token another thread may fire to stop waiting.
  * @param reached     receives true once the count is zero, false when `timeout_ms` ran out
- *                    first (a timeout is no error here, as in Redisson's `await`).
+ *                    first (a timeout is no error here, as in Redisson's `await`: this is
+ *                    the try form; `polylock_latch_await_zero()` is the waiting one).
  * @return `POLYLOCK_CANCELLED` when `cancel` fired first, `POLYLOCK_CONNECTION` when the
  *         client was closed meanwhile.
  *
@@ -1074,6 +1147,24 @@ polylock_status polylock_latch_await(polylock_latch *latch,
                                      int64_t timeout_ms,
                                      const polylock_cancel *cancel,
                                      bool *reached);
+
+/**
+ * The waiting form of `polylock_latch_await()`: block until the count reaches zero, and
+ * end with `POLYLOCK_TIMEOUT` when the wait runs out first (as every other waiting form).
+ *
+ * @param wait_ms  how long to wait: `POLYLOCK_WAIT_FOREVER` without limit, 0 only a look,
+ *                 up to 365 days; any other value is `POLYLOCK_INVALID_ARGUMENT`.
+ * @param cancel   NULL, or a token another thread may fire to stop waiting.
+ * @return `POLYLOCK_OK` once the count is zero, `POLYLOCK_TIMEOUT` when `wait_ms` ran out,
+ *         `POLYLOCK_CANCELLED` when `cancel` fired first, `POLYLOCK_CONNECTION` when the
+ *         client was closed meanwhile.
+ *
+ * # Safety
+ * `latch` and `cancel` are NULL or live for the whole call.
+ */
+polylock_status polylock_latch_await_zero(polylock_latch *latch,
+                                          int64_t wait_ms,
+                                          const polylock_cancel *cancel);
 
 /**
  * Free a latch handle. NULL is ignored.
@@ -1117,9 +1208,11 @@ polylock_status polylock_client_lock_kind(polylock_client *client,
  * Acquire the lock for the calling thread. If the thread already holds it, the hold count
  * goes up (reentrancy) and the same fencing token comes back.
  *
- * @param wait_ms   how long to wait: -1 (any negative) forever, 0 try once.
- * @param lease_ms  0 lets the watchdog renew the lock while the client lives; a positive
- *                  value holds it for at most that long unless released; negative is an error.
+ * @param wait_ms   how long to wait: `POLYLOCK_WAIT_FOREVER` as long as it takes, 0 try
+ *                  once, up to 365 days; any other value is `POLYLOCK_INVALID_ARGUMENT`.
+ * @param lease_ms  `POLYLOCK_LEASE_WATCHDOG` lets the watchdog renew the lock while the
+ *                  client lives; 10 ms to 365 days holds it for at most that long unless
+ *                  released; any other value (0 included) is `POLYLOCK_INVALID_ARGUMENT`.
  * @param fencing_token  receives the hold's fencing token (strictly greater than every
  *                  earlier token for this name); may be NULL.
  * @return `POLYLOCK_OK`, `POLYLOCK_TIMEOUT` if the wait ran out, ...
@@ -1142,6 +1235,20 @@ polylock_status polylock_lock_acquire(polylock_lock *lock,
  * `lock` is NULL or live.
  */
 polylock_status polylock_lock_release(polylock_lock *lock);
+
+/**
+ * Whether anyone, of any client, process or language, holds the lock in the store right now
+ * (Redisson's `isLocked`); `polylock_lock_is_held()` is only the calling thread's own hold.
+ * A read of the store, so a fact of the moment it answered.
+ *
+ * @param locked  receives the answer on success; untouched on failure.
+ * @return `POLYLOCK_INVALID_ARGUMENT` for a NULL argument, `POLYLOCK_CONNECTION` after the
+ *         client was closed, or the store's error.
+ *
+ * # Safety
+ * `lock` is NULL or live; `locked` is NULL or writable.
+ */
+polylock_status polylock_lock_is_locked(polylock_lock *lock, bool *locked);
 
 /**
  * Whether the calling thread holds the lock and it has not been lost. False for NULL.
@@ -1531,7 +1638,8 @@ polylock_status polylock_client_semaphore(polylock_client *client,
 
 /**
  * Take a permit. Arguments and statuses as `polylock_lock_acquire()`; the permit's lease is
- * renewed by the watchdog (`lease_ms` 0) or fixed, so a crashed holder's permit comes back.
+ * renewed by the watchdog (`lease_ms` `POLYLOCK_LEASE_WATCHDOG`) or fixed, so a crashed
+ * holder's permit comes back.
  *
  * @param permit_id      receives the permit's id, for `polylock_semaphore_release()`.
  * @param fencing_token  receives the permit's fencing token; may be NULL.

@@ -13,6 +13,9 @@
  *
  * Failures throw polylock::Error, which carries the ::polylock_status. As in C, a hold
  * belongs to the thread that acquired it: release a Guard on the thread that made it.
+ * Waits and leases are the C ABI's milliseconds: POLYLOCK_WAIT_FOREVER and
+ * POLYLOCK_LEASE_WATCHDOG (the defaults) are the only values below 0 accepted, a lease of 0
+ * is refused like any lease under 10 ms (Error kind INVALID_ARGUMENT).
  */
 #ifndef POLYLOCK_HPP
 #define POLYLOCK_HPP
@@ -160,19 +163,36 @@ class Lock {
     explicit Lock(polylock_lock *raw) : raw_(raw) {}
 
     /** Acquire for this thread; returns the fencing token. Throws Error (TIMEOUT, ...). */
-    std::uint64_t acquire(std::int64_t wait_ms = -1, std::int64_t lease_ms = 0) {
+    std::uint64_t acquire(std::int64_t wait_ms = POLYLOCK_WAIT_FOREVER, std::int64_t lease_ms = POLYLOCK_LEASE_WATCHDOG) {
         std::uint64_t token = 0;
         detail::check(polylock_lock_acquire(raw_.get(), wait_ms, lease_ms, &token));
         return token;
     }
     /** Try once: true and the token if acquired, false if someone else holds it. */
-    bool try_acquire(std::uint64_t *token = nullptr, std::int64_t lease_ms = 0) {
+    bool try_acquire(std::uint64_t *token = nullptr, std::int64_t lease_ms = POLYLOCK_LEASE_WATCHDOG) {
         polylock_status status = polylock_lock_acquire(raw_.get(), 0, lease_ms, token);
         if (status == POLYLOCK_TIMEOUT) return false;
         detail::check(status);
         return true;
     }
+    /** The try form with a wait: the token, or std::nullopt when `wait_ms` ran out (0: try
+     *  once) while someone else held it. Other failures throw (INVALID_ARGUMENT, ...). */
+    std::optional<std::uint64_t> try_acquire_for(std::int64_t wait_ms,
+                                                 std::int64_t lease_ms = POLYLOCK_LEASE_WATCHDOG) {
+        std::uint64_t token = 0;
+        polylock_status status = polylock_lock_acquire(raw_.get(), wait_ms, lease_ms, &token);
+        if (status == POLYLOCK_TIMEOUT) return std::nullopt;
+        detail::check(status);
+        return token;
+    }
     void release() { detail::check(polylock_lock_release(raw_.get())); }
+    /** Whether anyone, of any client or language, holds the lock in the store right now
+     *  (is_held() is only this thread's own hold). */
+    bool is_locked() const {
+        bool locked = false;
+        detail::check(polylock_lock_is_locked(raw_.get(), &locked));
+        return locked;
+    }
     bool is_held() const noexcept { return polylock_lock_is_held(raw_.get()); }
     bool is_lost() const noexcept { return polylock_lock_is_lost(raw_.get()); }
     std::uint32_t hold_count() const noexcept { return polylock_lock_hold_count(raw_.get()); }
@@ -185,8 +205,15 @@ class Lock {
 /** One acquisition, given back when the guard goes out of scope. */
 class Guard {
   public:
-    explicit Guard(Lock &lock, std::int64_t wait_ms = -1, std::int64_t lease_ms = 0)
+    explicit Guard(Lock &lock, std::int64_t wait_ms = POLYLOCK_WAIT_FOREVER, std::int64_t lease_ms = POLYLOCK_LEASE_WATCHDOG)
         : lock_(&lock), token_(lock.acquire(wait_ms, lease_ms)) {}
+    /** The try form: a guard, or std::nullopt when `wait_ms` ran out (0: try once). */
+    static std::optional<Guard> try_acquire(Lock &lock, std::int64_t wait_ms = 0,
+                                            std::int64_t lease_ms = POLYLOCK_LEASE_WATCHDOG) {
+        std::optional<std::uint64_t> token = lock.try_acquire_for(wait_ms, lease_ms);
+        if (!token) return std::nullopt;
+        return Guard(&lock, *token);
+    }
     Guard(const Guard &) = delete;
     Guard &operator=(const Guard &) = delete;
     Guard(Guard &&other) noexcept : lock_(std::exchange(other.lock_, nullptr)), token_(other.token_) {}
@@ -206,6 +233,7 @@ class Guard {
     }
 
   private:
+    Guard(Lock *lock, std::uint64_t token) : lock_(lock), token_(token) {}
     Lock *lock_;
     std::uint64_t token_;
 };
@@ -214,14 +242,31 @@ class Guard {
 class RwLock {
   public:
     explicit RwLock(polylock_rwlock *raw) : raw_(raw) {}
-    std::uint64_t acquire_read(std::int64_t wait_ms = -1, std::int64_t lease_ms = 0) {
+    std::uint64_t acquire_read(std::int64_t wait_ms = POLYLOCK_WAIT_FOREVER, std::int64_t lease_ms = POLYLOCK_LEASE_WATCHDOG) {
         std::uint64_t token = 0;
         detail::check(polylock_rwlock_read_acquire(raw_.get(), wait_ms, lease_ms, &token));
         return token;
     }
-    std::uint64_t acquire_write(std::int64_t wait_ms = -1, std::int64_t lease_ms = 0) {
+    std::uint64_t acquire_write(std::int64_t wait_ms = POLYLOCK_WAIT_FOREVER, std::int64_t lease_ms = POLYLOCK_LEASE_WATCHDOG) {
         std::uint64_t token = 0;
         detail::check(polylock_rwlock_write_acquire(raw_.get(), wait_ms, lease_ms, &token));
+        return token;
+    }
+    /** The try forms: the token, or std::nullopt when `wait_ms` ran out (0: try once). */
+    std::optional<std::uint64_t> try_acquire_read_for(std::int64_t wait_ms,
+                                                      std::int64_t lease_ms = POLYLOCK_LEASE_WATCHDOG) {
+        std::uint64_t token = 0;
+        polylock_status status = polylock_rwlock_read_acquire(raw_.get(), wait_ms, lease_ms, &token);
+        if (status == POLYLOCK_TIMEOUT) return std::nullopt;
+        detail::check(status);
+        return token;
+    }
+    std::optional<std::uint64_t> try_acquire_write_for(std::int64_t wait_ms,
+                                                       std::int64_t lease_ms = POLYLOCK_LEASE_WATCHDOG) {
+        std::uint64_t token = 0;
+        polylock_status status = polylock_rwlock_write_acquire(raw_.get(), wait_ms, lease_ms, &token);
+        if (status == POLYLOCK_TIMEOUT) return std::nullopt;
+        detail::check(status);
         return token;
     }
     void release_read() { detail::check(polylock_rwlock_read_release(raw_.get())); }
@@ -236,8 +281,16 @@ class RwLock {
 template <bool Write>
 class RwGuard {
   public:
-    explicit RwGuard(RwLock &rw, std::int64_t wait_ms = -1, std::int64_t lease_ms = 0)
+    explicit RwGuard(RwLock &rw, std::int64_t wait_ms = POLYLOCK_WAIT_FOREVER, std::int64_t lease_ms = POLYLOCK_LEASE_WATCHDOG)
         : rw_(&rw), token_(Write ? rw.acquire_write(wait_ms, lease_ms) : rw.acquire_read(wait_ms, lease_ms)) {}
+    /** The try form: a guard, or std::nullopt when `wait_ms` ran out (0: try once). */
+    static std::optional<RwGuard> try_acquire(RwLock &rw, std::int64_t wait_ms = 0,
+                                              std::int64_t lease_ms = POLYLOCK_LEASE_WATCHDOG) {
+        std::optional<std::uint64_t> token =
+            Write ? rw.try_acquire_write_for(wait_ms, lease_ms) : rw.try_acquire_read_for(wait_ms, lease_ms);
+        if (!token) return std::nullopt;
+        return RwGuard(&rw, *token);
+    }
     RwGuard(const RwGuard &) = delete;
     RwGuard &operator=(const RwGuard &) = delete;
     RwGuard(RwGuard &&other) noexcept : rw_(std::exchange(other.rw_, nullptr)), token_(other.token_) {}
@@ -254,6 +307,7 @@ class RwGuard {
     }
 
   private:
+    RwGuard(RwLock *rw, std::uint64_t token) : rw_(rw), token_(token) {}
     RwLock *rw_;
     std::uint64_t token_;
 };
@@ -273,9 +327,18 @@ class Semaphore {
 /** One permit, given back when it goes out of scope (from any thread it was moved to). */
 class Permit {
   public:
-    explicit Permit(Semaphore &semaphore, std::int64_t wait_ms = -1, std::int64_t lease_ms = 0)
+    explicit Permit(Semaphore &semaphore, std::int64_t wait_ms = POLYLOCK_WAIT_FOREVER, std::int64_t lease_ms = POLYLOCK_LEASE_WATCHDOG)
         : semaphore_(&semaphore) {
         detail::check(polylock_semaphore_acquire(semaphore.get(), wait_ms, lease_ms, &id_, &token_));
+    }
+    /** The try form: a permit, or std::nullopt when `wait_ms` ran out (0: try once). */
+    static std::optional<Permit> try_acquire(Semaphore &semaphore, std::int64_t wait_ms = 0,
+                                             std::int64_t lease_ms = POLYLOCK_LEASE_WATCHDOG) {
+        std::uint64_t id = 0, token = 0;
+        polylock_status status = polylock_semaphore_acquire(semaphore.get(), wait_ms, lease_ms, &id, &token);
+        if (status == POLYLOCK_TIMEOUT) return std::nullopt;
+        detail::check(status);
+        return Permit(&semaphore, id, token);
     }
     Permit(const Permit &) = delete;
     Permit &operator=(const Permit &) = delete;
@@ -295,6 +358,8 @@ class Permit {
     }
 
   private:
+    Permit(Semaphore *semaphore, std::uint64_t id, std::uint64_t token)
+        : semaphore_(semaphore), id_(id), token_(token) {}
     Semaphore *semaphore_;
     std::uint64_t id_ = 0;
     std::uint64_t token_ = 0;
@@ -451,10 +516,19 @@ class MultiLock {
  *  (from any thread it was moved to). */
 class MultiGuard {
   public:
-    explicit MultiGuard(MultiLock &locks, std::int64_t wait_ms = -1, std::int64_t lease_ms = 0) {
+    explicit MultiGuard(MultiLock &locks, std::int64_t wait_ms = POLYLOCK_WAIT_FOREVER, std::int64_t lease_ms = POLYLOCK_LEASE_WATCHDOG) {
         polylock_multi_hold *raw = nullptr;
         detail::check(polylock_multi_lock_acquire(locks.get(), wait_ms, lease_ms, nullptr, &raw));
         raw_.reset(raw);
+    }
+    /** The try form: every part, or std::nullopt (none held) when `wait_ms` ran out (0: try once). */
+    static std::optional<MultiGuard> try_acquire(MultiLock &locks, std::int64_t wait_ms = 0,
+                                                 std::int64_t lease_ms = POLYLOCK_LEASE_WATCHDOG) {
+        polylock_multi_hold *raw = nullptr;
+        polylock_status status = polylock_multi_lock_acquire(locks.get(), wait_ms, lease_ms, nullptr, &raw);
+        if (status == POLYLOCK_TIMEOUT) return std::nullopt;
+        detail::check(status);
+        return MultiGuard(raw);
     }
     ~MultiGuard() {
         if (raw_) polylock_multi_hold_release(raw_.get());
@@ -481,6 +555,7 @@ class MultiGuard {
     }
 
   private:
+    explicit MultiGuard(polylock_multi_hold *raw) : raw_(raw) {}
     std::unique_ptr<polylock_multi_hold, detail::MultiHoldFree> raw_;
 };
 
@@ -527,8 +602,8 @@ class Leadership {
     void proclaim(const std::string &value) {
         detail::check(polylock_leadership_proclaim(raw_.get(), detail::data_of(value), value.size()));
     }
-    /** Wait until lost (true) or resigned (false); throws TIMEOUT after `timeout_ms` (negative: forever). */
-    bool wait_lost(std::int64_t timeout_ms = -1) const {
+    /** Wait until lost (true) or resigned (false); throws TIMEOUT after `timeout_ms` (POLYLOCK_WAIT_FOREVER: forever). */
+    bool wait_lost(std::int64_t timeout_ms = POLYLOCK_WAIT_FOREVER) const {
         bool lost = false;
         detail::check(polylock_leadership_wait_lost(raw_.get(), timeout_ms, nullptr, &lost));
         return lost;
@@ -545,8 +620,8 @@ class Observer {
   public:
     explicit Observer(polylock_observer *raw) : raw_(raw) {}
     /** The leader now on the first call, then after each change (nullopt: nobody leads);
-     *  throws TIMEOUT when nothing changed within `timeout_ms` (negative: no limit). */
-    std::optional<Leader> next(std::int64_t timeout_ms = -1) {
+     *  throws TIMEOUT when nothing changed within `timeout_ms` (POLYLOCK_WAIT_FOREVER: no limit). */
+    std::optional<Leader> next(std::int64_t timeout_ms = POLYLOCK_WAIT_FOREVER) {
         polylock_leader found;
         detail::check(polylock_observer_next(raw_.get(), timeout_ms, nullptr, &found));
         return detail::take_leader(found);
@@ -560,13 +635,23 @@ class Observer {
 class Election {
   public:
     explicit Election(polylock_election *raw) : raw_(raw) {}
-    /** Campaign until leading; throws TIMEOUT after `timeout_ms` (negative: no limit, 0: one
-     *  try), leaving no candidacy behind. */
-    Leadership campaign(const std::string &value, std::int64_t timeout_ms = -1) {
+    /** Campaign until leading; throws TIMEOUT after `timeout_ms` (POLYLOCK_WAIT_FOREVER: no limit,
+     *  0: one try), leaving no candidacy behind. */
+    Leadership campaign(const std::string &value, std::int64_t timeout_ms = POLYLOCK_WAIT_FOREVER) {
         polylock_leadership *raw = nullptr;
         detail::check(
             polylock_election_campaign(raw_.get(), detail::data_of(value), value.size(), timeout_ms, nullptr, &raw));
         return Leadership(raw);
+    }
+    /** The try form of campaign(): std::nullopt when `timeout_ms` ran out (0: one try) while
+     *  another candidate led, leaving no candidacy behind. */
+    std::optional<Leadership> try_campaign(const std::string &value, std::int64_t timeout_ms = 0) {
+        polylock_leadership *raw = nullptr;
+        polylock_status status =
+            polylock_election_campaign(raw_.get(), detail::data_of(value), value.size(), timeout_ms, nullptr, &raw);
+        if (status == POLYLOCK_TIMEOUT) return std::nullopt;
+        detail::check(status);
+        return std::optional<Leadership>(std::in_place, raw);
     }
     /** The current leader, nullopt when nobody leads. */
     std::optional<Leader> leader() {
@@ -600,11 +685,17 @@ class Latch {
         detail::check(polylock_latch_count(raw_.get(), &count));
         return count;
     }
-    /** Wait for zero: true once reached, false when `timeout_ms` ran out (negative: no limit). */
-    bool await(std::int64_t timeout_ms = -1) {
+    /** The try form: true once zero is reached, false when `timeout_ms` ran out
+     *  (POLYLOCK_WAIT_FOREVER: no limit). */
+    bool await(std::int64_t timeout_ms = POLYLOCK_WAIT_FOREVER) {
         bool reached = false;
         detail::check(polylock_latch_await(raw_.get(), timeout_ms, nullptr, &reached));
         return reached;
+    }
+    /** The waiting form: return once zero is reached, throw Error kind TIMEOUT when
+     *  `timeout_ms` ran out first (POLYLOCK_WAIT_FOREVER: no limit, 0: only a look). */
+    void await_zero(std::int64_t timeout_ms = POLYLOCK_WAIT_FOREVER) {
+        detail::check(polylock_latch_await_zero(raw_.get(), timeout_ms, nullptr));
     }
 
   private:
@@ -683,6 +774,30 @@ class Client {
         polylock_bytes bytes{nullptr, 0};
         detail::check(polylock_client_metrics_json(raw_.get(), &bytes));
         return detail::take_bytes(bytes);
+    }
+    /** Who holds the lock `name` (any holder's), as the JSON object of polylock_client_status_json()
+     *  (`name`, `kind`, `backend`, `held`, `holder`, `fencing_token`, ...). `kind` empty:
+     *  the backend's default. */
+    std::string status_json(const std::string &name, const std::string &kind = "") {
+        polylock_bytes bytes{nullptr, 0};
+        detail::check(polylock_client_status_json(raw_.get(), name.c_str(), kind.empty() ? nullptr : kind.c_str(),
+                                                  &bytes));
+        return detail::take_bytes(bytes);
+    }
+    /** The locks under `prefix`, sorted by name, as the JSON array of polylock_client_list_json()
+     *  (`[{"name", "kind", "held"}, ...]`). */
+    std::string list_json(const std::string &prefix = "") {
+        polylock_bytes bytes{nullptr, 0};
+        detail::check(polylock_client_list_json(raw_.get(), prefix.c_str(), &bytes));
+        return detail::take_bytes(bytes);
+    }
+    /** Break the lock `name` whoever holds it (dangerous: the holder is not stopped); whether
+     *  there was a hold. `kind` empty: the backend's default. */
+    bool force_unlock(const std::string &name, const std::string &kind = "") {
+        bool removed = false;
+        detail::check(polylock_client_force_unlock(raw_.get(), name.c_str(), kind.empty() ? nullptr : kind.c_str(),
+                                                   &removed));
+        return removed;
     }
     void close() { detail::check(polylock_client_close(raw_.get())); }
     polylock_client *get() const noexcept { return raw_.get(); }

@@ -2,6 +2,7 @@
 //! `INVALID_ARGUMENT` errors that name the argument.
 
 use std::ffi::{c_char, CStr};
+use std::time::Duration;
 
 use polylock::{AcquireOptions, Error, Result};
 
@@ -59,16 +60,46 @@ pub unsafe fn texts<'a>(ptr: *const *const c_char, count: usize, what: &str) -> 
         .collect()
 }
 
-/// The core's acquire options from C's: `wait_ms` negative waits forever, 0 tries once;
-/// `lease_ms` 0 lets the watchdog keep the hold, positive fixes it, negative is an error.
+/// `wait_ms` (or `timeout_ms`) value that waits as long as it takes. It is the only negative
+/// wait accepted: any other is `POLYLOCK_INVALID_ARGUMENT`. 0 tries once (or only looks).
+pub const POLYLOCK_WAIT_FOREVER: i64 = -1;
+
+/// `lease_ms` value that lets the watchdog renew a hold while the client lives. It is the
+/// only lease below 10 ms accepted: 0, any other negative value, 1 to 9 ms and more than 365
+/// days are `POLYLOCK_INVALID_ARGUMENT`.
+pub const POLYLOCK_LEASE_WATCHDOG: i64 = -1;
+
+/// A C wait in milliseconds, `what` naming the argument in errors: `POLYLOCK_WAIT_FOREVER`
+/// is no limit (`None`), 0 to the core's longest wait (365 days) a limit, anything else
+/// `InvalidArgument`. Every C call that waits reads its wait here.
+pub fn wait(what: &str, millis: i64) -> Result<Option<Duration>> {
+    match millis {
+        POLYLOCK_WAIT_FOREVER => Ok(None),
+        millis if millis < 0 => Err(Error::invalid_argument(format!(
+            "{what} must be 0 or more milliseconds, or POLYLOCK_WAIT_FOREVER ({POLYLOCK_WAIT_FOREVER}) to wait \
+             as long as it takes; got {millis}"
+        ))),
+        millis => polylock::duration::check_wait(what, Duration::from_millis(millis.unsigned_abs())).map(Some),
+    }
+}
+
+/// A C lease in milliseconds, `what` naming the argument in errors: `POLYLOCK_LEASE_WATCHDOG`
+/// lets the watchdog renew the hold (`None`), 10 ms to 365 days fixes it (the core's
+/// limits), anything else is `InvalidArgument`. Every C call that takes a lease reads it here.
+pub fn lease(what: &str, millis: i64) -> Result<Option<Duration>> {
+    match millis {
+        POLYLOCK_LEASE_WATCHDOG => Ok(None),
+        millis if millis <= 0 => Err(Error::invalid_argument(format!(
+            "{what} must be positive milliseconds, or POLYLOCK_LEASE_WATCHDOG ({POLYLOCK_LEASE_WATCHDOG}) to let \
+             the watchdog renew the hold; got {millis}"
+        ))),
+        millis => polylock::duration::check_lease(what, Duration::from_millis(millis.unsigned_abs())).map(Some),
+    }
+}
+
+/// The core's acquire options from C's `wait_ms` and `lease_ms` (see [`wait`], [`lease`]).
 pub fn acquire_options(wait_ms: i64, lease_ms: i64) -> Result<AcquireOptions> {
-    Ok(AcquireOptions {
-        wait: polylock::duration::wait_from_millis(wait_ms),
-        lease: match lease_ms {
-            0 => None,
-            millis => Some(polylock::duration::lease_from_millis(millis)?),
-        },
-    })
+    Ok(AcquireOptions { wait: wait("wait_ms", wait_ms)?, lease: lease("lease_ms", lease_ms)? })
 }
 
 /// Write `value` where the caller asked for it, if it did (NULL: not wanted).

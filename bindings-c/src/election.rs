@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use polylock::kit::cancel::{cancellable, CancellationToken};
-use polylock::{Election, Error, LeaderChanges, LeaderRecord, Leadership, Result};
+use polylock::{Election, Error, LeaderChanges, LeaderRecord, Leadership};
 
 use crate::args;
 use crate::boundary::{call, quietly};
@@ -81,11 +81,6 @@ impl polylock_leader {
     }
 }
 
-/// A C timeout in milliseconds (negative: no limit), checked against the longest wait.
-fn limit_of(what: &str, timeout_ms: i64) -> Result<Option<Duration>> {
-    polylock::duration::wait_from_millis(timeout_ms).map(|wait| polylock::duration::check_wait(what, wait)).transpose()
-}
-
 /// Wait for `cancel` to fire (never, when there is none).
 async fn cancelled(cancel: &Option<CancellationToken>) {
     match cancel {
@@ -130,7 +125,8 @@ pub unsafe extern "C" fn polylock_client_election(
 /// Campaign with `len` bytes at `data` (borrowed for the call) as this candidate's value,
 /// until it leads. Each call is a candidate of its own, even two through one handle.
 ///
-/// @param timeout_ms  how long to wait: negative without limit, 0 one try.
+/// @param timeout_ms  how long to wait: `POLYLOCK_WAIT_FOREVER` without limit, 0 one
+///                    try; any other negative value is `POLYLOCK_INVALID_ARGUMENT`.
 /// @param cancel      NULL, or a token another thread may fire to give up.
 /// @param out         receives the leadership on success; untouched on failure.
 /// @return `POLYLOCK_TIMEOUT` when another candidate still led at the timeout,
@@ -155,7 +151,7 @@ pub unsafe extern "C" fn polylock_election_campaign(
         let value = unsafe { borrowed(data, len, "data") }?;
         let out = unsafe { args::out(out, "out") }?;
         let cancel = unsafe { token_of(cancel) };
-        let timeout = limit_of("a campaign's timeout", timeout_ms)?;
+        let timeout = args::wait("timeout_ms", timeout_ms)?;
         let core = handle.election.clone();
         let what = format!("leadership of election '{}'", core.name());
         // Dropping a campaign (the cancel) withdraws its candidacy: the core's rule.
@@ -240,7 +236,8 @@ pub unsafe extern "C" fn polylock_election_free(election: *mut polylock_election
 /// change. `out->found` is false when nobody leads; `out->value` is the caller's to free
 /// with `polylock_bytes_free()`.
 ///
-/// @param timeout_ms  how long to wait: negative without limit, 0 only what is there.
+/// @param timeout_ms  how long to wait: `POLYLOCK_WAIT_FOREVER` without limit, 0 only
+///                    what is there; any other negative value is `POLYLOCK_INVALID_ARGUMENT`.
 /// @param cancel      NULL, or a token another thread may fire to stop waiting.
 /// @return `POLYLOCK_TIMEOUT` when nothing changed within `timeout_ms` (nothing is missed:
 ///         the next call gives the change), `POLYLOCK_CANCELLED` when `cancel` fired first,
@@ -261,7 +258,7 @@ pub unsafe extern "C" fn polylock_observer_next(
         let observer = unsafe { args::handle(observer, "observer") }?;
         let out = unsafe { args::out(out, "out") }?;
         let cancel = unsafe { token_of(cancel) };
-        let limit = limit_of("an observer's timeout", timeout_ms)?;
+        let limit = args::wait("timeout_ms", timeout_ms)?;
         let name = observer.name.as_str();
         let next = observer.shared.block_on(async {
             let waiting = async {
@@ -385,7 +382,8 @@ pub unsafe extern "C" fn polylock_leadership_value(
 
 /// Block until the leadership is lost, or the wait ends otherwise.
 ///
-/// @param timeout_ms  how long to wait: negative forever.
+/// @param timeout_ms  how long to wait: `POLYLOCK_WAIT_FOREVER` forever; any other
+///                    negative value is `POLYLOCK_INVALID_ARGUMENT`.
 /// @param cancel      NULL, or a token another thread may fire to stop waiting.
 /// @param lost        receives true when the leadership is (or already was) lost, false
 ///                    when it was resigned or freed meanwhile (it can no longer be lost).
@@ -407,7 +405,7 @@ pub unsafe extern "C" fn polylock_leadership_wait_lost(
         let leadership = unsafe { args::handle(leadership, "leadership") }?;
         let lost_out = unsafe { args::out(lost, "lost") }?;
         let cancel = unsafe { token_of(cancel) };
-        let limit = limit_of("a wait for loss", timeout_ms)?;
+        let limit = args::wait("timeout_ms", timeout_ms)?;
         let watch = leadership.leadership.lost_watch();
         let ended = leadership.ended.clone();
         let name = leadership.leadership.name().to_string();

@@ -241,7 +241,8 @@ pub unsafe extern "C" fn polylock_hold_is_lost(hold: *const polylock_hold) -> bo
 
 /// Block until the hold is lost, or the wait ends otherwise.
 ///
-/// @param timeout_ms  how long to wait: negative forever.
+/// @param timeout_ms  how long to wait: `POLYLOCK_WAIT_FOREVER` forever; any other
+///                    negative value is `POLYLOCK_INVALID_ARGUMENT`.
 /// @param cancel      NULL, or a token another thread may fire to stop waiting.
 /// @param lost        receives true when the hold is (or already was) lost, false when it was
 ///                    released or freed meanwhile (it can no longer be lost).
@@ -263,9 +264,7 @@ pub unsafe extern "C" fn polylock_hold_wait_lost(
         let hold = unsafe { args::handle(hold, "hold") }?;
         let lost_out = unsafe { args::out(lost, "lost") }?;
         let cancel = unsafe { token_of(cancel) };
-        let limit = polylock::duration::wait_from_millis(timeout_ms)
-            .map(|wait| polylock::duration::check_wait("a wait for loss", wait))
-            .transpose()?;
+        let limit = args::wait("timeout_ms", timeout_ms)?;
         let (watch, ended, name) = (hold.lost.clone(), hold.ended.clone(), hold.name.clone());
         *lost_out = hold.shared.block_on(async move {
             let cancelled = async {

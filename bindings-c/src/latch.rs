@@ -6,7 +6,7 @@ use std::ffi::c_char;
 use std::sync::Arc;
 
 use polylock::kit::cancel::CancellationToken;
-use polylock::Latch;
+use polylock::{Error, Latch};
 
 use crate::args;
 use crate::boundary::{call, quietly};
@@ -105,10 +105,12 @@ pub unsafe extern "C" fn polylock_latch_count(latch: *mut polylock_latch, count:
 
 /// Block until the count reaches zero.
 ///
-/// @param timeout_ms  how long to wait: negative without limit, 0 only a look.
+/// @param timeout_ms  how long to wait: `POLYLOCK_WAIT_FOREVER` without limit, 0 only a
+///                    look; any other negative value is `POLYLOCK_INVALID_ARGUMENT`.
 /// @param cancel      NULL, or a token another thread may fire to stop waiting.
 /// @param reached     receives true once the count is zero, false when `timeout_ms` ran out
-///                    first (a timeout is no error here, as in Redisson's `await`).
+///                    first (a timeout is no error here, as in Redisson's `await`: this is
+///                    the try form; `polylock_latch_await_zero()` is the waiting one).
 /// @return `POLYLOCK_CANCELLED` when `cancel` fired first, `POLYLOCK_CONNECTION` when the
 ///         client was closed meanwhile.
 ///
@@ -126,12 +128,42 @@ pub unsafe extern "C" fn polylock_latch_await(
         let handle = unsafe { args::handle(latch, "latch") }?;
         let reached = unsafe { args::out(reached, "reached") }?;
         let cancel = unsafe { token_of(cancel) }.unwrap_or_else(CancellationToken::new);
-        let timeout = polylock::duration::wait_from_millis(timeout_ms)
-            .map(|wait| polylock::duration::check_wait("a latch wait", wait))
-            .transpose()?;
+        let timeout = args::wait("timeout_ms", timeout_ms)?;
         let core = handle.latch.clone();
         *reached = handle.shared.block_on(async move { core.try_await_zero_cancellable(timeout, &cancel).await })?;
         Ok(())
+    })
+}
+
+/// The waiting form of `polylock_latch_await()`: block until the count reaches zero, and
+/// end with `POLYLOCK_TIMEOUT` when the wait runs out first (as every other waiting form).
+///
+/// @param wait_ms  how long to wait: `POLYLOCK_WAIT_FOREVER` without limit, 0 only a look,
+///                 up to 365 days; any other value is `POLYLOCK_INVALID_ARGUMENT`.
+/// @param cancel   NULL, or a token another thread may fire to stop waiting.
+/// @return `POLYLOCK_OK` once the count is zero, `POLYLOCK_TIMEOUT` when `wait_ms` ran out,
+///         `POLYLOCK_CANCELLED` when `cancel` fired first, `POLYLOCK_CONNECTION` when the
+///         client was closed meanwhile.
+///
+/// # Safety
+/// `latch` and `cancel` are NULL or live for the whole call.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_latch_await_zero(
+    latch: *mut polylock_latch,
+    wait_ms: i64,
+    cancel: *const polylock_cancel,
+) -> polylock_status {
+    call(|| {
+        // SAFETY (both): the caller's contract.
+        let handle = unsafe { args::handle(latch, "latch") }?;
+        let cancel = unsafe { token_of(cancel) }.unwrap_or_else(CancellationToken::new);
+        let wait = args::wait("wait_ms", wait_ms)?;
+        let core = handle.latch.clone();
+        let reached = handle.shared.block_on(async move { core.try_await_zero_cancellable(wait, &cancel).await })?;
+        if reached {
+            return Ok(());
+        }
+        Err(Error::timeout(format!("latch '{}' did not reach zero within {wait_ms} ms", handle.latch.name())))
     })
 }
 

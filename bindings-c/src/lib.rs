@@ -10,6 +10,7 @@
 //! Prometheus text (`observe.rs`).
 //! The header `include/polylock.h` is generated from these sources by `build.rs`.
 
+mod admin;
 mod args;
 mod boundary;
 mod bytes;
@@ -37,6 +38,8 @@ mod uuid_ulid;
 mod value;
 mod version;
 
+pub use admin::{polylock_client_force_unlock, polylock_client_list_json, polylock_client_status_json};
+pub use args::{POLYLOCK_LEASE_WATCHDOG, POLYLOCK_WAIT_FOREVER};
 pub use bytes::{polylock_bytes, polylock_bytes_free};
 pub use cancel::{polylock_cancel, polylock_cancel_fire, polylock_cancel_free, polylock_cancel_new};
 pub use client::{
@@ -66,12 +69,13 @@ pub use idempotency_codec::{
 };
 pub use last_error::polylock_last_error;
 pub use latch::{
-    polylock_client_latch, polylock_latch, polylock_latch_await, polylock_latch_count, polylock_latch_count_down,
-    polylock_latch_free, polylock_latch_try_set_count,
+    polylock_client_latch, polylock_latch, polylock_latch_await, polylock_latch_await_zero, polylock_latch_count,
+    polylock_latch_count_down, polylock_latch_free, polylock_latch_try_set_count,
 };
 pub use lock::{
     polylock_client_lock, polylock_client_lock_kind, polylock_lock, polylock_lock_acquire, polylock_lock_free,
-    polylock_lock_hold_count, polylock_lock_is_held, polylock_lock_is_lost, polylock_lock_release,
+    polylock_lock_hold_count, polylock_lock_is_held, polylock_lock_is_locked, polylock_lock_is_lost,
+    polylock_lock_release,
 };
 pub use multi_lock::{
     polylock_client_multi_lock, polylock_multi_hold, polylock_multi_hold_count, polylock_multi_hold_free,

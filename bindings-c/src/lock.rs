@@ -78,9 +78,11 @@ pub unsafe extern "C" fn polylock_client_lock_kind(
 /// Acquire the lock for the calling thread. If the thread already holds it, the hold count
 /// goes up (reentrancy) and the same fencing token comes back.
 ///
-/// @param wait_ms   how long to wait: -1 (any negative) forever, 0 try once.
-/// @param lease_ms  0 lets the watchdog renew the lock while the client lives; a positive
-///                  value holds it for at most that long unless released; negative is an error.
+/// @param wait_ms   how long to wait: `POLYLOCK_WAIT_FOREVER` as long as it takes, 0 try
+///                  once, up to 365 days; any other value is `POLYLOCK_INVALID_ARGUMENT`.
+/// @param lease_ms  `POLYLOCK_LEASE_WATCHDOG` lets the watchdog renew the lock while the
+///                  client lives; 10 ms to 365 days holds it for at most that long unless
+///                  released; any other value (0 included) is `POLYLOCK_INVALID_ARGUMENT`.
 /// @param fencing_token  receives the hold's fencing token (strictly greater than every
 ///                  earlier token for this name); may be NULL.
 /// @return `POLYLOCK_OK`, `POLYLOCK_TIMEOUT` if the wait ran out, ...
@@ -121,6 +123,28 @@ pub unsafe extern "C" fn polylock_lock_release(lock: *mut polylock_lock) -> poly
         let handle = unsafe { args::handle(lock, "lock") }?;
         let owned = handle.for_this_thread();
         handle.shared.block_on(async move { owned.release().await })
+    })
+}
+
+/// Whether anyone, of any client, process or language, holds the lock in the store right now
+/// (Redisson's `isLocked`); `polylock_lock_is_held()` is only the calling thread's own hold.
+/// A read of the store, so a fact of the moment it answered.
+///
+/// @param locked  receives the answer on success; untouched on failure.
+/// @return `POLYLOCK_INVALID_ARGUMENT` for a NULL argument, `POLYLOCK_CONNECTION` after the
+///         client was closed, or the store's error.
+///
+/// # Safety
+/// `lock` is NULL or live; `locked` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_lock_is_locked(lock: *mut polylock_lock, locked: *mut bool) -> polylock_status {
+    call(|| {
+        // SAFETY (both): the caller's contract.
+        let handle = unsafe { args::handle(lock, "lock") }?;
+        let locked = unsafe { args::out(locked, "locked") }?;
+        let core = handle.lock.clone();
+        *locked = handle.shared.block_on(async move { core.is_locked().await })?;
+        Ok(())
     })
 }
 

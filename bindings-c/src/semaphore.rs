@@ -48,7 +48,8 @@ pub unsafe extern "C" fn polylock_client_semaphore(
 }
 
 /// Take a permit. Arguments and statuses as `polylock_lock_acquire()`; the permit's lease is
-/// renewed by the watchdog (`lease_ms` 0) or fixed, so a crashed holder's permit comes back.
+/// renewed by the watchdog (`lease_ms` `POLYLOCK_LEASE_WATCHDOG`) or fixed, so a crashed
+/// holder's permit comes back.
 ///
 /// @param permit_id      receives the permit's id, for `polylock_semaphore_release()`.
 /// @param fencing_token  receives the permit's fencing token; may be NULL.

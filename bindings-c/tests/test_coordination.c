@@ -43,7 +43,7 @@ struct waiting_candidate {
 static void *campaign_in_thread(void *arg) {
     struct waiting_candidate *candidate = arg;
     candidate->status =
-        polylock_election_campaign(candidate->election, (const uint8_t *)"b", 1, -1, NULL, &candidate->won);
+        polylock_election_campaign(candidate->election, (const uint8_t *)"b", 1, POLYLOCK_WAIT_FOREVER, NULL, &candidate->won);
     return NULL;
 }
 
@@ -61,6 +61,9 @@ static void test_election(void) {
     CHECK_OK(polylock_client_election(second, name, &b));
     CHECK_STATUS(polylock_election_campaign(a, NULL, 3, 0, NULL, &none), POLYLOCK_INVALID_ARGUMENT);
     CHECK_STATUS(polylock_election_campaign(a, (const uint8_t *)"a", 1, 0, NULL, NULL), POLYLOCK_INVALID_ARGUMENT);
+    /* POLYLOCK_WAIT_FOREVER is the one negative timeout. */
+    CHECK_STATUS(polylock_election_campaign(a, (const uint8_t *)"a", 1, -5, NULL, &none), POLYLOCK_INVALID_ARGUMENT);
+    CHECK(strstr(polylock_last_error(), "timeout_ms") != NULL);
     CHECK_STATUS(polylock_election_leader(a, NULL), POLYLOCK_INVALID_ARGUMENT);
     CHECK(polylock_leadership_term(NULL) == 0);
     CHECK(!polylock_leadership_is_leader(NULL));
@@ -96,12 +99,12 @@ static void test_election(void) {
     polylock_cancel *cancel = NULL;
     CHECK_OK(polylock_cancel_new(&cancel));
     CHECK_OK(polylock_cancel_fire(cancel));
-    CHECK_STATUS(polylock_election_campaign(b, (const uint8_t *)"late", 4, -1, cancel, &none), POLYLOCK_CANCELLED);
+    CHECK_STATUS(polylock_election_campaign(b, (const uint8_t *)"late", 4, POLYLOCK_WAIT_FOREVER, cancel, &none), POLYLOCK_CANCELLED);
     CHECK(none == NULL);
     /* The leader's own waits: not lost within 50 ms, and a fired cancel ends the wait. */
     bool lost = true;
     CHECK_STATUS(polylock_leadership_wait_lost(lead_a, 50, NULL, &lost), POLYLOCK_TIMEOUT);
-    CHECK_STATUS(polylock_leadership_wait_lost(lead_a, -1, cancel, &lost), POLYLOCK_CANCELLED);
+    CHECK_STATUS(polylock_leadership_wait_lost(lead_a, POLYLOCK_WAIT_FOREVER, cancel, &lost), POLYLOCK_CANCELLED);
     polylock_cancel_free(cancel);
 
     /* proclaim: a new value, the same term, seen by leader() and the observer. */
@@ -119,7 +122,7 @@ static void test_election(void) {
     CHECK_OK(polylock_leadership_resign(lead_a));
     CHECK_OK(polylock_leadership_resign(lead_a)); /* twice is harmless */
     CHECK(!polylock_leadership_is_leader(lead_a));
-    CHECK_OK(polylock_leadership_wait_lost(lead_a, -1, NULL, &lost));
+    CHECK_OK(polylock_leadership_wait_lost(lead_a, POLYLOCK_WAIT_FOREVER, NULL, &lost));
     CHECK(!lost);
     CHECK_STATUS(polylock_leadership_proclaim(lead_a, (const uint8_t *)"x", 1), POLYLOCK_NOT_OWNER);
     CHECK(pthread_join(thread, NULL) == 0);
@@ -144,7 +147,7 @@ static void test_election(void) {
     CHECK_STATUS(polylock_observer_next(observer, 0, NULL, &seen), POLYLOCK_TIMEOUT);
     CHECK_OK(polylock_cancel_new(&cancel));
     CHECK_OK(polylock_cancel_fire(cancel));
-    CHECK_STATUS(polylock_observer_next(observer, -1, cancel, &seen), POLYLOCK_CANCELLED);
+    CHECK_STATUS(polylock_observer_next(observer, POLYLOCK_WAIT_FOREVER, cancel, &seen), POLYLOCK_CANCELLED);
     polylock_cancel_free(cancel);
 
     /* A leader whose client closes has lost: wait_lost says so, is_leader is false. */
@@ -279,6 +282,8 @@ static void test_latch(void) {
     CHECK(count == 0);
     CHECK_OK(polylock_latch_await(other, 0, NULL, &reached));
     CHECK(reached);
+    CHECK_STATUS(polylock_latch_await(other, -2, NULL, &reached), POLYLOCK_INVALID_ARGUMENT);
+    CHECK(strstr(polylock_last_error(), "timeout_ms") != NULL);
 
     CHECK_OK(polylock_latch_try_set_count(latch, 2, &set));
     CHECK(set);
@@ -293,8 +298,20 @@ static void test_latch(void) {
     polylock_cancel *cancel = NULL;
     CHECK_OK(polylock_cancel_new(&cancel));
     CHECK_OK(polylock_cancel_fire(cancel));
-    CHECK_STATUS(polylock_latch_await(other, -1, cancel, &reached), POLYLOCK_CANCELLED);
+    CHECK_STATUS(polylock_latch_await(other, POLYLOCK_WAIT_FOREVER, cancel, &reached), POLYLOCK_CANCELLED);
+    /* The waiting form ends with POLYLOCK_TIMEOUT instead, after the whole wait. */
+    CHECK_STATUS(polylock_latch_await_zero(other, POLYLOCK_WAIT_FOREVER, cancel), POLYLOCK_CANCELLED);
     polylock_cancel_free(cancel);
+    struct timespec before, after;
+    clock_gettime(CLOCK_MONOTONIC, &before);
+    CHECK_STATUS(polylock_latch_await_zero(other, 150, NULL), POLYLOCK_TIMEOUT);
+    clock_gettime(CLOCK_MONOTONIC, &after);
+    CHECK((after.tv_sec - before.tv_sec) * 1000 + (after.tv_nsec - before.tv_nsec) / 1000000 >= 140);
+    CHECK(strstr(polylock_last_error(), name) != NULL);
+    CHECK_STATUS(polylock_latch_await_zero(other, 0, NULL), POLYLOCK_TIMEOUT);
+    CHECK_STATUS(polylock_latch_await_zero(other, -3, NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK(strstr(polylock_last_error(), "wait_ms") != NULL);
+    CHECK_STATUS(polylock_latch_await_zero(NULL, 0, NULL), POLYLOCK_INVALID_ARGUMENT);
 
     /* A waiter on the other client is released by the second count-down, not the first. */
     struct latch_waiter waiter = {other, false, POLYLOCK_INTERNAL};
@@ -310,6 +327,8 @@ static void test_latch(void) {
     CHECK(pthread_join(thread, NULL) == 0);
     CHECK_STATUS(waiter.status, POLYLOCK_OK);
     CHECK(waiter.reached);
+    CHECK_OK(polylock_latch_await_zero(other, 0, NULL)); /* at zero: OK at once */
+    CHECK_OK(polylock_latch_await_zero(latch, POLYLOCK_WAIT_FOREVER, NULL));
     /* Never below zero; open again, so it can be set again. */
     CHECK_OK(polylock_latch_count_down(other));
     CHECK_OK(polylock_latch_count(other, &count));

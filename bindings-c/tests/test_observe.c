@@ -63,7 +63,7 @@ static int records_total(void) {
 
 static void acquire_and_release(polylock_lock *lock) {
     uint64_t token = 0;
-    CHECK_OK(polylock_lock_acquire(lock, 10000, 0, &token));
+    CHECK_OK(polylock_lock_acquire(lock, 10000, POLYLOCK_LEASE_WATCHDOG, &token));
     CHECK_OK(polylock_lock_release(lock));
 }
 
@@ -202,8 +202,8 @@ static void test_metrics(void) {
     polylock_client *other = connect_to(url);
     polylock_lock *other_lock = NULL;
     CHECK_OK(polylock_client_lock(other, name, &other_lock));
-    CHECK_OK(polylock_lock_acquire(lock, 10000, 0, NULL));
-    CHECK_STATUS(polylock_lock_acquire(other_lock, 0, 0, NULL), POLYLOCK_TIMEOUT);
+    CHECK_OK(polylock_lock_acquire(lock, 10000, POLYLOCK_LEASE_WATCHDOG, NULL));
+    CHECK_STATUS(polylock_lock_acquire(other_lock, 0, POLYLOCK_LEASE_WATCHDOG, NULL), POLYLOCK_TIMEOUT);
     CHECK_OK(polylock_lock_release(lock));
     CHECK(client_json_has(other, "\"timeout\":1"));
     CHECK(client_json_has(client, "\"acquired\":4"));

@@ -28,29 +28,42 @@ static void test_bad_input(void) {
     CHECK_STATUS(polylock_client_lock(client, "bad\xc3", &lock), POLYLOCK_INVALID_ARGUMENT);
     CHECK_STATUS(polylock_client_lock_kind(client, "x", "nosuch", &lock), POLYLOCK_INVALID_ARGUMENT);
     CHECK(lock == NULL);
-    CHECK_STATUS(polylock_lock_acquire(NULL, 0, 0, NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_lock_acquire(NULL, 0, POLYLOCK_LEASE_WATCHDOG, NULL), POLYLOCK_INVALID_ARGUMENT);
     CHECK_STATUS(polylock_lock_release(NULL), POLYLOCK_INVALID_ARGUMENT);
     CHECK(!polylock_lock_is_held(NULL));
     CHECK(polylock_lock_hold_count(NULL) == 0);
 
     unique_name("bad");
     CHECK_OK(polylock_client_lock(client, name, &lock));
-    CHECK_STATUS(polylock_lock_acquire(lock, 0, -5, NULL), POLYLOCK_INVALID_ARGUMENT);
-    CHECK(strstr(polylock_last_error(), "lease") != NULL);
-    /* Outside 10 ms .. 365 days, the range every backend honours: refused before any write. */
+    /* Outside 10 ms .. 365 days, the range every backend honours, and every negative value
+     * but the two constants: refused before any write, naming the argument. */
     const int64_t year_ms = INT64_C(365) * 24 * 3600 * 1000;
-    const int64_t out_of_range[][2] = {
-        {0, INT64_MAX}, {0, year_ms + 1}, {0, 5}, {INT64_MAX, 0}, {year_ms + 1, 0},
-    };
-    for (size_t i = 0; i < sizeof out_of_range / sizeof out_of_range[0]; i++) {
-        CHECK_STATUS(polylock_lock_acquire(lock, out_of_range[i][0], out_of_range[i][1], NULL),
-                     POLYLOCK_INVALID_ARGUMENT);
-        CHECK(strstr(polylock_last_error(), "must be") != NULL);
+    const int64_t bad_leases[] = {-5, 0, INT64_MIN, 5, year_ms + 1, INT64_MAX};
+    for (size_t i = 0; i < sizeof bad_leases / sizeof bad_leases[0]; i++) {
+        CHECK_STATUS(polylock_lock_acquire(lock, 0, bad_leases[i], NULL), POLYLOCK_INVALID_ARGUMENT);
+        CHECK(strstr(polylock_last_error(), "lease_ms must be") != NULL);
     }
+    const int64_t bad_waits[] = {-5, -2, INT64_MIN, year_ms + 1, INT64_MAX};
+    for (size_t i = 0; i < sizeof bad_waits / sizeof bad_waits[0]; i++) {
+        CHECK_STATUS(polylock_lock_acquire(lock, bad_waits[i], POLYLOCK_LEASE_WATCHDOG, NULL),
+                     POLYLOCK_INVALID_ARGUMENT);
+        CHECK(strstr(polylock_last_error(), "wait_ms must be") != NULL);
+    }
+    /* The same one reading for every wait: a hold's, a latch's, a campaign's. */
+    polylock_hold *no_hold = NULL;
+    CHECK_STATUS(polylock_lock_acquire_hold(lock, -5, POLYLOCK_LEASE_WATCHDOG, NULL, &no_hold),
+                 POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_lock_acquire_hold(lock, 0, 0, NULL, &no_hold), POLYLOCK_INVALID_ARGUMENT);
+    CHECK(no_hold == NULL);
     CHECK(!polylock_lock_is_held(lock));
     uint64_t longest = 0;
     CHECK_OK(polylock_lock_acquire(lock, year_ms, year_ms, &longest));
     CHECK_OK(polylock_lock_release(lock));
+    CHECK_OK(polylock_lock_acquire(lock, POLYLOCK_WAIT_FOREVER, POLYLOCK_LEASE_WATCHDOG, &longest));
+    CHECK_OK(polylock_lock_release(lock));
+    CHECK_OK(polylock_lock_acquire(lock, 0, 10, &longest)); /* the shortest lease is accepted */
+    const polylock_status short_release = polylock_lock_release(lock); /* 10 ms may have passed */
+    CHECK(short_release == POLYLOCK_OK || short_release == POLYLOCK_LOST);
     CHECK_STATUS(polylock_client_close(NULL), POLYLOCK_INVALID_ARGUMENT);
 
     CHECK(strcmp(polylock_status_name(POLYLOCK_NOT_OWNER), "NOT_OWNER") == 0);
@@ -58,9 +71,9 @@ static void test_bad_input(void) {
 
     /* Closing fails later calls with CONNECTION; freeing the client before its lock is fine. */
     CHECK_OK(polylock_client_close(client));
-    CHECK_STATUS(polylock_lock_acquire(lock, 0, 0, NULL), POLYLOCK_CONNECTION);
+    CHECK_STATUS(polylock_lock_acquire(lock, 0, POLYLOCK_LEASE_WATCHDOG, NULL), POLYLOCK_CONNECTION);
     polylock_client_free(client);
-    CHECK_STATUS(polylock_lock_acquire(lock, 0, 0, NULL), POLYLOCK_CONNECTION);
+    CHECK_STATUS(polylock_lock_acquire(lock, 0, POLYLOCK_LEASE_WATCHDOG, NULL), POLYLOCK_CONNECTION);
     polylock_lock_free(lock);
     polylock_lock_free(NULL);
     polylock_client_free(NULL);
@@ -83,7 +96,7 @@ static void *contend(void *arg) {
     struct ledger *ledger = arg;
     for (int round = 0; round < ROUNDS; round++) {
         uint64_t token = 0;
-        if (polylock_lock_acquire(ledger->lock, -1, 0, &token) != POLYLOCK_OK) {
+        if (polylock_lock_acquire(ledger->lock, POLYLOCK_WAIT_FOREVER, POLYLOCK_LEASE_WATCHDOG, &token) != POLYLOCK_OK) {
             fprintf(stderr, "acquire failed: %s\n", polylock_last_error());
             atomic_fetch_add(&ledger->failures, 1);
             return NULL;
@@ -138,8 +151,8 @@ struct probe {
 
 static void *probe_held_lock(void *arg) {
     struct probe *probe = arg;
-    probe->try_once = polylock_lock_acquire(probe->lock, 0, 0, NULL);
-    probe->timed_wait = polylock_lock_acquire(probe->lock, 100, 0, NULL);
+    probe->try_once = polylock_lock_acquire(probe->lock, 0, POLYLOCK_LEASE_WATCHDOG, NULL);
+    probe->timed_wait = polylock_lock_acquire(probe->lock, 100, POLYLOCK_LEASE_WATCHDOG, NULL);
     probe->release = polylock_lock_release(probe->lock);
     return NULL;
 }
@@ -150,7 +163,7 @@ static void test_other_thread(void) {
     struct probe probe = {0};
     CHECK_OK(polylock_client_lock(client, name, &probe.lock));
     uint64_t token = 0;
-    CHECK_OK(polylock_lock_acquire(probe.lock, 0, 0, &token));
+    CHECK_OK(polylock_lock_acquire(probe.lock, 0, POLYLOCK_LEASE_WATCHDOG, &token));
     pthread_t thread;
     CHECK(pthread_create(&thread, NULL, probe_held_lock, &probe) == 0);
     CHECK(pthread_join(thread, NULL) == 0);
@@ -173,7 +186,7 @@ static void test_reentrant(void) {
     polylock_lock *lock = NULL;
     CHECK_OK(polylock_client_lock(client, name, &lock));
     uint64_t first = 0, second = 0;
-    CHECK_OK(polylock_lock_acquire(lock, 0, 0, &first));
+    CHECK_OK(polylock_lock_acquire(lock, 0, POLYLOCK_LEASE_WATCHDOG, &first));
     CHECK_OK(polylock_lock_acquire(lock, 0, 5000, &second));
     CHECK(first == second && first > 0);
     CHECK(polylock_lock_hold_count(lock) == 2);
@@ -184,7 +197,7 @@ static void test_reentrant(void) {
     CHECK(!polylock_lock_is_held(lock));
     /* A second acquisition after a full release gets a larger token. */
     uint64_t third = 0;
-    CHECK_OK(polylock_lock_acquire(lock, 0, 0, &third));
+    CHECK_OK(polylock_lock_acquire(lock, 0, POLYLOCK_LEASE_WATCHDOG, &third));
     CHECK(third > first);
     CHECK_OK(polylock_lock_release(lock));
     polylock_lock_free(lock);
@@ -218,9 +231,9 @@ struct rw_probe {
 
 static void *probe_rwlock(void *arg) {
     struct rw_probe *probe = arg;
-    probe->read = polylock_rwlock_read_acquire(probe->rw, 1000, 0, &probe->read_token);
+    probe->read = polylock_rwlock_read_acquire(probe->rw, 1000, POLYLOCK_LEASE_WATCHDOG, &probe->read_token);
     if (probe->read == POLYLOCK_OK) CHECK_OK(polylock_rwlock_read_release(probe->rw));
-    probe->write = polylock_rwlock_write_acquire(probe->rw, 50, 0, NULL);
+    probe->write = polylock_rwlock_write_acquire(probe->rw, 50, POLYLOCK_LEASE_WATCHDOG, NULL);
     probe->release = polylock_rwlock_write_release(probe->rw);
     return NULL;
 }
@@ -230,10 +243,10 @@ static void test_rwlock(void) {
     unique_name("rwlock");
     polylock_rwlock *rw = NULL;
     CHECK_STATUS(polylock_client_rwlock(client, "", &rw), POLYLOCK_INVALID_ARGUMENT);
-    CHECK_STATUS(polylock_rwlock_read_acquire(NULL, 0, 0, NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_rwlock_read_acquire(NULL, 0, POLYLOCK_LEASE_WATCHDOG, NULL), POLYLOCK_INVALID_ARGUMENT);
     CHECK_OK(polylock_client_rwlock(client, name, &rw));
     uint64_t read = 0;
-    CHECK_OK(polylock_rwlock_read_acquire(rw, 0, 0, &read));
+    CHECK_OK(polylock_rwlock_read_acquire(rw, 0, POLYLOCK_LEASE_WATCHDOG, &read));
     /* Another thread may read too, but not write. */
     struct rw_probe probe = {.rw = rw};
     pthread_t thread;
@@ -244,14 +257,14 @@ static void test_rwlock(void) {
     CHECK_STATUS(probe.write, POLYLOCK_TIMEOUT);
     CHECK_STATUS(probe.release, POLYLOCK_NOT_OWNER);
     /* A reader asking for the write side is refused at once: an upgrade could deadlock. */
-    CHECK_STATUS(polylock_rwlock_write_acquire(rw, 5000, 0, NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_rwlock_write_acquire(rw, 5000, POLYLOCK_LEASE_WATCHDOG, NULL), POLYLOCK_INVALID_ARGUMENT);
     CHECK_OK(polylock_rwlock_read_release(rw));
     CHECK_STATUS(polylock_rwlock_read_release(rw), POLYLOCK_NOT_OWNER);
     /* The writer may read too (a downgrade), then let go of the write side. */
     uint64_t write = 0;
-    CHECK_OK(polylock_rwlock_write_acquire(rw, 0, 0, &write));
+    CHECK_OK(polylock_rwlock_write_acquire(rw, 0, POLYLOCK_LEASE_WATCHDOG, &write));
     CHECK(write > probe.read_token);
-    CHECK_OK(polylock_rwlock_read_acquire(rw, 0, 0, NULL));
+    CHECK_OK(polylock_rwlock_read_acquire(rw, 0, POLYLOCK_LEASE_WATCHDOG, NULL));
     CHECK_OK(polylock_rwlock_write_release(rw));
     CHECK_OK(polylock_rwlock_read_release(rw));
     polylock_rwlock_free(rw);
@@ -280,11 +293,11 @@ static void test_semaphore(void) {
     CHECK_STATUS(polylock_client_semaphore(client, name, 0, &semaphore), POLYLOCK_INVALID_ARGUMENT);
     CHECK_OK(polylock_client_semaphore(client, name, 2, &semaphore));
     uint64_t a = 0, b = 0, token_a = 0, token_b = 0, none = 0;
-    CHECK_STATUS(polylock_semaphore_acquire(semaphore, 0, 0, NULL, NULL), POLYLOCK_INVALID_ARGUMENT);
-    CHECK_OK(polylock_semaphore_acquire(semaphore, 0, 0, &a, &token_a));
-    CHECK_OK(polylock_semaphore_acquire(semaphore, 0, 0, &b, &token_b));
+    CHECK_STATUS(polylock_semaphore_acquire(semaphore, 0, POLYLOCK_LEASE_WATCHDOG, NULL, NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_OK(polylock_semaphore_acquire(semaphore, 0, POLYLOCK_LEASE_WATCHDOG, &a, &token_a));
+    CHECK_OK(polylock_semaphore_acquire(semaphore, 0, POLYLOCK_LEASE_WATCHDOG, &b, &token_b));
     CHECK(a != b && token_b > token_a);
-    CHECK_STATUS(polylock_semaphore_acquire(semaphore, 50, 0, &none, NULL), POLYLOCK_TIMEOUT);
+    CHECK_STATUS(polylock_semaphore_acquire(semaphore, 50, POLYLOCK_LEASE_WATCHDOG, &none, NULL), POLYLOCK_TIMEOUT);
     /* Any thread may release a permit by its id; a second release is NOT_OWNER. */
     struct permit_release job = {.semaphore = semaphore, .permit = a};
     pthread_t thread;
@@ -295,14 +308,14 @@ static void test_semaphore(void) {
     /* A permit whose lease runs out comes back. */
     uint64_t short_lived = 0, later = 0;
     CHECK_OK(polylock_semaphore_acquire(semaphore, 0, 150, &short_lived, NULL));
-    CHECK_OK(polylock_semaphore_acquire(semaphore, 5000, 0, &later, NULL));
+    CHECK_OK(polylock_semaphore_acquire(semaphore, 5000, POLYLOCK_LEASE_WATCHDOG, &later, NULL));
     CHECK_STATUS(polylock_semaphore_release(semaphore, short_lived), POLYLOCK_LOST);
     CHECK_OK(polylock_semaphore_release(semaphore, later));
     CHECK_OK(polylock_semaphore_release(semaphore, b));
     /* The count is fixed by the first use of the name. */
     polylock_semaphore *other = NULL;
     CHECK_OK(polylock_client_semaphore(client, name, 3, &other));
-    CHECK_STATUS(polylock_semaphore_acquire(other, 0, 0, &none, NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_semaphore_acquire(other, 0, POLYLOCK_LEASE_WATCHDOG, &none, NULL), POLYLOCK_INVALID_ARGUMENT);
     CHECK(strstr(polylock_last_error(), "has 2 permits") != NULL);
     polylock_semaphore_free(other);
     polylock_semaphore_free(semaphore);
@@ -364,7 +377,7 @@ struct cancel_probe {
 
 static void *acquire_cancellable(void *arg) {
     struct cancel_probe *probe = arg;
-    probe->status = polylock_lock_acquire_hold(probe->lock, -1, 0, probe->cancel, &probe->hold);
+    probe->status = polylock_lock_acquire_hold(probe->lock, POLYLOCK_WAIT_FOREVER, POLYLOCK_LEASE_WATCHDOG, probe->cancel, &probe->hold);
     return NULL;
 }
 
@@ -376,10 +389,10 @@ static void test_hold(void) {
 
     /* Two holds through one handle on one thread are two owners: they exclude each other. */
     polylock_hold *first = NULL, *second = NULL, *again = NULL;
-    CHECK_OK(polylock_lock_acquire_hold(lock, -1, 0, NULL, &first));
+    CHECK_OK(polylock_lock_acquire_hold(lock, POLYLOCK_WAIT_FOREVER, POLYLOCK_LEASE_WATCHDOG, NULL, &first));
     uint64_t token = polylock_hold_fencing_token(first);
     CHECK(token > 0);
-    CHECK_STATUS(polylock_lock_acquire_hold(lock, 0, 0, NULL, &second), POLYLOCK_TIMEOUT);
+    CHECK_STATUS(polylock_lock_acquire_hold(lock, 0, POLYLOCK_LEASE_WATCHDOG, NULL, &second), POLYLOCK_TIMEOUT);
     CHECK(second == NULL);
     CHECK(polylock_hold_permit_id(first) == 0);
 
@@ -389,19 +402,19 @@ static void test_hold(void) {
     CHECK_OK(polylock_hold_release(first));
     CHECK_STATUS(polylock_hold_release(first), POLYLOCK_NOT_OWNER);
     CHECK_STATUS(polylock_hold_reenter(first, &second), POLYLOCK_NOT_OWNER);
-    CHECK_STATUS(polylock_lock_acquire_hold(lock, 0, 0, NULL, &second), POLYLOCK_TIMEOUT);
+    CHECK_STATUS(polylock_lock_acquire_hold(lock, 0, POLYLOCK_LEASE_WATCHDOG, NULL, &second), POLYLOCK_TIMEOUT);
     /* A wait for loss ends without loss when the hold is released meanwhile. */
     bool lost = true;
     CHECK_STATUS(polylock_hold_wait_lost(again, 20, NULL, &lost), POLYLOCK_TIMEOUT);
     CHECK_OK(polylock_hold_release(again));
-    CHECK_OK(polylock_hold_wait_lost(again, -1, NULL, &lost));
+    CHECK_OK(polylock_hold_wait_lost(again, POLYLOCK_WAIT_FOREVER, NULL, &lost));
     CHECK(!lost);
     polylock_hold_free(first);
     polylock_hold_free(again);
 
     /* A waiting acquisition cancelled from another thread ends CANCELLED, holding nothing. */
     polylock_hold *holder = NULL;
-    CHECK_OK(polylock_lock_acquire_hold(lock, -1, 0, NULL, &holder));
+    CHECK_OK(polylock_lock_acquire_hold(lock, POLYLOCK_WAIT_FOREVER, POLYLOCK_LEASE_WATCHDOG, NULL, &holder));
     CHECK(polylock_hold_fencing_token(holder) > token);
     struct cancel_probe probe = {.lock = lock};
     CHECK_OK(polylock_cancel_new(&probe.cancel));
@@ -415,13 +428,13 @@ static void test_hold(void) {
     CHECK_STATUS(probe.status, POLYLOCK_CANCELLED);
     CHECK(probe.hold == NULL);
     /* A fired token cancels a wait for loss at once, and a new acquisition too. */
-    CHECK_STATUS(polylock_hold_wait_lost(holder, -1, probe.cancel, &lost), POLYLOCK_CANCELLED);
-    CHECK_STATUS(polylock_lock_acquire_hold(lock, -1, 0, probe.cancel, &second), POLYLOCK_CANCELLED);
+    CHECK_STATUS(polylock_hold_wait_lost(holder, POLYLOCK_WAIT_FOREVER, probe.cancel, &lost), POLYLOCK_CANCELLED);
+    CHECK_STATUS(polylock_lock_acquire_hold(lock, POLYLOCK_WAIT_FOREVER, POLYLOCK_LEASE_WATCHDOG, probe.cancel, &second), POLYLOCK_CANCELLED);
     polylock_cancel_free(probe.cancel);
     CHECK_OK(polylock_hold_release(holder));
     polylock_hold_free(holder);
     /* Nothing was left held: a wait the store was still serving is given back in the background. */
-    CHECK_OK(polylock_lock_acquire_hold(lock, 10000, 0, NULL, &second));
+    CHECK_OK(polylock_lock_acquire_hold(lock, 10000, POLYLOCK_LEASE_WATCHDOG, NULL, &second));
     CHECK_OK(polylock_hold_release(second));
     polylock_hold_free(second);
 
@@ -429,7 +442,7 @@ static void test_hold(void) {
      * is long enough that a slow grant (valgrind, a loaded machine: the ZooKeeper case took
      * over 100 ms once) is not already over when it is checked. */
     polylock_hold *leased = NULL;
-    CHECK_OK(polylock_lock_acquire_hold(lock, -1, 600, NULL, &leased));
+    CHECK_OK(polylock_lock_acquire_hold(lock, POLYLOCK_WAIT_FOREVER, 600, NULL, &leased));
     CHECK(!polylock_hold_is_lost(leased));
     lost = false;
     CHECK_OK(polylock_hold_wait_lost(leased, 30000, NULL, &lost));
@@ -439,8 +452,8 @@ static void test_hold(void) {
     polylock_hold_free(leased);
 
     /* Bad input, and NULL-safe frees. */
-    CHECK_STATUS(polylock_lock_acquire_hold(NULL, 0, 0, NULL, &second), POLYLOCK_INVALID_ARGUMENT);
-    CHECK_STATUS(polylock_lock_acquire_hold(lock, 0, 0, NULL, NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_lock_acquire_hold(NULL, 0, POLYLOCK_LEASE_WATCHDOG, NULL, &second), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_lock_acquire_hold(lock, 0, POLYLOCK_LEASE_WATCHDOG, NULL, NULL), POLYLOCK_INVALID_ARGUMENT);
     CHECK_STATUS(polylock_lock_acquire_hold(lock, 0, -5, NULL, &second), POLYLOCK_INVALID_ARGUMENT);
     CHECK_STATUS(polylock_hold_wait_lost(NULL, 0, NULL, &lost), POLYLOCK_INVALID_ARGUMENT);
     CHECK_STATUS(polylock_cancel_fire(NULL), POLYLOCK_INVALID_ARGUMENT);
@@ -450,9 +463,9 @@ static void test_hold(void) {
     polylock_cancel_free(NULL);
 
     /* An unreleased hold freed is released in the background; the client's close frees it anyway. */
-    CHECK_OK(polylock_lock_acquire_hold(lock, -1, 0, NULL, &second));
+    CHECK_OK(polylock_lock_acquire_hold(lock, POLYLOCK_WAIT_FOREVER, POLYLOCK_LEASE_WATCHDOG, NULL, &second));
     polylock_hold_free(second);
-    CHECK_OK(polylock_lock_acquire_hold(lock, 10000, 0, NULL, &second));
+    CHECK_OK(polylock_lock_acquire_hold(lock, 10000, POLYLOCK_LEASE_WATCHDOG, NULL, &second));
     CHECK_OK(polylock_hold_release(second));
     polylock_hold_free(second);
     polylock_lock_free(lock);
@@ -469,7 +482,7 @@ static void test_fork(void) {
     polylock_lock *lock = NULL;
     CHECK_OK(polylock_client_lock(client, name, &lock));
     uint64_t token = 0;
-    CHECK_OK(polylock_lock_acquire(lock, 10000, 0, &token));
+    CHECK_OK(polylock_lock_acquire(lock, 10000, POLYLOCK_LEASE_WATCHDOG, &token));
     int report[2];
     CHECK(pipe(report) == 0);
     fflush(NULL);
@@ -479,7 +492,7 @@ static void test_fork(void) {
         alarm(20); /* a hang ends the child by SIGALRM, which the parent reports */
         uint64_t child_token = 0;
         char code = 0;
-        if (polylock_lock_acquire(lock, 1000, 0, &child_token) != POLYLOCK_CONNECTION) {
+        if (polylock_lock_acquire(lock, 1000, POLYLOCK_LEASE_WATCHDOG, &child_token) != POLYLOCK_CONNECTION) {
             code = 1;
         } else if (strstr(polylock_last_error(), "fork()") == NULL) {
             code = 2;
@@ -510,7 +523,7 @@ static void test_fork(void) {
     /* The child's free gave nothing back: the parent still holds, and goes on. */
     CHECK(polylock_lock_is_held(lock));
     CHECK_OK(polylock_lock_release(lock));
-    CHECK_OK(polylock_lock_acquire(lock, 10000, 0, &token));
+    CHECK_OK(polylock_lock_acquire(lock, 10000, POLYLOCK_LEASE_WATCHDOG, &token));
     CHECK_OK(polylock_lock_release(lock));
     polylock_lock_free(lock);
     polylock_client_free(client);
@@ -569,12 +582,136 @@ static void test_free_race(void) {
     CHECK(atomic_load(&free_race_refused) == 3 * FREE_RACE_THREADS);
 }
 
+/* ---- store-wide: polylock_lock_is_locked, and the operator's status, list, force-unlock ---- */
+
+/* The JSON text of a polylock_bytes, NUL-terminated (the caller frees it). */
+static char *json_text(polylock_bytes *bytes) {
+    char *text = strndup((const char *)bytes->data, bytes->len);
+    CHECK(text != NULL);
+    polylock_bytes_free(bytes);
+    return text;
+}
+
+static size_t occurrences(const char *text, const char *what) {
+    size_t found = 0;
+    for (const char *at = strstr(text, what); at; at = strstr(at + 1, what)) found++;
+    return found;
+}
+
+static void test_admin(void) {
+    polylock_client *holder = connect_to(url);
+    polylock_client *operator = connect_to(url);
+    unique_name("admin");
+    char a[256], b[256], expect[600];
+    snprintf(a, sizeof a, "%s:a", name);
+    snprintf(b, sizeof b, "%s:b", name);
+    polylock_lock *held_a = NULL, *held_b = NULL, *seen = NULL;
+    CHECK_OK(polylock_client_lock(holder, a, &held_a));
+    CHECK_OK(polylock_client_lock(holder, b, &held_b));
+    CHECK_OK(polylock_client_lock(operator, a, &seen));
+
+    /* is_locked: anyone in the store, unlike is_held (this thread's own hold). */
+    bool locked = true;
+    CHECK_OK(polylock_lock_is_locked(seen, &locked));
+    CHECK(!locked);
+    CHECK_STATUS(polylock_lock_is_locked(seen, NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_lock_is_locked(NULL, &locked), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_OK(polylock_lock_acquire(held_a, 0, POLYLOCK_LEASE_WATCHDOG, NULL));
+    CHECK_OK(polylock_lock_acquire(held_b, 0, POLYLOCK_LEASE_WATCHDOG, NULL));
+    CHECK_OK(polylock_lock_is_locked(seen, &locked));
+    CHECK(locked && !polylock_lock_is_held(seen));
+    CHECK_OK(polylock_lock_is_locked(held_a, &locked));
+    CHECK(locked && polylock_lock_is_held(held_a));
+
+    /* status: the kit's JSON object, read by another client. */
+    polylock_bytes json = {NULL, 0};
+    CHECK_OK(polylock_client_status_json(operator, a, NULL, &json));
+    char *text = json_text(&json);
+    snprintf(expect, sizeof expect, "{\"name\":\"%s\",\"kind\":\"reentrant\",\"backend\":", a);
+    CHECK(strncmp(text, expect, strlen(expect)) == 0);
+    CHECK(strstr(text, "\"held\":true,") != NULL);
+    CHECK(strstr(text, "\"details\":{") != NULL);
+    /* SQL session locks (advisory locks, GET_LOCK) have no names the server can enumerate:
+     * list reads the lease table only, so these reentrant locks are not listed there. */
+    const bool session_locks =
+        strstr(text, "\"backend\":\"postgres\"") != NULL || strstr(text, "\"backend\":\"mysql\"") != NULL;
+    free(text);
+    CHECK_OK(polylock_client_status_json(operator, a, "reentrant", &json));
+    text = json_text(&json);
+    CHECK(strstr(text, "\"held\":true,") != NULL);
+    free(text);
+
+    /* list: both names under the prefix, by name, and nothing else. */
+    CHECK_OK(polylock_client_list_json(operator, name, &json));
+    text = json_text(&json);
+    if (session_locks) {
+        CHECK(strcmp(text, "[]") == 0);
+    } else {
+        snprintf(expect, sizeof expect, "[{\"name\":\"%s\",", a);
+        CHECK(strncmp(text, expect, strlen(expect)) == 0);
+        snprintf(expect, sizeof expect, "{\"name\":\"%s\",", b);
+        CHECK(strstr(text, expect) != NULL);
+        CHECK(occurrences(text, "\"name\":") == 2 && occurrences(text, "\"held\":true") == 2);
+    }
+    free(text);
+
+    /* force-unlock: the hold is gone for everyone; a second one finds nothing. A SQL session
+     * lock can be released by its session only: refused (ending another client's session
+     * would abort all its work). */
+    bool removed = false;
+    if (session_locks) {
+        CHECK_STATUS(polylock_client_force_unlock(operator, a, NULL, &removed), POLYLOCK_BACKEND);
+        CHECK(strstr(polylock_last_error(), "force_unlock is not offered") != NULL && !removed);
+        CHECK_OK(polylock_lock_release(held_a));
+    } else {
+        CHECK_OK(polylock_client_force_unlock(operator, a, NULL, &removed));
+        CHECK(removed);
+        CHECK_OK(polylock_lock_is_locked(seen, &locked));
+        CHECK(!locked);
+        CHECK_OK(polylock_client_status_json(operator, a, NULL, &json));
+        text = json_text(&json);
+        CHECK(strstr(text, "\"held\":false,") != NULL);
+        free(text);
+        CHECK_OK(polylock_client_force_unlock(operator, a, NULL, &removed));
+        CHECK(!removed);
+        CHECK_OK(polylock_client_force_unlock(operator, a, NULL, NULL));
+        (void)polylock_lock_release(held_a); /* broken by the operator: its owner learns it late */
+    }
+    CHECK_OK(polylock_lock_acquire(seen, 5000, POLYLOCK_LEASE_WATCHDOG, NULL));
+    CHECK_OK(polylock_lock_release(seen));
+
+    /* Bad input is refused naming the argument; nothing is written to `out`. */
+    json.data = NULL;
+    CHECK_STATUS(polylock_client_status_json(operator, NULL, NULL, &json), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_client_status_json(operator, a, "nosuch", &json), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_client_status_json(operator, "", NULL, &json), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_client_status_json(operator, a, NULL, NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_client_status_json(NULL, a, NULL, &json), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_client_list_json(operator, NULL, &json), POLYLOCK_INVALID_ARGUMENT);
+    CHECK(strstr(polylock_last_error(), "prefix") != NULL);
+    CHECK_STATUS(polylock_client_list_json(operator, name, NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_client_force_unlock(operator, NULL, NULL, &removed), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_client_force_unlock(operator, a, "nosuch", &removed), POLYLOCK_INVALID_ARGUMENT);
+    CHECK(json.data == NULL);
+
+    CHECK_OK(polylock_lock_release(held_b));
+    CHECK_OK(polylock_client_close(operator));
+    CHECK_STATUS(polylock_client_list_json(operator, name, &json), POLYLOCK_CONNECTION);
+    CHECK_STATUS(polylock_lock_is_locked(seen, &locked), POLYLOCK_CONNECTION);
+    polylock_lock_free(seen);
+    polylock_lock_free(held_a);
+    polylock_lock_free(held_b);
+    polylock_client_free(operator);
+    polylock_client_free(holder);
+}
+
 int main(int argc, char **argv) {
     static const named_test tests[] = {
         {"bad_input", test_bad_input},   {"contract", test_contract},     {"other_thread", test_other_thread},
         {"reentrant", test_reentrant},   {"lease_lost", test_lease_lost}, {"snowflake", test_snowflake},
         {"rwlock", test_rwlock},         {"semaphore", test_semaphore},   {"uuid7_ulid", test_uuid7_ulid},
         {"hold", test_hold},             {"fork", test_fork},             {"free_race", test_free_race},
+        {"admin", test_admin},
     };
     return run_named_test(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }

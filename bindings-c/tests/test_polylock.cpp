@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 #include <thread>
@@ -34,6 +35,17 @@ int main(int argc, char **argv) {
 
     polylock::Client client(url);
     polylock::Lock lock = client.lock(name);
+    // The C constants are the only negative wait and lease; 0 is no lease.
+    const std::int64_t bad[][2] = {{-5, POLYLOCK_LEASE_WATCHDOG}, {0, 0}, {0, -5}, {0, 5}};
+    for (const auto &wait_lease : bad) {
+        try {
+            polylock::Guard refused(lock, wait_lease[0], wait_lease[1]);
+            EXPECT(false);
+        } catch (const polylock::Error &err) {
+            EXPECT(err.status() == POLYLOCK_INVALID_ARGUMENT);
+        }
+    }
+    EXPECT(!lock.is_held());
     std::uint64_t first = 0;
     {
         polylock::Guard guard(lock);
@@ -43,6 +55,8 @@ int main(int argc, char **argv) {
         // Another thread neither gets it nor may release it.
         std::thread other([&] {
             EXPECT(!lock.try_acquire());
+            EXPECT(!lock.try_acquire_for(50) && !polylock::Guard::try_acquire(lock, 50));
+            EXPECT(lock.is_locked() && !lock.is_held());
             try {
                 lock.release();
                 EXPECT(false);
@@ -64,7 +78,46 @@ int main(int argc, char **argv) {
         }
         EXPECT(lock.hold_count() == 1);
     }
-    EXPECT(!lock.is_held());
+    EXPECT(!lock.is_held() && !lock.is_locked());
+    {
+        auto tried = polylock::Guard::try_acquire(lock, 2000);
+        EXPECT(tried && tried->fencing_token() > first && lock.is_locked());
+        // The operator's view, from another client: status, list, force-unlock.
+        polylock::Client operator_client(url);
+        std::string status = operator_client.status_json(name);
+        EXPECT(status.rfind("{\"name\":\"" + name + "\",\"kind\":\"reentrant\"", 0) == 0);
+        EXPECT(status.find("\"held\":true,") != std::string::npos);
+        EXPECT(operator_client.status_json(name, "reentrant").find("\"held\":true,") != std::string::npos);
+        std::string listed = operator_client.list_json(name);
+        // SQL session locks have no names to enumerate (list reads the lease table only), and
+        // only their session may release them (force-unlock is refused with BACKEND).
+        const bool session_locks = status.find("\"backend\":\"postgres\"") != std::string::npos ||
+                                   status.find("\"backend\":\"mysql\"") != std::string::npos;
+        if (session_locks) {
+            EXPECT(listed == "[]");
+            try {
+                operator_client.force_unlock(name);
+                EXPECT(false);
+            } catch (const polylock::Error &err) {
+                EXPECT(err.status() == POLYLOCK_BACKEND);
+            }
+        } else {
+            EXPECT(listed.rfind("[{\"name\":\"" + name + "\",", 0) == 0);
+            EXPECT(operator_client.force_unlock(name) && !lock.is_locked());
+            EXPECT(!operator_client.force_unlock(name));
+            EXPECT(operator_client.status_json(name).find("\"held\":false,") != std::string::npos);
+        }
+        try {
+            operator_client.status_json(name, "nosuch");
+            EXPECT(false);
+        } catch (const polylock::Error &err) {
+            EXPECT(err.status() == POLYLOCK_INVALID_ARGUMENT);
+        }
+        try {
+            tried->release();  // broken by the operator: the owner learns it at its release
+        } catch (const polylock::Error &) {
+        }
+    }
 
     // Released by the destructor, so another thread can take it now.
     std::thread taker([&] {
@@ -90,6 +143,14 @@ int main(int argc, char **argv) {
                 }
             });
             writer.join();
+            // The try forms: nothing (std::nullopt) when the wait runs out, a guard otherwise.
+            std::thread try_writer([&] {
+                EXPECT(!polylock::WriteGuard::try_acquire(rw, 50));
+                EXPECT(!rw.try_acquire_write_for(0));
+                auto second_reader = polylock::ReadGuard::try_acquire(rw, 2000);
+                EXPECT(second_reader && second_reader->fencing_token() > 0);
+            });
+            try_writer.join();
         }
         polylock::WriteGuard writing(rw, 2000);
         EXPECT(writing.fencing_token() > read_token);
@@ -106,6 +167,12 @@ int main(int argc, char **argv) {
             } catch (const polylock::Error &err) {
                 EXPECT(err.status() == POLYLOCK_TIMEOUT);
             }
+            EXPECT(!polylock::Permit::try_acquire(pool, 50));
+        }
+        {
+            std::optional<polylock::Permit> tried = polylock::Permit::try_acquire(pool, 2000);
+            EXPECT(tried && tried->fencing_token() > first_permit);
+            first_permit = tried->fencing_token();
         }
         polylock::Permit again(pool, 2000);
         EXPECT(again.fencing_token() > first_permit);
@@ -181,7 +248,12 @@ int main(int argc, char **argv) {
             EXPECT(guard.size() == 2 && guard.part(0).first == name + ":x" && guard.part(1).second.has_value());
         }
         polylock::MultiGuard again(both, 5000);
+        std::thread other_multi([&] { EXPECT(!polylock::MultiGuard::try_acquire(both, 50)); });
+        other_multi.join();
         again.release();
+        auto tried_multi = polylock::MultiGuard::try_acquire(both);
+        EXPECT(tried_multi && tried_multi->size() == 2);
+        tried_multi->release();
 
         // An election: the leader's view, a second candidate refused, and the end of a
         // leadership's scope resigns it, so the next campaign leads with a greater term.
@@ -210,12 +282,26 @@ int main(int argc, char **argv) {
         next.resign();
         EXPECT(!next.is_leader() && !next.wait_lost(1000));
 
-        // A countdown latch.
+        // The try form of a campaign: std::nullopt while another leads, a leadership after.
+        {
+            auto leading = election.try_campaign("three");
+            EXPECT(leading && leading->term() > next.term());
+            EXPECT(!election.try_campaign("four", 50));
+        }
+
+        // A countdown latch: await() is the try form, await_zero() the waiting one.
         polylock::Latch latch = client.latch(name + ":latch");
         EXPECT(latch.try_set_count(1) && !latch.try_set_count(3) && latch.count() == 1);
         EXPECT(!latch.await(50));
+        try {
+            latch.await_zero(50);
+            EXPECT(false);
+        } catch (const polylock::Error &err) {
+            EXPECT(err.status() == POLYLOCK_TIMEOUT);
+        }
         latch.count_down();
         EXPECT(latch.await(1000) && latch.count() == 0);
+        latch.await_zero(0);
     }
 
     // Logs to a std::function, metrics as strings.

@@ -274,7 +274,7 @@ static void *contend_multi(void *arg) {
     for (int round = 0; round < MULTI_ROUNDS; round++) {
         polylock_multi_hold *hold = NULL;
         /* A generous deadline: a deadlock would end in TIMEOUT, a failure here. */
-        if (polylock_multi_lock_acquire(locks, 60000, 0, NULL, &hold) != POLYLOCK_OK) {
+        if (polylock_multi_lock_acquire(locks, 60000, POLYLOCK_LEASE_WATCHDOG, NULL, &hold) != POLYLOCK_OK) {
             fprintf(stderr, "multi acquire failed: %s\n", polylock_last_error());
             atomic_fetch_add(&ledger->failures, 1);
             return NULL;
@@ -320,7 +320,7 @@ static void test_multi_lock(void) {
 
     /* Parts in canonical order, each with a token of its own name. */
     polylock_multi_hold *hold = NULL;
-    CHECK_OK(polylock_multi_lock_acquire(ledger.backward, 5000, 0, NULL, &hold));
+    CHECK_OK(polylock_multi_lock_acquire(ledger.backward, 5000, POLYLOCK_LEASE_WATCHDOG, NULL, &hold));
     CHECK(polylock_multi_hold_count(hold) == 3);
     for (size_t i = 0; i < 3; i++) {
         const char *part = NULL;
@@ -339,7 +339,7 @@ static void test_multi_lock(void) {
     polylock_multi_lock *other = NULL;
     polylock_multi_hold *blocked = NULL;
     CHECK_OK(polylock_client_multi_lock(client, overlap, 2, &other));
-    CHECK_STATUS(polylock_multi_lock_acquire(other, 200, 0, NULL, &blocked), POLYLOCK_TIMEOUT);
+    CHECK_STATUS(polylock_multi_lock_acquire(other, 200, POLYLOCK_LEASE_WATCHDOG, NULL, &blocked), POLYLOCK_TIMEOUT);
     CHECK(blocked == NULL);
     CHECK_OK(polylock_multi_hold_release(hold));
     CHECK_STATUS(polylock_multi_hold_release(hold), POLYLOCK_NOT_OWNER);
@@ -354,9 +354,9 @@ static void test_multi_lock(void) {
     CHECK_OK(polylock_client_multi_lock(client, partial, 2, &half));
     CHECK_OK(polylock_client_lock(client, b, &b_lock));
     CHECK_OK(polylock_client_lock(client, d, &d_lock));
-    CHECK_OK(polylock_lock_acquire_hold(b_lock, 0, 0, NULL, &b_hold));
-    CHECK_STATUS(polylock_multi_lock_acquire(half, 200, 0, NULL, &blocked), POLYLOCK_TIMEOUT);
-    CHECK_OK(polylock_lock_acquire_hold(d_lock, 0, 0, NULL, &d_hold)); /* d was given back */
+    CHECK_OK(polylock_lock_acquire_hold(b_lock, 0, POLYLOCK_LEASE_WATCHDOG, NULL, &b_hold));
+    CHECK_STATUS(polylock_multi_lock_acquire(half, 200, POLYLOCK_LEASE_WATCHDOG, NULL, &blocked), POLYLOCK_TIMEOUT);
+    CHECK_OK(polylock_lock_acquire_hold(d_lock, 0, POLYLOCK_LEASE_WATCHDOG, NULL, &d_hold)); /* d was given back */
     CHECK_OK(polylock_hold_release(d_hold));
     polylock_hold_free(d_hold);
 
@@ -364,9 +364,9 @@ static void test_multi_lock(void) {
     polylock_cancel *cancel = NULL;
     CHECK_OK(polylock_cancel_new(&cancel));
     CHECK_OK(polylock_cancel_fire(cancel));
-    CHECK_STATUS(polylock_multi_lock_acquire(half, -1, 0, cancel, &blocked), POLYLOCK_CANCELLED);
+    CHECK_STATUS(polylock_multi_lock_acquire(half, POLYLOCK_WAIT_FOREVER, POLYLOCK_LEASE_WATCHDOG, cancel, &blocked), POLYLOCK_CANCELLED);
     polylock_cancel_free(cancel);
-    CHECK_OK(polylock_lock_acquire_hold(d_lock, 0, 0, NULL, &d_hold));
+    CHECK_OK(polylock_lock_acquire_hold(d_lock, 0, POLYLOCK_LEASE_WATCHDOG, NULL, &d_hold));
     CHECK_OK(polylock_hold_release(d_hold));
     polylock_hold_free(d_hold);
     CHECK_OK(polylock_hold_release(b_hold));
@@ -375,9 +375,9 @@ static void test_multi_lock(void) {
     polylock_lock_free(d_lock);
 
     /* An unreleased hold, freed, is released in the background. */
-    CHECK_OK(polylock_multi_lock_acquire(other, 5000, 0, NULL, &hold));
+    CHECK_OK(polylock_multi_lock_acquire(other, 5000, POLYLOCK_LEASE_WATCHDOG, NULL, &hold));
     polylock_multi_hold_free(hold);
-    CHECK_OK(polylock_multi_lock_acquire(other, 10000, 0, NULL, &hold));
+    CHECK_OK(polylock_multi_lock_acquire(other, 10000, POLYLOCK_LEASE_WATCHDOG, NULL, &hold));
     CHECK_OK(polylock_multi_hold_release(hold));
     polylock_multi_hold_free(hold);
     polylock_multi_hold_free(NULL);
@@ -418,13 +418,13 @@ static void test_redlock(void) {
     CHECK_STATUS(polylock_client_lock(client, name, &lock), POLYLOCK_UNSUPPORTED);
     CHECK_OK(polylock_client_lock_kind(client, name, "token", &lock));
     CHECK_OK(polylock_client_lock_kind(other_client, name, "token", &other));
-    CHECK_OK(polylock_lock_acquire_hold(lock, 2000, 0, NULL, &hold));
-    CHECK_STATUS(polylock_lock_acquire_hold(other, 0, 0, NULL, &blocked), POLYLOCK_TIMEOUT);
-    CHECK_STATUS(polylock_lock_acquire_hold(other, 150, 0, NULL, &blocked), POLYLOCK_TIMEOUT);
+    CHECK_OK(polylock_lock_acquire_hold(lock, 2000, POLYLOCK_LEASE_WATCHDOG, NULL, &hold));
+    CHECK_STATUS(polylock_lock_acquire_hold(other, 0, POLYLOCK_LEASE_WATCHDOG, NULL, &blocked), POLYLOCK_TIMEOUT);
+    CHECK_STATUS(polylock_lock_acquire_hold(other, 150, POLYLOCK_LEASE_WATCHDOG, NULL, &blocked), POLYLOCK_TIMEOUT);
     CHECK(!polylock_hold_is_lost(hold));
     CHECK_OK(polylock_hold_release(hold));
     polylock_hold_free(hold);
-    CHECK_OK(polylock_lock_acquire_hold(other, 2000, 0, NULL, &blocked));
+    CHECK_OK(polylock_lock_acquire_hold(other, 2000, POLYLOCK_LEASE_WATCHDOG, NULL, &blocked));
     CHECK_OK(polylock_hold_release(blocked));
     polylock_hold_free(blocked);
 
@@ -436,7 +436,7 @@ static void test_redlock(void) {
     polylock_multi_lock *multi = NULL;
     polylock_multi_hold *parts = NULL;
     CHECK_OK(polylock_client_multi_lock(client, names, 2, &multi));
-    CHECK_OK(polylock_multi_lock_acquire(multi, 2000, 0, NULL, &parts));
+    CHECK_OK(polylock_multi_lock_acquire(multi, 2000, POLYLOCK_LEASE_WATCHDOG, NULL, &parts));
     for (size_t i = 0; i < 2; i++) {
         bool has_token = true;
         CHECK_OK(polylock_multi_hold_part(parts, i, NULL, NULL, &has_token));
@@ -479,18 +479,18 @@ static void test_redlock(void) {
           !strstr(polylock_last_error(), "0ther"));
     CHECK(listed == NULL);
     CHECK_OK(polylock_redlock(list, REDLOCK_NODES, name, &listed));
-    CHECK_OK(polylock_lock_acquire(listed, 2000, 0, NULL));
+    CHECK_OK(polylock_lock_acquire(listed, 2000, POLYLOCK_LEASE_WATCHDOG, NULL));
     CHECK(polylock_lock_is_held(listed));
-    CHECK_STATUS(polylock_lock_acquire_hold(other, 100, 0, NULL, &blocked), POLYLOCK_TIMEOUT);
+    CHECK_STATUS(polylock_lock_acquire_hold(other, 100, POLYLOCK_LEASE_WATCHDOG, NULL, &blocked), POLYLOCK_TIMEOUT);
     CHECK_OK(polylock_lock_release(listed));
-    CHECK_OK(polylock_lock_acquire_hold(other, 2000, 0, NULL, &blocked));
-    CHECK_STATUS(polylock_lock_acquire(listed, 100, 0, NULL), POLYLOCK_TIMEOUT);
+    CHECK_OK(polylock_lock_acquire_hold(other, 2000, POLYLOCK_LEASE_WATCHDOG, NULL, &blocked));
+    CHECK_STATUS(polylock_lock_acquire(listed, 100, POLYLOCK_LEASE_WATCHDOG, NULL), POLYLOCK_TIMEOUT);
     CHECK_OK(polylock_hold_release(blocked));
     polylock_hold_free(blocked);
     /* Freeing the lock closes its client, which gives back what the lock still holds. */
-    CHECK_OK(polylock_lock_acquire(listed, 2000, 0, NULL));
+    CHECK_OK(polylock_lock_acquire(listed, 2000, POLYLOCK_LEASE_WATCHDOG, NULL));
     polylock_lock_free(listed);
-    CHECK_OK(polylock_lock_acquire_hold(other, 5000, 0, NULL, &blocked));
+    CHECK_OK(polylock_lock_acquire_hold(other, 5000, POLYLOCK_LEASE_WATCHDOG, NULL, &blocked));
     CHECK_OK(polylock_hold_release(blocked));
     polylock_hold_free(blocked);
     /* polylock_redlock_connect: a client of the list, for any RedLock use. */
@@ -500,8 +500,8 @@ static void test_redlock(void) {
     polylock_lock *via_client = NULL;
     CHECK_STATUS(polylock_client_lock(listed_client, name, &via_client), POLYLOCK_UNSUPPORTED);
     CHECK_OK(polylock_client_lock_kind(listed_client, name, "token", &via_client));
-    CHECK_OK(polylock_lock_acquire(via_client, 2000, 0, NULL));
-    CHECK_STATUS(polylock_lock_acquire_hold(other, 0, 0, NULL, &blocked), POLYLOCK_TIMEOUT);
+    CHECK_OK(polylock_lock_acquire(via_client, 2000, POLYLOCK_LEASE_WATCHDOG, NULL));
+    CHECK_STATUS(polylock_lock_acquire_hold(other, 0, POLYLOCK_LEASE_WATCHDOG, NULL, &blocked), POLYLOCK_TIMEOUT);
     CHECK_OK(polylock_lock_release(via_client));
     polylock_lock_free(via_client);
     polylock_client_free(listed_client);

@@ -302,7 +302,7 @@ impl Session {
 
     fn lease(r: &mut Reader) -> i64 {
         match r.u8() % 4 {
-            0 => 0,
+            0 => POLYLOCK_LEASE_WATCHDOG,
             1 => i64::from(r.u16()),
             _ => r.i64(),
         }
@@ -940,7 +940,7 @@ impl Session {
             if check(unsafe { polylock_redlock(ptrs.as_ptr(), 2, n.ptr(), &mut lock) }, "polylock_redlock") {
                 // Nobody listens: the acquire fails (at once) with the servers' errors.
                 // SAFETY: a live lock, freed once.
-                let status = unsafe { polylock_lock_acquire(lock, 0, 0, &mut token) };
+                let status = unsafe { polylock_lock_acquire(lock, 0, POLYLOCK_LEASE_WATCHDOG, &mut token) };
                 assert!(!check(status, "polylock_lock_acquire"), "a RedLock with no server was granted");
                 unsafe { polylock_lock_free(lock) };
             }

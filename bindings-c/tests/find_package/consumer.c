@@ -15,7 +15,7 @@ int main(int argc, char **argv) {
     uint64_t token = 0, id = 0;
     int ok = polylock_connect(argv[1], &client) == POLYLOCK_OK &&
              polylock_client_lock(client, "consumer:find_package", &lock) == POLYLOCK_OK &&
-             polylock_lock_acquire(lock, 10000, 0, &token) == POLYLOCK_OK &&
+             polylock_lock_acquire(lock, 10000, POLYLOCK_LEASE_WATCHDOG, &token) == POLYLOCK_OK &&
              polylock_lock_release(lock) == POLYLOCK_OK &&
              polylock_snowflake_new(7, &ids) == POLYLOCK_OK && polylock_snowflake_next(ids, &id) == POLYLOCK_OK;
     if (ok) {

@@ -182,10 +182,10 @@ static int duration(const jval *r, const char *key, int64_t absent, int64_t *out
     int64_t var;                   \
     if (duration(r, key, absent, &var)) return 1
 
-/* The header's documented values for an absent duration (it names no constants). */
-#define WAIT_FOREVER_MS (-1)  /* "-1 (any negative) forever" */
+/* The header's values for an absent duration. */
+#define WAIT_FOREVER_MS POLYLOCK_WAIT_FOREVER
 #define TRY_ONCE_MS 0          /* "0 try once" */
-#define WATCHDOG_LEASE_MS 0    /* "0 lets the watchdog renew the lock" */
+#define WATCHDOG_LEASE_MS POLYLOCK_LEASE_WATCHDOG
 
 static void put_token_obj(uint64_t token) {
     jb_s(&val, "{\"token\":");
@@ -509,13 +509,76 @@ static int op_hold_count(const jval *r) {
 }
 
 static int op_is_locked(const jval *r) {
-    (void)r;
-    return not_offered("C has no call telling whether anyone holds a lock (polylock_lock_is_held is the calling thread's)");
+    FIND(h, "handle", BIT(O_LOCK) | BIT(O_RWSIDE) | BIT(O_SEM) | BIT(O_MULTI));
+    if (h->kind != O_LOCK) return not_offered("C asks the store whether anyone holds a mutex only (polylock_lock_is_locked)");
+    bool locked = false;
+    CHECK(polylock_lock_is_locked(h->p, &locked));
+    jb_s(&val, locked ? "true" : "false");
+    return 0;
 }
 
-static int op_admin(const jval *r) {
-    (void)r;
-    return not_offered("C has no status, list or force-unlock calls");
+/* ---- admin: the kit's JSON, parsed ---- */
+
+/* Parse the JSON text the C call handed out (freeing it) into `out`. */
+static int parse_handed_out(polylock_bytes *bytes, jval *out) {
+    char *text = strndup((const char *)bytes->data, bytes->len);
+    polylock_bytes_free(bytes);
+    const char *error = NULL;
+    int failed = j_parse(text, out, &error);
+    free(text);
+    if (failed) return driver_error("the handed-out JSON does not parse: %s", error);
+    return 0;
+}
+
+static int op_status(const jval *r) {
+    FIND(c, "client", BIT(O_CLIENT));
+    STR(name, "name");
+    polylock_bytes json = {NULL, 0};
+    CHECK(polylock_client_status_json(c->p, name, NULL, &json));
+    jval status;
+    if (parse_handed_out(&json, &status)) return 1;
+    const jval *held = j_get(&status, "held");
+    int failed = !held || held->type != J_BOOL;
+    if (!failed) {
+        jb_s(&val, held->boolean ? "{\"held\":true,\"holders\":1}" : "{\"held\":false,\"holders\":0}");
+    }
+    j_free(&status);
+    return failed ? driver_error("polylock_client_status_json gave no boolean 'held'") : 0;
+}
+
+static int op_list(const jval *r) {
+    FIND(c, "client", BIT(O_CLIENT));
+    STR(prefix, "prefix");
+    polylock_bytes json = {NULL, 0};
+    CHECK(polylock_client_list_json(c->p, prefix, &json));
+    jval list;
+    if (parse_handed_out(&json, &list)) return 1;
+    if (list.type != J_ARR) {
+        j_free(&list);
+        return driver_error("polylock_client_list_json gave no array");
+    }
+    /* The held names; the array is sorted by name already. */
+    jb_s(&val, "[");
+    bool first = true;
+    for (size_t i = 0; i < list.count; i++) {
+        const jval *name = j_get(&list.items[i], "name"), *held = j_get(&list.items[i], "held");
+        if (!name || name->type != J_STR || !held || held->type != J_BOOL || !held->boolean) continue;
+        if (!first) jb_s(&val, ",");
+        jb_str(&val, name->text, name->len);
+        first = false;
+    }
+    jb_s(&val, "]");
+    j_free(&list);
+    return 0;
+}
+
+static int op_force_unlock(const jval *r) {
+    FIND(c, "client", BIT(O_CLIENT));
+    STR(name, "name");
+    bool removed = false;
+    CHECK(polylock_client_force_unlock(c->p, name, NULL, &removed));
+    jb_s(&val, removed ? "true" : "false");
+    return 0;
 }
 
 /* ---- election ---- */
@@ -631,9 +694,10 @@ static int op_latch_count(const jval *r) {
 static int op_latch_wait(const jval *r) {
     FIND(l, "latch", BIT(O_LATCH));
     DURATION(wait, "wait_ms", WAIT_FOREVER_MS);
-    bool reached = false;
-    CHECK(polylock_latch_await(l->p, wait, NULL, &reached));
-    jb_s(&val, reached ? "true" : "false");
+    /* The waiting form: POLYLOCK_TIMEOUT when the wait runs out (polylock_latch_await's
+     * reached=false is the try form). */
+    CHECK(polylock_latch_await_zero(l->p, wait, NULL));
+    jb_s(&val, "true");
     return 0;
 }
 
@@ -885,7 +949,7 @@ static const struct {
     {"acquire", op_acquire}, {"try_acquire", op_try_acquire}, {"release", op_release},
     {"release_handle", op_release_handle}, {"token", op_token}, {"is_lost", op_is_lost},
     {"wait_lost", op_wait_lost}, {"hold_count", op_hold_count}, {"is_locked", op_is_locked},
-    {"status", op_admin}, {"list", op_admin}, {"force_unlock", op_admin},
+    {"status", op_status}, {"list", op_list}, {"force_unlock", op_force_unlock},
     {"election", op_election}, {"campaign", op_campaign}, {"try_campaign", op_try_campaign},
     {"leader", op_leader}, {"resign", op_resign}, {"is_leader", op_is_leader}, {"observe_next", op_observe_next},
     {"latch", op_latch}, {"latch_set", op_latch_set}, {"count_down", op_count_down},

@@ -117,9 +117,9 @@ std::int64_t duration(const jval *r, const char *key, std::int64_t absent) {
     throw NotOffered{why + v->text + " cannot be passed"};
 }
 
-// The wrapper's own defaults (its default arguments): wait -1 (forever), lease 0 (watchdog).
-constexpr std::int64_t kWaitForever = -1;
-constexpr std::int64_t kWatchdogLease = 0;
+// The wrapper's own defaults (its default arguments): the C constants.
+constexpr std::int64_t kWaitForever = POLYLOCK_WAIT_FOREVER;
+constexpr std::int64_t kWatchdogLease = POLYLOCK_LEASE_WATCHDOG;
 
 Obj &find(const jval *r, const char *key, std::initializer_list<K> kinds) {
     std::string label = str(r, key);
@@ -301,20 +301,60 @@ std::string op_acquire(const jval *r) {
     }
 }
 
+// The try forms: Guard/ReadGuard/WriteGuard/Permit/MultiGuard::try_acquire, std::nullopt
+// when the wait ran out.
 std::string op_try_acquire(const jval *r) {
     Obj &h = find(r, "handle", {K::Lock, K::RwSide, K::Sem, K::Multi});
-    if (h.kind != K::Lock)
-        throw NotOffered{"the C++ wrapper has a try form for polylock::Lock only (none for RwLock, Semaphore or MultiLock)"};
     std::int64_t wait = duration(r, "wait_ms", 0);
-    if (wait != 0) throw NotOffered{"polylock::Lock::try_acquire tries once and takes no wait"};
     std::int64_t lease = duration(r, "lease_ms", kWatchdogLease);
-    std::uint64_t token = 0;
-    if (!h.lock->try_acquire(&token, lease)) return "null";
-    polylock::Lock *lock = h.lock.get();
-    Obj &g = add(r, K::GTryLock);
-    g.lock_ref = lock;
-    g.token = token;
-    return token_obj(token);
+    switch (h.kind) {
+    case K::Lock: {
+        auto guard = polylock::Guard::try_acquire(*h.lock, wait, lease);
+        if (!guard) return "null";
+        std::uint64_t token = guard->fencing_token();
+        polylock::Lock *lock = h.lock.get();
+        Obj &g = add(r, K::GLock);
+        g.lock_ref = lock;
+        g.guard = std::make_unique<polylock::Guard>(std::move(*guard));
+        return token_obj(token);
+    }
+    case K::RwSide: {
+        std::uint64_t token;
+        std::unique_ptr<polylock::ReadGuard> rg;
+        std::unique_ptr<polylock::WriteGuard> wg;
+        if (h.write) {
+            auto tried = polylock::WriteGuard::try_acquire(*h.rw, wait, lease);
+            if (!tried) return "null";
+            token = tried->fencing_token();
+            wg = std::make_unique<polylock::WriteGuard>(std::move(*tried));
+        } else {
+            auto tried = polylock::ReadGuard::try_acquire(*h.rw, wait, lease);
+            if (!tried) return "null";
+            token = tried->fencing_token();
+            rg = std::make_unique<polylock::ReadGuard>(std::move(*tried));
+        }
+        bool write = h.write;
+        Obj &g = add(r, write ? K::GWrite : K::GRead);
+        g.read_guard = std::move(rg);
+        g.write_guard = std::move(wg);
+        return token_obj(token);
+    }
+    case K::Sem: {
+        auto tried = polylock::Permit::try_acquire(*h.sem, wait, lease);
+        if (!tried) return "null";
+        std::uint64_t token = tried->fencing_token();
+        add(r, K::GPermit).permit = std::make_unique<polylock::Permit>(std::move(*tried));
+        return token_obj(token);
+    }
+    default: {
+        auto tried = polylock::MultiGuard::try_acquire(*h.multi, wait, lease);
+        if (!tried) return "null";
+        auto mg = std::make_unique<polylock::MultiGuard>(std::move(*tried));
+        std::string tokens = multi_tokens(h, *mg);
+        add(r, K::GMulti).multi_guard = std::move(mg);
+        return "{\"token\":" + tokens + "}";
+    }
+    }
 }
 
 std::string op_release(const jval *r) {
@@ -390,11 +430,51 @@ std::string op_hold_count(const jval *r) {
     return std::to_string(h.lock->hold_count());
 }
 
-std::string op_is_locked(const jval *) {
-    throw NotOffered{"the C++ wrapper cannot tell whether anyone holds a lock (Lock::is_held is the calling thread's)"};
+std::string op_is_locked(const jval *r) {
+    Obj &h = find(r, "handle", {K::Lock, K::RwSide, K::Sem, K::Multi});
+    if (h.kind != K::Lock) throw NotOffered{"the wrapper asks the store about a polylock::Lock only (Lock::is_locked)"};
+    return h.lock->is_locked() ? "true" : "false";
 }
 
-std::string op_admin(const jval *) { throw NotOffered{"the C++ wrapper has no status, list or force-unlock"}; }
+// ---- admin: Client::status_json / list_json, parsed ----
+
+struct Parsed {
+    jval v;
+    explicit Parsed(const std::string &text) {
+        const char *error = nullptr;
+        if (j_parse(text.c_str(), &v, &error)) throw DriverError{std::string("the wrapper's JSON does not parse: ") + error};
+    }
+    ~Parsed() { j_free(&v); }
+    Parsed(const Parsed &) = delete;
+    Parsed &operator=(const Parsed &) = delete;
+};
+
+std::string op_status(const jval *r) {
+    Obj &c = find(r, "client", {K::Client});
+    Parsed status(c.client->status_json(str(r, "name")));
+    const jval *held = j_get(&status.v, "held");
+    if (!held || held->type != J_BOOL) throw DriverError{"Client::status_json gave no boolean 'held'"};
+    return held->boolean ? "{\"held\":true,\"holders\":1}" : "{\"held\":false,\"holders\":0}";
+}
+
+std::string op_list(const jval *r) {
+    Obj &c = find(r, "client", {K::Client});
+    Parsed list(c.client->list_json(str(r, "prefix")));
+    if (list.v.type != J_ARR) throw DriverError{"Client::list_json gave no array"};
+    std::string out = "[";
+    for (size_t i = 0; i < list.v.count; i++) {
+        const jval *name = j_get(&list.v.items[i], "name"), *held = j_get(&list.v.items[i], "held");
+        if (!name || name->type != J_STR || !held || held->type != J_BOOL || !held->boolean) continue;
+        if (out.size() > 1) out += ",";
+        out += jstr(std::string(name->text, name->len));
+    }
+    return out + "]";
+}
+
+std::string op_force_unlock(const jval *r) {
+    Obj &c = find(r, "client", {K::Client});
+    return c.client->force_unlock(str(r, "name")) ? "true" : "false";
+}
 
 // ---- election ----
 
@@ -415,8 +495,16 @@ std::string op_campaign(const jval *r) {
     return "{\"term\":" + u(term) + "}";
 }
 
-std::string op_try_campaign(const jval *) {
-    throw NotOffered{"the C++ wrapper has no try form of campaign (Election::campaign throws TIMEOUT)"};
+std::string op_try_campaign(const jval *r) {
+    Obj &e = find(r, "election", {K::Election});
+    std::string value = str(r, "value");
+    std::int64_t wait = duration(r, "wait_ms", 0);
+    auto tried = e.election->try_campaign(value, wait);
+    if (!tried) return "null";
+    auto l = std::make_unique<polylock::Leadership>(std::move(*tried));
+    std::uint64_t term = l->term();
+    add(r, K::Leadership).leadership = std::move(l);
+    return "{\"term\":" + u(term) + "}";
 }
 
 std::string op_leader(const jval *r) { return leader_json(find(r, "election", {K::Election}).election->leader()); }
@@ -464,7 +552,8 @@ std::string op_latch_count(const jval *r) { return u(find(r, "latch", {K::Latch}
 
 std::string op_latch_wait(const jval *r) {
     Obj &l = find(r, "latch", {K::Latch});
-    return l.latch->await(duration(r, "wait_ms", kWaitForever)) ? "true" : "false";
+    l.latch->await_zero(duration(r, "wait_ms", kWaitForever));  // the waiting form: TIMEOUT
+    return "true";
 }
 
 // ---- values ----
@@ -604,7 +693,7 @@ const std::map<std::string, Op> ops = {
     {"acquire", op_acquire}, {"try_acquire", op_try_acquire}, {"release", op_release},
     {"release_handle", op_release_handle}, {"token", op_token}, {"is_lost", op_is_lost},
     {"wait_lost", op_wait_lost}, {"hold_count", op_hold_count}, {"is_locked", op_is_locked},
-    {"status", op_admin}, {"list", op_admin}, {"force_unlock", op_admin},
+    {"status", op_status}, {"list", op_list}, {"force_unlock", op_force_unlock},
     {"election", op_election}, {"campaign", op_campaign}, {"try_campaign", op_try_campaign},
     {"leader", op_leader}, {"resign", op_resign}, {"is_leader", op_is_leader}, {"observe_next", op_observe_next},
     {"latch", op_latch}, {"latch_set", op_latch_set}, {"count_down", op_count_down},
