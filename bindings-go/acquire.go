@@ -36,21 +36,19 @@ func acquireHold(ctx context.Context, owner *Client, options []AcquireOption,
 func acquireBounded(ctx context.Context, options []AcquireOption,
 	start func(waitMs, leaseMs C.int64_t, cancel *C.polylock_cancel) C.polylock_status,
 ) error {
-	settings := acquireDefaults()
-	for _, option := range options {
-		option(&settings)
+	settings, err := acquireSettingsOf(options)
+	if err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return contextError(err, "the acquisition was given up before it started")
 	}
-	if settings.lease < 0 {
-		return errorOf(ErrInvalidArgument, "a lease must be positive; omit WithLease to let the watchdog renew the hold")
+	leaseMs := C.int64_t(C.POLYLOCK_LEASE_WATCHDOG)
+	if settings.leaseSet {
+		// Rounded up: a lease under 1 ms reaches the core as 1 ms, which refuses it.
+		leaseMs = C.int64_t(millisRoundedUp(settings.lease))
 	}
-	if settings.lease > 0 && settings.lease < time.Millisecond {
-		return errorOf(ErrInvalidArgument, "a lease must be at least 1ms, got "+settings.lease.String())
-	}
-	leaseMs := C.int64_t(millisRoundedUp(settings.lease))
-	_, err := waitBounded(ctx, settings.wait, func(waitMs C.int64_t, cancel *C.polylock_cancel) C.polylock_status {
+	_, err = waitBounded(ctx, settings.wait, func(waitMs C.int64_t, cancel *C.polylock_cancel) C.polylock_status {
 		return start(waitMs, leaseMs, cancel)
 	})
 	return err
@@ -93,6 +91,9 @@ func waitBounded(ctx context.Context, wait time.Duration,
 		}
 	}
 	err = call(func() C.polylock_status {
+		if waitMs < 0 {
+			return start(C.POLYLOCK_WAIT_FOREVER, cancel)
+		}
 		return start(C.int64_t(waitMs), cancel)
 	})
 	stopWatching()
@@ -117,7 +118,7 @@ func waitBounded(ctx context.Context, wait time.Duration,
 	return deadlineBound, nil
 }
 
-// millisRoundedUp is d in whole milliseconds, rounded up; negative stays -1 (forever).
+// millisRoundedUp is d in whole milliseconds, rounded up; negative stays -1 (no limit).
 func millisRoundedUp(d time.Duration) int64 {
 	if d < 0 {
 		return -1

@@ -235,8 +235,28 @@ func TestLeaseAndLost(t *testing.T) {
 			t.Fatal("Lost() closed for a hold released normally")
 		case <-time.After(100 * time.Millisecond):
 		}
-		if _, err := lock.Acquire(context.Background(), polylock.WithLease(-time.Second)); !errors.Is(err, polylock.ErrInvalidArgument) {
-			t.Fatalf("negative lease: %v", err)
+		// Leaving an option out is "as long as it takes" / "the watchdog": a negative wait and
+		// a lease of 0 or less (or outside 10 ms .. 365 days) are refused, nothing held.
+		refused := map[string][]polylock.AcquireOption{
+			"negative lease": {polylock.WithLease(-time.Second)},
+			"zero lease":     {polylock.WithLease(0)},
+			"5ms lease":      {polylock.WithLease(5 * time.Millisecond)},
+			"negative wait":  {polylock.WithWait(-5 * time.Millisecond)},
+			"too long wait":  {polylock.WithWait(366 * 24 * time.Hour)},
+		}
+		for what, options := range refused {
+			if _, err := lock.Acquire(context.Background(), options...); !errors.Is(err, polylock.ErrInvalidArgument) {
+				t.Fatalf("%s: %v, want ErrInvalidArgument", what, err)
+			}
+			if _, err := lock.TryAcquire(context.Background(), options...); !errors.Is(err, polylock.ErrInvalidArgument) {
+				t.Fatalf("TryAcquire, %s: %v, want ErrInvalidArgument", what, err)
+			}
+		}
+		// Every Go acquisition is an owner of its own: a hold left behind would make this nil.
+		if hold, err := lock.TryAcquire(context.Background(), polylock.WithLease(10*time.Millisecond)); err != nil || hold == nil {
+			t.Fatalf("a refused acquisition left the lock held: %v, %v", hold, err)
+		} else {
+			mustRelease(t, hold)
 		}
 	})
 }

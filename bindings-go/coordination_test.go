@@ -289,6 +289,22 @@ func TestLatch(t *testing.T) {
 		if reached, err := other.Await(ctx, 150*time.Millisecond); reached || err != nil {
 			t.Fatalf("await that runs out: %v, %v", reached, err)
 		}
+		// AwaitZero is the waiting form: ErrTimeout after the whole wait, not false.
+		started := time.Now()
+		if err := other.AwaitZero(ctx, 150*time.Millisecond); !errors.Is(err, polylock.ErrTimeout) {
+			t.Fatalf("AwaitZero that runs out: %v, want ErrTimeout", err)
+		}
+		if waited := time.Since(started); waited < 140*time.Millisecond {
+			t.Fatalf("AwaitZero ended after %v, before its 150ms", waited)
+		}
+		if err := other.AwaitZero(ctx, 0); !errors.Is(err, polylock.ErrTimeout) {
+			t.Fatalf("AwaitZero(0) on a closed latch: %v, want ErrTimeout", err)
+		}
+		shortZero, stopZero := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer stopZero()
+		if err := other.AwaitZero(shortZero, -1); !errors.Is(err, polylock.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("deadline-bound AwaitZero: %v", err)
+		}
 		cancelled, cancel := context.WithCancel(ctx)
 		time.AfterFunc(100*time.Millisecond, cancel)
 		if _, err := other.Await(cancelled, -1); !errors.Is(err, polylock.ErrCancelled) || !errors.Is(err, context.Canceled) {
@@ -322,6 +338,12 @@ func TestLatch(t *testing.T) {
 		}
 		if !within(t, released, "the waiter") {
 			t.Fatal("the waiter was not released at zero")
+		}
+		if err := other.AwaitZero(ctx, 0); err != nil {
+			t.Fatalf("AwaitZero at zero: %v", err)
+		}
+		if err := latch.AwaitZero(ctx, -1); err != nil {
+			t.Fatalf("AwaitZero without limit at zero: %v", err)
 		}
 		if err := other.CountDown(ctx); err != nil {
 			t.Fatal(err)

@@ -66,15 +66,15 @@ func (e *Election) Name() string { return e.name }
 // client's session or watchdog lease keeps it, until Resign.
 func (e *Election) Campaign(ctx context.Context, value []byte, options ...AcquireOption) (*Leadership, error) {
 	defer runtime.KeepAlive(e)
-	settings := acquireDefaults()
-	for _, option := range options {
-		option(&settings)
+	settings, err := acquireSettingsOf(options)
+	if err != nil {
+		return nil, err
 	}
-	if settings.lease != 0 {
+	if settings.leaseSet {
 		return nil, errorOf(ErrInvalidArgument, "a campaign takes no lease: the leadership lasts until Resign or loss")
 	}
 	var ptr *C.polylock_leadership
-	_, err := waitBounded(ctx, settings.wait, func(waitMs C.int64_t, cancel *C.polylock_cancel) C.polylock_status {
+	_, err = waitBounded(ctx, settings.wait, func(waitMs C.int64_t, cancel *C.polylock_cancel) C.polylock_status {
 		data, length := cBytes(value)
 		return C.polylock_election_campaign(e.ptr, data, length, waitMs, cancel, &ptr)
 	})
@@ -142,7 +142,9 @@ func (e *Election) Observe(ctx context.Context) (<-chan LeaderChange, error) {
 		})
 		for {
 			var found C.polylock_leader
-			err := call(func() C.polylock_status { return C.polylock_observer_next(observer, -1, w.cancel, &found) })
+			err := call(func() C.polylock_status {
+				return C.polylock_observer_next(observer, C.POLYLOCK_WAIT_FOREVER, w.cancel, &found)
+			})
 			change := LeaderChange{Err: err}
 			if err == nil {
 				change.Leader = goLeader(&found)
@@ -257,7 +259,7 @@ func (l *Leadership) Lost() <-chan struct{} {
 	}
 	ptr := s.ptr
 	s.watcher = s.client.watchers.start(func(cancel *C.polylock_cancel, isLost *C.bool) C.polylock_status {
-		return C.polylock_leadership_wait_lost(ptr, -1, cancel, isLost)
+		return C.polylock_leadership_wait_lost(ptr, C.POLYLOCK_WAIT_FOREVER, cancel, isLost)
 	}, s.lost)
 	return s.lost
 }

@@ -46,6 +46,51 @@ var (
 	ErrMismatch = errors.New("polylock: MISMATCH")
 )
 
+// ErrorKind is an error kind's number: the C status (polylock_status), the same number the
+// core and every other surface give the kind. Error.Status holds it; ErrorKinds lists them.
+type ErrorKind int
+
+// The error kinds by number, in the order of the C header's enum.
+const (
+	KindTimeout         ErrorKind = C.POLYLOCK_TIMEOUT
+	KindNotOwner        ErrorKind = C.POLYLOCK_NOT_OWNER
+	KindLost            ErrorKind = C.POLYLOCK_LOST
+	KindConnection      ErrorKind = C.POLYLOCK_CONNECTION
+	KindInvalidArgument ErrorKind = C.POLYLOCK_INVALID_ARGUMENT
+	KindBackend         ErrorKind = C.POLYLOCK_BACKEND
+	KindInternal        ErrorKind = C.POLYLOCK_INTERNAL
+	KindUnsupported     ErrorKind = C.POLYLOCK_UNSUPPORTED
+	KindCancelled       ErrorKind = C.POLYLOCK_CANCELLED
+	KindConflict        ErrorKind = C.POLYLOCK_CONFLICT
+	KindFenced          ErrorKind = C.POLYLOCK_FENCED
+	KindExhausted       ErrorKind = C.POLYLOCK_EXHAUSTED
+	KindInProgress      ErrorKind = C.POLYLOCK_IN_PROGRESS
+	KindMismatch        ErrorKind = C.POLYLOCK_MISMATCH
+)
+
+// ErrorKinds is every error kind, in the order of the C header's enum.
+func ErrorKinds() []ErrorKind {
+	kinds := make([]ErrorKind, len(statusTable))
+	for i, entry := range statusTable {
+		kinds[i] = ErrorKind(entry.status)
+	}
+	return kinds
+}
+
+// String is the kind's name, as the C library and every surface spell it ("TIMEOUT").
+func (k ErrorKind) String() string { return statusName(int(k)) }
+
+// Err is the kind's sentinel (ErrTimeout for KindTimeout), for errors.Is; nil for a number
+// that is no kind.
+func (k ErrorKind) Err() error {
+	for _, entry := range statusTable {
+		if entry.status == int(k) {
+			return entry.err
+		}
+	}
+	return nil
+}
+
 // statusTable is the one map from C statuses to Go errors; errors_test.go checks it against
 // the header's enum (numbers and names).
 var statusTable = []struct {
@@ -75,7 +120,8 @@ var statusTable = []struct {
 type Error struct {
 	// Kind is one of the Err* sentinels.
 	Kind error
-	// Status is the C status number (the core's error number, 1..14).
+	// Status is the C status number (the core's error number, 1..14): ErrorKind(Status) is
+	// the kind's number constant (KindTimeout, ...).
 	Status int
 	// Message says what went wrong (polylock_last_error()); never contains a password.
 	Message string

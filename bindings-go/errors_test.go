@@ -64,3 +64,36 @@ func TestErrorTableMatchesTheHeader(t *testing.T) {
 		t.Errorf("an unknown status is %v, want ErrInternal", unknown)
 	}
 }
+
+// The exported ErrorKind constants are the table's numbers, in its order, each naming its
+// sentinel and its C name.
+func TestErrorKindConstants(t *testing.T) {
+	want := []struct {
+		kind ErrorKind
+		err  error
+	}{
+		{KindTimeout, ErrTimeout}, {KindNotOwner, ErrNotOwner}, {KindLost, ErrLost},
+		{KindConnection, ErrConnection}, {KindInvalidArgument, ErrInvalidArgument}, {KindBackend, ErrBackend},
+		{KindInternal, ErrInternal}, {KindUnsupported, ErrUnsupported}, {KindCancelled, ErrCancelled},
+		{KindConflict, ErrConflict}, {KindFenced, ErrFenced}, {KindExhausted, ErrExhausted},
+		{KindInProgress, ErrInProgress}, {KindMismatch, ErrMismatch},
+	}
+	kinds := ErrorKinds()
+	if len(kinds) != len(want) {
+		t.Fatalf("ErrorKinds() has %d kinds, want %d", len(kinds), len(want))
+	}
+	for i, w := range want {
+		if kinds[i] != w.kind {
+			t.Errorf("ErrorKinds()[%d] = %d, want %d", i, kinds[i], w.kind)
+		}
+		if w.kind.Err() != w.err || "polylock: "+w.kind.String() != w.err.Error() {
+			t.Errorf("kind %d: Err() %v, String() %q, want %v", w.kind, w.kind.Err(), w.kind.String(), w.err)
+		}
+		if made := newError(int(w.kind), "m"); !errors.Is(made, w.err) {
+			t.Errorf("newError(%d) is not %v", w.kind, w.err)
+		}
+	}
+	if ErrorKind(0).Err() != nil || ErrorKind(99).Err() != nil {
+		t.Error("a number that is no kind has a sentinel")
+	}
+}

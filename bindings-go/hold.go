@@ -75,7 +75,7 @@ func (h *Hold) Lost() <-chan struct{} {
 	}
 	ptr := s.ptr
 	s.watcher = s.client.watchers.start(func(cancel *C.polylock_cancel, isLost *C.bool) C.polylock_status {
-		return C.polylock_hold_wait_lost(ptr, -1, cancel, isLost)
+		return C.polylock_hold_wait_lost(ptr, C.POLYLOCK_WAIT_FOREVER, cancel, isLost)
 	}, s.lost)
 	return s.lost
 }

@@ -76,8 +76,21 @@ func (l *Latch) Count(ctx context.Context) (uint64, error) {
 	return uint64(count), err
 }
 
-// Await waits until the count reaches zero: true once it is, false when timeout ran out
-// first (a negative timeout: no limit besides ctx). The context ends the wait too: with
+// AwaitZero is the waiting form of Await: nil once the count is zero, ErrTimeout when
+// timeout ran out first (a negative timeout: no limit besides ctx; 0: only a look). The
+// context ends the wait too: with ErrCancelled when cancelled (also matching
+// context.Canceled), with ErrTimeout when its deadline passes (also matching
+// context.DeadlineExceeded).
+func (l *Latch) AwaitZero(ctx context.Context, timeout time.Duration) error {
+	_, err := waitBounded(ctx, timeout, func(waitMs C.int64_t, cancel *C.polylock_cancel) C.polylock_status {
+		return C.polylock_latch_await_zero(l.ptr, waitMs, cancel)
+	})
+	runtime.KeepAlive(l)
+	return err
+}
+
+// Await is the try form of AwaitZero: true once the count is zero, false when timeout ran
+// out first (a negative timeout: no limit besides ctx). The context ends the wait too: with
 // ErrCancelled when cancelled (also matching context.Canceled), with ErrTimeout when its
 // deadline passes (also matching context.DeadlineExceeded).
 func (l *Latch) Await(ctx context.Context, timeout time.Duration) (bool, error) {

@@ -44,6 +44,19 @@ func (l *Lock) Acquire(ctx context.Context, options ...AcquireOption) (*Hold, er
 		})
 }
 
+// IsLocked says whether anyone, of any client, process or language, holds the lock in the
+// store right now (Redisson's isLocked): a fact of the moment it answered. Not
+// interruptible in the C library: ctx is checked before the call.
+func (l *Lock) IsLocked(ctx context.Context) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, contextError(err, "the read was given up before it started")
+	}
+	var locked C.bool
+	err := call(func() C.polylock_status { return C.polylock_lock_is_locked(l.ptr, &locked) })
+	runtime.KeepAlive(l)
+	return bool(locked), err
+}
+
 // TryAcquire tries once (or waits up to WithWait): nil, nil when the lock stayed taken.
 func (l *Lock) TryAcquire(ctx context.Context, options ...AcquireOption) (*Hold, error) {
 	return tryOnce(l.Acquire, ctx, options)

@@ -202,7 +202,11 @@ var ops = map[string]func(r request) any{
 	},
 	"close": func(r request) any { check(find[*polylock.Client](r, "client").Close()); return nil },
 	"error_table": func(request) any {
-		panic(notOffered{"Go's error kinds are sentinel errors (ErrTimeout, ...) without numbers; a number is only on a returned *Error's Status"})
+		table := [][]any{}
+		for _, kind := range polylock.ErrorKinds() {
+			table = append(table, []any{kind.String(), int(kind)})
+		}
+		return table
 	},
 
 	"lock": func(r request) any {
@@ -318,12 +322,40 @@ var ops = map[string]func(r request) any{
 	"hold_count": func(request) any {
 		panic(notOffered{"in Go every Acquire is an owner of its own (re-entry is Hold.Reenter); there is no hold count"})
 	},
-	"is_locked": func(request) any {
-		panic(notOffered{"the Go package cannot tell whether anyone holds a lock"})
+	"is_locked": func(r request) any {
+		lock, ok := find[any](r, "handle").(*polylock.Lock)
+		if !ok {
+			panic(notOffered{"the Go package asks the store about a *Lock only (Lock.IsLocked)"})
+		}
+		locked, err := lock.IsLocked(ctx)
+		check(err)
+		return locked
 	},
-	"status":       func(request) any { panic(notOffered{"the Go package has no status, list or force-unlock"}) },
-	"list":         func(request) any { panic(notOffered{"the Go package has no status, list or force-unlock"}) },
-	"force_unlock": func(request) any { panic(notOffered{"the Go package has no status, list or force-unlock"}) },
+	"status": func(r request) any {
+		status, err := find[*polylock.Client](r, "client").Status(ctx, str(r, "name"))
+		check(err)
+		holders := 0
+		if status.Held {
+			holders = 1
+		}
+		return map[string]any{"held": status.Held, "holders": holders}
+	},
+	"list": func(r request) any {
+		entries, err := find[*polylock.Client](r, "client").List(ctx, str(r, "prefix"))
+		check(err)
+		names := []string{}
+		for _, entry := range entries { // sorted by name already
+			if entry.Held {
+				names = append(names, entry.Name)
+			}
+		}
+		return names
+	},
+	"force_unlock": func(r request) any {
+		removed, err := find[*polylock.Client](r, "client").ForceUnlock(ctx, str(r, "name"))
+		check(err)
+		return removed
+	},
 
 	"election": func(r request) any {
 		e, err := find[*polylock.Client](r, "client").Election(str(r, "name"))
@@ -387,11 +419,11 @@ var ops = map[string]func(r request) any{
 	"latch_wait": func(r request) any {
 		wait, ok := duration(r, "wait_ms")
 		if !ok {
-			wait = -1 // Await: "a negative timeout: no limit besides ctx"
+			wait = -1 // AwaitZero: "a negative timeout: no limit besides ctx"
 		}
-		reached, err := find[*polylock.Latch](r, "latch").Await(ctx, wait)
-		check(err)
-		return reached
+		// The waiting form: ErrTimeout when the wait runs out (Await's false is the try form).
+		check(find[*polylock.Latch](r, "latch").AwaitZero(ctx, wait))
+		return true
 	},
 
 	"value": func(r request) any {
