@@ -3,7 +3,10 @@
 use std::io::{BufWriter, Write};
 
 use clap::Subcommand;
-use polylock::id::{format_ulid, format_uuid, Snowflake, SnowflakeLayout, UlidGenerator, Uuid7Generator};
+use polylock::id::{
+    format_ulid, format_uuid, parse_ulid, parse_uuid, ulid_timestamp_ms, ulid_to_uuid, uuid7_timestamp_ms,
+    uuid_to_ulid, Snowflake, SnowflakeLayout, UlidGenerator, Uuid7Generator,
+};
 
 use crate::exit;
 
@@ -50,8 +53,10 @@ pub enum IdCommand {
         #[arg(long, default_value_t = 1)]
         count: u64,
     },
-    /// Print the parts of a snowflake ID
+    /// Print the parts of an ID: a snowflake's time, worker and sequence; a UUIDv7's or a
+    /// ULID's time, and the same 128 bits in the other form
     Parse {
+        /// A snowflake ID (decimal), a UUIDv7 or a ULID
         id: String,
         /// Epoch in Unix milliseconds (default: Twitter's)
         #[arg(long, value_name = "MS")]
@@ -103,23 +108,59 @@ pub async fn id(url: &str, command: IdCommand) -> u8 {
             };
             print_each(count, || Ok(generator.next_id()?.to_string()))
         }
-        IdCommand::Parse { id, epoch } => {
-            let Ok(number) = id.trim().parse::<u64>() else {
-                return exit::fail(&polylock::Error::invalid_argument(format!(
-                    "'{id}' is not an ID; expected a decimal number"
-                )));
-            };
-            match layout(epoch).and_then(|layout| Ok(layout.parse(number)?)) {
-                Ok(parts) => {
-                    println!("id:        {number}");
-                    println!("timestamp: {} ({})", parts.timestamp_ms, rfc3339_millis(parts.timestamp_ms));
-                    println!("worker:    {}", parts.worker);
-                    println!("sequence:  {}", parts.sequence);
-                    0
-                }
-                Err(err) => exit::fail(&err),
+        IdCommand::Parse { id, epoch } => match parse(id.trim(), epoch) {
+            Ok(lines) => {
+                print!("{lines}");
+                0
             }
+            Err(err) => exit::fail(&err),
+        },
+    }
+}
+
+/// The parts of `id`, by its form: a decimal snowflake (of `epoch`'s layout), a UUIDv7
+/// (`8-4-4-4-12` hex) or a ULID (26 characters of Crockford base32), as `label: value` lines.
+fn parse(id: &str, epoch: Option<u64>) -> polylock::Result<String> {
+    let when = |ms: u64| format!("{ms} ({})", rfc3339_millis(ms));
+    if !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()) {
+        let number: u64 = id
+            .parse()
+            .map_err(|_| polylock::Error::invalid_argument(format!("'{id}' is larger than a 64-bit snowflake ID")))?;
+        let parts = layout(epoch)?.parse(number)?;
+        return Ok(format!(
+            "id:        {number}\ntimestamp: {}\nworker:    {}\nsequence:  {}\n",
+            when(parts.timestamp_ms),
+            parts.worker,
+            parts.sequence
+        ));
+    }
+    if epoch.is_some() {
+        return Err(polylock::Error::invalid_argument("--epoch applies to snowflake IDs only"));
+    }
+    match id.len() {
+        26 => {
+            let ulid = parse_ulid(id)?;
+            Ok(format!(
+                "ulid:      {}\ntimestamp: {}\nas uuid:   {}\n",
+                format_ulid(ulid),
+                when(ulid_timestamp_ms(ulid)),
+                format_uuid(ulid_to_uuid(ulid))
+            ))
         }
+        32 | 36 => {
+            let uuid = parse_uuid(id)?;
+            let timestamp = uuid7_timestamp_ms(uuid)?;
+            Ok(format!(
+                "uuid7:     {}\ntimestamp: {}\nas ulid:   {}\n",
+                format_uuid(uuid),
+                when(timestamp),
+                format_ulid(uuid_to_ulid(uuid))
+            ))
+        }
+        _ => Err(polylock::Error::invalid_argument(format!(
+            "'{id}' is not an ID: expected a snowflake (a decimal number), a UUIDv7 (8-4-4-4-12 hex) \
+             or a ULID (26 characters)"
+        ))),
     }
 }
 

@@ -5,42 +5,65 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 
-/// Parse `what` (named in errors, e.g. "--wait") from text such as `30s`, `250ms`, `1m30s`.
-/// A bare number is seconds, as with `timeout(1)` and `sleep(1)`.
+/// Parse `what` (named in errors, e.g. "--wait") from text such as `30s`, `250ms`, `1m30s`
+/// or `1.5s` (a part may have up to 9 decimals). A bare number is seconds, as with
+/// `timeout(1)` and `sleep(1)`: `7`, `0.5`.
 pub fn parse_duration(what: &str, text: &str) -> Result<Duration> {
     let text = text.trim();
     let invalid = || {
-        Error::invalid_argument(format!("{what}: '{text}' is not a duration; write it like 30s, 250ms, 2m or 1h30m"))
+        Error::invalid_argument(format!(
+            "{what}: '{text}' is not a duration; write it like 30s, 1.5s, 250ms, 2m or 1h30m"
+        ))
     };
+    let number_len = |rest: &str| rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
     if text.is_empty() {
         return Err(invalid());
     }
-    if let Ok(seconds) = text.parse::<u64>() {
-        return Ok(Duration::from_secs(seconds));
+    if number_len(text) == text.len() {
+        return part_nanos(text, 1_000_000_000).map(Duration::from_nanos).ok_or_else(invalid);
     }
-    let mut total = Duration::ZERO;
+    let mut total: u64 = 0;
     let mut rest = text;
     while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(invalid)?;
+        let digits = number_len(rest);
         if digits == 0 {
             return Err(invalid());
         }
-        let value: u64 = rest[..digits].parse().map_err(|_| invalid())?;
+        let number = &rest[..digits];
         rest = &rest[digits..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
-        let unit_ms: u64 = match &rest[..unit_len] {
-            "ms" => 1,
-            "s" => 1_000,
-            "m" => 60_000,
-            "h" => 3_600_000,
-            "d" => 86_400_000,
+        let unit_len = rest.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(rest.len());
+        let unit_nanos: u64 = match &rest[..unit_len] {
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            "d" => 86_400_000_000_000,
             _ => return Err(invalid()),
         };
         rest = &rest[unit_len..];
-        let part = value.checked_mul(unit_ms).ok_or_else(invalid)?;
-        total = total.checked_add(Duration::from_millis(part)).ok_or_else(invalid)?;
+        let part = part_nanos(number, unit_nanos).ok_or_else(invalid)?;
+        total = total.checked_add(part).ok_or_else(invalid)?;
     }
-    Ok(total)
+    Ok(Duration::from_nanos(total))
+}
+
+/// `number` (digits, and at most one `.` followed by up to 9 digits) of a unit of
+/// `unit_nanos`, in nanoseconds, exactly; `None` if malformed or beyond `u64`.
+fn part_nanos(number: &str, unit_nanos: u64) -> Option<u64> {
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    let well_formed = !whole.is_empty()
+        && whole.bytes().all(|b| b.is_ascii_digit())
+        && fraction.bytes().all(|b| b.is_ascii_digit())
+        && fraction.len() <= 9
+        && !(number.contains('.') && fraction.is_empty());
+    if !well_formed {
+        return None;
+    }
+    let whole: u128 = whole.parse().ok()?;
+    let fraction_value: u128 = if fraction.is_empty() { 0 } else { fraction.parse().ok()? };
+    let scale = 10u128.pow(fraction.len() as u32);
+    let nanos = whole.checked_mul(u128::from(unit_nanos))? + fraction_value * u128::from(unit_nanos) / scale;
+    u64::try_from(nanos).ok()
 }
 
 /// The shortest lease polylock accepts. A shorter one would end before the grant's reply is
@@ -119,6 +142,12 @@ mod tests {
         assert_eq!(parse_duration("x", "1m500ms").unwrap(), Duration::from_millis(60_500));
         assert_eq!(parse_duration("x", "7").unwrap(), Duration::from_secs(7));
         assert_eq!(parse_duration("x", "0").unwrap(), Duration::ZERO);
+        assert_eq!(parse_duration("x", "1.5s").unwrap(), Duration::from_millis(1500));
+        assert_eq!(parse_duration("x", "0.5").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("x", "1.25m").unwrap(), Duration::from_secs(75));
+        assert_eq!(parse_duration("x", "2.5ms").unwrap(), Duration::from_micros(2500));
+        assert_eq!(parse_duration("x", "1h0.5m").unwrap(), Duration::from_secs(3630));
+        assert_eq!(parse_duration("x", "0.000000001s").unwrap(), Duration::from_nanos(1));
     }
 
     #[test]
@@ -147,7 +176,7 @@ mod tests {
 
     #[test]
     fn rejects_garbage_with_the_name() {
-        for bad in ["", "s", "-5s", "5x", "1.5s", "ms10", "5 s"] {
+        for bad in ["", "s", "-5s", "5x", "ms10", "5 s", "1.s", ".5s", "1.2.3s", "0.0000000001s", "999999d", "NaN"] {
             let err = parse_duration("--lease", bad).unwrap_err();
             assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument, "{bad}");
             assert!(err.to_string().starts_with("--lease:"), "{err}");

@@ -420,15 +420,30 @@ class Driver:
         return {"timestamp_ms": int(fields["timestamp"].split()[0]), "worker_id": int(fields["worker"]),
                 "sequence": int(fields["sequence"])}
 
+    @staticmethod
+    def _parsed(of):
+        """`polylock id parse OF`'s `label: value` lines (a UUIDv7's or a ULID's)."""
+        out = polylock(None, "id", "parse", str(of))
+        return {label.strip(): value.strip() for label, value in
+                (line.split(":", 1) for line in out.splitlines() if ":" in line)}
+
+    def op_uuid7_timestamp(self, req):
+        return int(self._parsed(req["of"])["timestamp"].split()[0])
+
+    def op_ulid_timestamp(self, req):
+        return int(self._parsed(req["of"])["timestamp"].split()[0])
+
+    def op_ulid_to_uuid(self, req):
+        return self._parsed(req["of"])["as uuid"]
+
+    def op_uuid_to_ulid(self, req):
+        return self._parsed(req["of"])["as ulid"]
+
 
 NOT_OFFERED = {
     "latch": "the CLI has no command for countdown latches",
     "value": "the CLI has no command for versioned values",
     "idem": "the CLI has no command for idempotency keys",
-    "uuid7_timestamp": "the CLI's id parse takes apart snowflake IDs only",
-    "ulid_timestamp": "the CLI's id parse takes apart snowflake IDs only",
-    "ulid_to_uuid": "the CLI has no command converting ULIDs and UUIDs",
-    "uuid_to_ulid": "the CLI has no command converting ULIDs and UUIDs",
 }
 for _op in ("latch_set", "count_down", "latch_count", "latch_wait"):
     NOT_OFFERED[_op] = NOT_OFFERED["latch"]
