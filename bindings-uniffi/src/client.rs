@@ -164,6 +164,47 @@ impl Client {
         self.shared.client().id().to_string()
     }
 
+    /// The status of the mutex `name` of `kind` (nil: the backend's default kind) in the kit's
+    /// JSON shape (`polylock status --json`'s): held, holder, fencing token, lease, waiters.
+    pub async fn status_json(&self, name: String, kind: Option<String>) -> Result<String> {
+        let kind: Option<LockKind> = kind.map(|kind| kind.parse()).transpose()?;
+        let client = self.shared.client().clone();
+        let what = format!("the status of '{name}'");
+        self.shared
+            .run(what, async move {
+                let status = client.inspect().status(&name, kind).await?;
+                // The kind the inspector answered for: the given one, else the backend's default (as the CLI).
+                let kind = kind.unwrap_or_else(|| match client.capabilities().lock_kinds {
+                    [only] => *only,
+                    _ => LockKind::default(),
+                });
+                Ok(polylock::kit::inspect_json::status_json(&name, kind, client.capabilities().backend, &status))
+            })
+            .await
+    }
+
+    /// The mutexes whose name starts with `prefix`, sorted, in the kit's JSON shape (`polylock
+    /// list --json`'s: name, kind, held); `Unsupported` where the backend cannot list them.
+    pub async fn list_json(&self, prefix: String) -> Result<String> {
+        let client = self.shared.client().clone();
+        let what = format!("the list of '{prefix}'");
+        self.shared
+            .run(what, async move {
+                let entries = client.inspect().list(&prefix).await?;
+                Ok(polylock::kit::inspect_json::list_json(&entries))
+            })
+            .await
+    }
+
+    /// Remove the mutex `name` of `kind` (nil: the backend's default) whoever holds it and wake
+    /// its waiters; whether there was a hold.
+    pub async fn force_unlock(&self, name: String, kind: Option<String>) -> Result<bool> {
+        let kind: Option<LockKind> = kind.map(|kind| kind.parse()).transpose()?;
+        let client = self.shared.client().clone();
+        let what = format!("the forced unlock of '{name}'");
+        self.shared.run(what, async move { client.inspect().force_unlock(&name, kind).await }).await
+    }
+
     /// This client's own counts, in the kit's JSON shape (`metrics_json` for the process's).
     pub fn metrics_json(&self) -> String {
         polylock::kit::metrics_json::to_json(&self.shared.client().metrics())

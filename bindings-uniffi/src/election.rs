@@ -68,6 +68,15 @@ impl Election {
         Ok(Arc::new(Leadership { shared: self.shared.clone(), leadership }))
     }
 
+    /// The try form of `campaign`: the leadership, or nil when `wait_seconds` ran out (no
+    /// candidacy is left behind).
+    pub async fn try_campaign(&self, value: Vec<u8>, wait_seconds: Option<f64>) -> Result<Option<Arc<Leadership>>> {
+        let wait = wait_from_seconds(wait_seconds)?;
+        let election = self.election.clone();
+        let leadership = self.shared.run(self.what(), async move { election.try_campaign(&value, wait).await }).await?;
+        Ok(leadership.map(|leadership| Arc::new(Leadership { shared: self.shared.clone(), leadership })))
+    }
+
     /// The current leader, or nil when nobody leads.
     pub async fn leader(&self) -> Result<Option<LeaderInfo>> {
         let election = self.election.clone();

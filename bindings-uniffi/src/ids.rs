@@ -1,6 +1,6 @@
 //! Owner ids for Ruby threads, Snowflake, UUIDv7 and ULID: the core's, translated.
 
-use polylock::id::{format_ulid, format_uuid, SnowflakeLayout};
+use polylock::id::{format_ulid, format_uuid, parse_ulid, parse_uuid, SnowflakeLayout};
 use polylock::kit::{ids, owner_ids};
 
 use crate::errors::Result;
@@ -23,6 +23,32 @@ pub fn uuid7() -> Result<String> {
 #[uniffi::export]
 pub fn ulid() -> Result<String> {
     Ok(format_ulid(ids::ulid()?))
+}
+
+/// The milliseconds since the Unix epoch in a UUIDv7 (text); `InvalidArgument` for text that
+/// is no UUID or a UUID of another version.
+#[uniffi::export]
+pub fn uuid7_timestamp(uuid: String) -> Result<u64> {
+    Ok(polylock::id::uuid7_timestamp_ms(parse_uuid(&uuid)?)?)
+}
+
+/// The milliseconds since the Unix epoch in a ULID (text); `InvalidArgument` for text that is
+/// no ULID.
+#[uniffi::export]
+pub fn ulid_timestamp(ulid: String) -> Result<u64> {
+    Ok(polylock::id::ulid_timestamp_ms(parse_ulid(&ulid)?))
+}
+
+/// The same 128 bits as a UUID's text.
+#[uniffi::export]
+pub fn ulid_to_uuid(ulid: String) -> Result<String> {
+    Ok(format_uuid(polylock::id::ulid_to_uuid(parse_ulid(&ulid)?)))
+}
+
+/// The same 128 bits as a ULID's text.
+#[uniffi::export]
+pub fn uuid_to_ulid(uuid: String) -> Result<String> {
+    Ok(format_ulid(polylock::id::uuid_to_ulid(parse_uuid(&uuid)?)))
 }
 
 /// Twitter's widths: 41 bits of milliseconds, 10 of worker, 12 of sequence.

@@ -53,11 +53,18 @@ impl Latch {
         self.shared.run(self.what(), async move { latch.count().await }).await
     }
 
-    /// Wait until the count is zero, at most `wait_seconds` (nil: as long as it takes): true
-    /// once it is zero, false when the wait ran out.
-    pub async fn await_zero(&self, wait_seconds: Option<f64>) -> Result<bool> {
+    /// The try form: wait until the count is zero, at most `wait_seconds` (nil: as long as it
+    /// takes): true once it is zero, false when the wait ran out.
+    pub async fn try_await_zero(&self, wait_seconds: Option<f64>) -> Result<bool> {
         let wait = wait_from_seconds(wait_seconds)?;
         let latch = self.latch.clone();
         self.shared.run(self.what(), async move { latch.try_await_zero(wait).await }).await
+    }
+
+    /// The waiting form: as `try_await_zero`, but a wait that runs out is `Timeout`.
+    pub async fn await_zero(&self, wait_seconds: Option<f64>) -> Result<()> {
+        let wait = wait_from_seconds(wait_seconds)?;
+        let latch = self.latch.clone();
+        self.shared.run(self.what(), async move { latch.await_zero(wait).await }).await
     }
 }

@@ -57,7 +57,16 @@ impl Lock {
 
 #[uniffi::export]
 impl Lock {
-    /// Take a hold for `owner`: its fencing token, or nil when the wait ran out.
+    /// The waiting form: take a hold for `owner` and return its fencing token; a wait that
+    /// runs out is `Timeout` (nothing held).
+    pub async fn acquire_waiting(&self, owner: u64, options: AcquireOptions) -> Result<u64> {
+        let target = self.target.owned_by(owner);
+        let options = options.to_core()?;
+        // Detached on the caller's side, as in `acquire`.
+        Ok(self.shared.run(self.what(), async move { target.acquire(options).await }).await?.detach())
+    }
+
+    /// The try form: take a hold for `owner`: its fencing token, or nil when the wait ran out.
     pub async fn acquire(&self, owner: u64, options: AcquireOptions) -> Result<Option<u64>> {
         let target = self.target.owned_by(owner);
         let options = options.to_core()?;

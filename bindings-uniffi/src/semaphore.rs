@@ -35,7 +35,18 @@ impl Semaphore {
 
 #[uniffi::export]
 impl Semaphore {
-    /// Take a permit, or nil when the wait ran out.
+    /// The waiting form: take a permit; a wait that runs out is `Timeout` (nothing taken).
+    pub async fn acquire_waiting(&self, options: AcquireOptions) -> Result<PermitInfo> {
+        let semaphore = self.semaphore.clone();
+        let options = options.to_core()?;
+        let taking = async move { semaphore.acquire_with(options).await.map(AnyGuard::Permit) };
+        // Detached on the caller's side, as in `acquire`.
+        let permit = self.shared.run(self.what(), taking).await?;
+        let id = permit.permit_id().unwrap_or_default();
+        Ok(PermitInfo { id, fencing_token: permit.detach() })
+    }
+
+    /// The try form: take a permit, or nil when the wait ran out.
     pub async fn acquire(&self, options: AcquireOptions) -> Result<Option<PermitInfo>> {
         let semaphore = self.semaphore.clone();
         let options = options.to_core()?;

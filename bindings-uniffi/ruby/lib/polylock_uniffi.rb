@@ -578,6 +578,27 @@ private_constant :UniffiHandleMap
     end
   end
 
+  # The Optional<T> type for TypeLeadership.
+
+  def self.check_lower_OptionalTypeLeadership(v)
+    if !v.nil?
+      (Leadership.uniffi_check_lower v)
+    end
+  end
+
+  def self.alloc_from_OptionalTypeLeadership(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_OptionalTypeLeadership(v)
+      return builder.finalize()
+    end
+  end
+
+  def consume_into_OptionalTypeLeadership
+    consumeWithStream do |stream|
+      return stream.read_OptionalTypeLeadership
+    end
+  end
+
   # The Optional<T> type for TypeTicket.
 
   def self.check_lower_OptionalTypeTicket(v)
@@ -1281,6 +1302,21 @@ class RustBufferStream
   end
 
   
+  # The Optional<T> type for TypeLeadership.
+
+  def read_OptionalTypeLeadership
+    flag = unpack_from 1, 'c'
+
+    if flag == 0
+      return nil
+    elsif flag == 1
+      return read_TypeLeadership
+    else
+      raise InternalError, 'Unexpected flag byte for OptionalTypeLeadership'
+    end
+  end
+
+  
   # The Optional<T> type for TypeTicket.
 
   def read_OptionalTypeTicket
@@ -1866,6 +1902,17 @@ class RustBufferBuilder
     else
       pack_into(1, 'c', 1)
       self.write_bytes(v)
+    end
+  end
+
+  # The Optional<T> type for TypeLeadership.
+
+  def write_OptionalTypeLeadership(v)
+    if v.nil?
+      pack_into(1, 'c', 0)
+    else
+      pack_into(1, 'c', 1)
+      self.write_TypeLeadership(v)
     end
   end
 
@@ -2545,6 +2592,10 @@ module UniFFILib
     [:uint64, RustBuffer.by_value, RustCallStatus.by_ref],
     :uint64
   
+  attach_function :uniffi_polylock_uniffi_fn_method_client_force_unlock,
+    [:uint64, RustBuffer.by_value, RustBuffer.by_value, ],
+    :uint64
+  
   attach_function :uniffi_polylock_uniffi_fn_method_client_idempotency,
     [:uint64, RustBuffer.by_value, RustBuffer.by_value, RustBuffer.by_value, RustCallStatus.by_ref],
     :uint64
@@ -2555,6 +2606,10 @@ module UniFFILib
   
   attach_function :uniffi_polylock_uniffi_fn_method_client_latch,
     [:uint64, RustBuffer.by_value, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_client_list_json,
+    [:uint64, RustBuffer.by_value, ],
     :uint64
   
   attach_function :uniffi_polylock_uniffi_fn_method_client_lock,
@@ -2583,6 +2638,10 @@ module UniFFILib
   
   attach_function :uniffi_polylock_uniffi_fn_method_client_snowflake,
     [:uint64, RustBuffer.by_value, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_client_status_json,
+    [:uint64, RustBuffer.by_value, RustBuffer.by_value, ],
     :uint64
   
   attach_function :uniffi_polylock_uniffi_fn_method_client_url,
@@ -2615,6 +2674,10 @@ module UniFFILib
   
   attach_function :uniffi_polylock_uniffi_fn_method_election_observe,
     [:uint64, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_election_try_campaign,
+    [:uint64, RustBuffer.by_value, RustBuffer.by_value, ],
     :uint64
   
   attach_function :uniffi_polylock_uniffi_fn_clone_leaderobserver,
@@ -2829,6 +2892,10 @@ module UniFFILib
     [:uint64, RustCallStatus.by_ref],
     RustBuffer.by_value
   
+  attach_function :uniffi_polylock_uniffi_fn_method_latch_try_await_zero,
+    [:uint64, RustBuffer.by_value, ],
+    :uint64
+  
   attach_function :uniffi_polylock_uniffi_fn_method_latch_try_set_count,
     [:uint64, :int64, ],
     :uint64
@@ -2842,6 +2909,10 @@ module UniFFILib
     :void
   
   attach_function :uniffi_polylock_uniffi_fn_method_lock_acquire,
+    [:uint64, :uint64, RustBuffer.by_value, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_lock_acquire_waiting,
     [:uint64, :uint64, RustBuffer.by_value, ],
     :uint64
   
@@ -2957,6 +3028,10 @@ module UniFFILib
     [:uint64, RustBuffer.by_value, ],
     :uint64
   
+  attach_function :uniffi_polylock_uniffi_fn_method_semaphore_acquire_waiting,
+    [:uint64, RustBuffer.by_value, ],
+    :uint64
+  
   attach_function :uniffi_polylock_uniffi_fn_method_semaphore_name,
     [:uint64, RustCallStatus.by_ref],
     RustBuffer.by_value
@@ -3045,8 +3120,24 @@ module UniFFILib
     [RustCallStatus.by_ref],
     RustBuffer.by_value
   
+  attach_function :uniffi_polylock_uniffi_fn_func_ulid_timestamp,
+    [RustBuffer.by_value, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_ulid_to_uuid,
+    [RustBuffer.by_value, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
   attach_function :uniffi_polylock_uniffi_fn_func_uuid7,
     [RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_uuid7_timestamp,
+    [RustBuffer.by_value, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_uuid_to_ulid,
+    [RustBuffer.by_value, RustCallStatus.by_ref],
     RustBuffer.by_value
   
   attach_function :uniffi_polylock_uniffi_fn_func_log_drain,
@@ -3349,7 +3440,23 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_polylock_uniffi_checksum_func_ulid_timestamp,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_ulid_to_uuid,
+    [],
+    :uint16
+  
   attach_function :uniffi_polylock_uniffi_checksum_func_uuid7,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_uuid7_timestamp,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_uuid_to_ulid,
     [],
     :uint16
   
@@ -3417,6 +3524,10 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_polylock_uniffi_checksum_method_client_force_unlock,
+    [],
+    :uint16
+  
   attach_function :uniffi_polylock_uniffi_checksum_method_client_idempotency,
     [],
     :uint16
@@ -3426,6 +3537,10 @@ module UniFFILib
     :uint16
   
   attach_function :uniffi_polylock_uniffi_checksum_method_client_latch,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_client_list_json,
     [],
     :uint16
   
@@ -3457,6 +3572,10 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_polylock_uniffi_checksum_method_client_status_json,
+    [],
+    :uint16
+  
   attach_function :uniffi_polylock_uniffi_checksum_method_client_url,
     [],
     :uint16
@@ -3478,6 +3597,10 @@ module UniFFILib
     :uint16
   
   attach_function :uniffi_polylock_uniffi_checksum_method_election_observe,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_election_try_campaign,
     [],
     :uint16
   
@@ -3625,11 +3748,19 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_polylock_uniffi_checksum_method_latch_try_await_zero,
+    [],
+    :uint16
+  
   attach_function :uniffi_polylock_uniffi_checksum_method_latch_try_set_count,
     [],
     :uint16
   
   attach_function :uniffi_polylock_uniffi_checksum_method_lock_acquire,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_lock_acquire_waiting,
     [],
     :uint16
   
@@ -3710,6 +3841,10 @@ module UniFFILib
     :uint16
   
   attach_function :uniffi_polylock_uniffi_checksum_method_semaphore_acquire,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_semaphore_acquire_waiting,
     [],
     :uint16
   
@@ -4299,8 +4434,56 @@ end
   
   
 
+def self.ulid_timestamp(ulid)
+    ulid = ::PolylockUniffi::uniffi_utf8(ulid)
+    
+    
+  result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_func_ulid_timestamp,RustBuffer.alloc_from_string(ulid))
+  return result.to_i
+end
+
+
+  
+  
+
+def self.ulid_to_uuid(ulid)
+    ulid = ::PolylockUniffi::uniffi_utf8(ulid)
+    
+    
+  result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_func_ulid_to_uuid,RustBuffer.alloc_from_string(ulid))
+  return result.consume_into_string
+end
+
+
+  
+  
+
 def self.uuid7()
   result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_func_uuid7,)
+  return result.consume_into_string
+end
+
+
+  
+  
+
+def self.uuid7_timestamp(uuid)
+    uuid = ::PolylockUniffi::uniffi_utf8(uuid)
+    
+    
+  result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_func_uuid7_timestamp,RustBuffer.alloc_from_string(uuid))
+  return result.to_i
+end
+
+
+  
+  
+
+def self.uuid_to_ulid(uuid)
+    uuid = ::PolylockUniffi::uniffi_utf8(uuid)
+    
+    
+  result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_func_uuid_to_ulid,RustBuffer.alloc_from_string(uuid))
   return result.consume_into_string
 end
 
@@ -4505,6 +4688,22 @@ end
     result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_method_client_election,uniffi_clone_handle(),RustBuffer.alloc_from_string(name))
     return Election.uniffi_lift(result)
   end
+  
+  def force_unlock(name, kind)
+        name = ::PolylockUniffi::uniffi_utf8(name)
+        
+        kind = (kind ? ::PolylockUniffi::uniffi_utf8(kind) : nil)
+        RustBuffer.check_lower_Optionalstring(kind)
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_client_force_unlock(uniffi_clone_handle(),RustBuffer.alloc_from_string(name),RustBuffer.alloc_from_Optionalstring(kind)),
+      :ffi_polylock_uniffi_rust_future_poll_i8,
+      :ffi_polylock_uniffi_rust_future_cancel_i8,
+      :ffi_polylock_uniffi_rust_future_complete_i8,
+      :ffi_polylock_uniffi_rust_future_free_i8,
+      Proc.new { |v| 1 == v },
+    PolylockError
+    )
+  end
   def idempotency(namespace, retention_seconds, in_progress_ttl_seconds)
         namespace = ::PolylockUniffi::uniffi_utf8(namespace)
         
@@ -4524,6 +4723,20 @@ end
         
     result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_method_client_latch,uniffi_clone_handle(),RustBuffer.alloc_from_string(name))
     return Latch.uniffi_lift(result)
+  end
+  
+  def list_json(prefix)
+        prefix = ::PolylockUniffi::uniffi_utf8(prefix)
+        
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_client_list_json(uniffi_clone_handle(),RustBuffer.alloc_from_string(prefix)),
+      :ffi_polylock_uniffi_rust_future_poll_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_cancel_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_complete_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_free_rust_buffer,
+      Proc.new { |v| v.consume_into_string },
+    PolylockError
+    )
   end
   def lock(name, kind)
         name = ::PolylockUniffi::uniffi_utf8(name)
@@ -4576,6 +4789,22 @@ end
       :ffi_polylock_uniffi_rust_future_complete_u64,
       :ffi_polylock_uniffi_rust_future_free_u64,
       Proc.new { |v| LeasedSnowflake.uniffi_lift(v) },
+    PolylockError
+    )
+  end
+  
+  def status_json(name, kind)
+        name = ::PolylockUniffi::uniffi_utf8(name)
+        
+        kind = (kind ? ::PolylockUniffi::uniffi_utf8(kind) : nil)
+        RustBuffer.check_lower_Optionalstring(kind)
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_client_status_json(uniffi_clone_handle(),RustBuffer.alloc_from_string(name),RustBuffer.alloc_from_Optionalstring(kind)),
+      :ffi_polylock_uniffi_rust_future_poll_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_cancel_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_complete_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_free_rust_buffer,
+      Proc.new { |v| v.consume_into_string },
     PolylockError
     )
   end
@@ -4675,6 +4904,22 @@ end
   def observe()
     result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_method_election_observe,uniffi_clone_handle(),)
     return LeaderObserver.uniffi_lift(result)
+  end
+  
+  def try_campaign(value, wait_seconds)
+        value = ::PolylockUniffi::uniffi_bytes(value)
+        
+        wait_seconds = (wait_seconds ? wait_seconds : nil)
+        RustBuffer.check_lower_Optionalf64(wait_seconds)
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_election_try_campaign(uniffi_clone_handle(),RustBuffer.alloc_from_bytes(value),RustBuffer.alloc_from_Optionalf64(wait_seconds)),
+      :ffi_polylock_uniffi_rust_future_poll_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_cancel_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_complete_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_free_rust_buffer,
+      Proc.new { |v| v.consume_into_OptionalTypeLeadership },
+    PolylockError
+    )
   end
   
 end
@@ -5357,11 +5602,11 @@ end
         RustBuffer.check_lower_Optionalf64(wait_seconds)
     ::PolylockUniffi.uniffi_rust_call_async(
       UniFFILib.uniffi_polylock_uniffi_fn_method_latch_await_zero(uniffi_clone_handle(),RustBuffer.alloc_from_Optionalf64(wait_seconds)),
-      :ffi_polylock_uniffi_rust_future_poll_i8,
-      :ffi_polylock_uniffi_rust_future_cancel_i8,
-      :ffi_polylock_uniffi_rust_future_complete_i8,
-      :ffi_polylock_uniffi_rust_future_free_i8,
-      Proc.new { |v| 1 == v },
+      :ffi_polylock_uniffi_rust_future_poll_void,
+      :ffi_polylock_uniffi_rust_future_cancel_void,
+      :ffi_polylock_uniffi_rust_future_complete_void,
+      :ffi_polylock_uniffi_rust_future_free_void,
+      Proc.new { |v| nil },
     PolylockError
     )
   end
@@ -5392,6 +5637,20 @@ end
   def name()
     result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_latch_name,uniffi_clone_handle(),)
     return result.consume_into_string
+  end
+  
+  def try_await_zero(wait_seconds)
+        wait_seconds = (wait_seconds ? wait_seconds : nil)
+        RustBuffer.check_lower_Optionalf64(wait_seconds)
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_latch_try_await_zero(uniffi_clone_handle(),RustBuffer.alloc_from_Optionalf64(wait_seconds)),
+      :ffi_polylock_uniffi_rust_future_poll_i8,
+      :ffi_polylock_uniffi_rust_future_cancel_i8,
+      :ffi_polylock_uniffi_rust_future_complete_i8,
+      :ffi_polylock_uniffi_rust_future_free_i8,
+      Proc.new { |v| 1 == v },
+    PolylockError
+    )
   end
   
   def try_set_count(count)
@@ -5471,6 +5730,22 @@ end
       :ffi_polylock_uniffi_rust_future_complete_rust_buffer,
       :ffi_polylock_uniffi_rust_future_free_rust_buffer,
       Proc.new { |v| v.consume_into_Optionalu64 },
+    PolylockError
+    )
+  end
+  
+  def acquire_waiting(owner, options)
+        owner = ::PolylockUniffi::uniffi_in_range(owner, "u64", 0, 2**64)
+        
+        options = options
+        RustBuffer.check_lower_TypeAcquireOptions(options)
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_lock_acquire_waiting(uniffi_clone_handle(),owner,RustBuffer.alloc_from_TypeAcquireOptions(options)),
+      :ffi_polylock_uniffi_rust_future_poll_u64,
+      :ffi_polylock_uniffi_rust_future_cancel_u64,
+      :ffi_polylock_uniffi_rust_future_complete_u64,
+      :ffi_polylock_uniffi_rust_future_free_u64,
+      Proc.new { |v| v.to_i },
     PolylockError
     )
   end
@@ -5835,6 +6110,20 @@ end
       :ffi_polylock_uniffi_rust_future_complete_rust_buffer,
       :ffi_polylock_uniffi_rust_future_free_rust_buffer,
       Proc.new { |v| v.consume_into_OptionalTypePermitInfo },
+    PolylockError
+    )
+  end
+  
+  def acquire_waiting(options)
+        options = options
+        RustBuffer.check_lower_TypeAcquireOptions(options)
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_semaphore_acquire_waiting(uniffi_clone_handle(),RustBuffer.alloc_from_TypeAcquireOptions(options)),
+      :ffi_polylock_uniffi_rust_future_poll_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_cancel_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_complete_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_free_rust_buffer,
+      Proc.new { |v| v.consume_into_TypePermitInfo },
     PolylockError
     )
   end

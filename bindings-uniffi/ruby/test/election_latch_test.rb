@@ -148,6 +148,35 @@ module ElectionLatchContract
     [0, -1].each { |bad| assert_raises(Polylock::Error::InvalidArgument) { latch.try_set_count(bad) } }
     assert_raises(Polylock::Error::InvalidArgument) { latch.await(-1) }
   end
+
+  def test_latch_await_zero_raises_timeout_and_returns_once_zero
+    latch = connect.latch(TestSupport.unique('latch'))
+    assert_nil latch.await_zero(0), 'a latch never set is open'
+    assert latch.try_set_count(1)
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    assert_raises(Polylock::Error::Timeout) { latch.await_zero(0.3) }
+    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :>=, 0.25
+    assert_raises(Polylock::Error::InvalidArgument) { latch.await_zero(-1) }
+    waiter = Thread.new { latch.await_zero(30) }
+    latch.count_down
+    assert_nil waiter.value
+  end
+
+  def test_try_campaign_returns_nil_while_another_leads
+    name = TestSupport.unique('try-campaign')
+    leader = connect.election(name).try_campaign('a', timeout: 30)
+    refute_nil leader
+    other = connect.election(name)
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    assert_nil other.try_campaign('b', timeout: 0.3)
+    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :>=, 0.25
+    assert_raises(Polylock::Error::InvalidArgument) { other.try_campaign('b', timeout: -1) }
+    leader.resign
+    follower = other.try_campaign('c', timeout: 10)
+    refute_nil follower, 'the timed-out candidacy left nothing behind'
+    assert_operator follower.term, :>, leader.term
+    follower.resign
+  end
 end
 
 TestSupport.backends.each do |backend, url|

@@ -40,6 +40,20 @@ class IdsTest < Minitest::Test
     assert_equal ids.sort.uniq, ids
   end
 
+  # The vectors of tests/conformance/scenarios/ids-vectors.json (the ULID spec's example).
+  def test_timestamps_and_conversions_of_uuid7_and_ulid
+    assert_equal 1_645_557_742_000, Polylock.uuid7_timestamp('017f22e2-79b0-7cc3-98c4-dc0c0c07398f')
+    assert_equal 1_469_922_850_259, Polylock.ulid_timestamp('01ARZ3NDEKTSV4RRFFQ69G5FAV')
+    assert_equal '01563e3a-b5d3-d676-4c61-efb99302bd5b', Polylock.ulid_to_uuid('01ARZ3NDEKTSV4RRFFQ69G5FAV')
+    assert_equal '01FWHE4YDGFK1SHH6W1G60EECF', Polylock.uuid_to_ulid('017f22e2-79b0-7cc3-98c4-dc0c0c07398f')
+    ulid = Polylock.ulid
+    assert_equal ulid, Polylock.uuid_to_ulid(Polylock.ulid_to_uuid(ulid))
+    assert_in_delta Time.now.to_f * 1000, Polylock.uuid7_timestamp(Polylock.uuid7), 60_000
+    assert_raises(Polylock::Error::InvalidArgument) { Polylock.uuid7_timestamp('not a uuid') }
+    assert_raises(Polylock::Error::InvalidArgument) { Polylock.uuid7_timestamp('01563e3a-b5d3-d676-4c61-efb99302bd5b') }
+    assert_raises(Polylock::Error::InvalidArgument) { Polylock.ulid_timestamp('UUUUUUUUUUUUUUUUUUUUUUUUUU') }
+  end
+
   def test_threads_get_distinct_owner_ids_that_are_never_reused
     seen = [Polylock::Owner.current]
     assert_equal seen.first, Polylock::Owner.current, 'stable within a thread'

@@ -78,6 +78,52 @@ module LockContract
     end
   end
 
+  def test_lock_bang_raises_timeout_and_keeps_the_hold
+    lock = lock('bang')
+    token = lock.lock!(wait: 5)
+    assert lock.owned?
+    assert_equal token, lock.fencing_token
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    assert_raises(Polylock::Error::Timeout) { TestSupport.in_thread { lock.lock!(wait: 0.3) } }
+    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :>=, 0.25
+    assert_raises(Polylock::Error::Timeout) { TestSupport.in_thread { lock.lock!(wait: 0) } }
+    assert_raises(Polylock::Error::InvalidArgument) { TestSupport.in_thread { lock.lock!(wait: -1) } }
+    lock.unlock
+    refute lock.locked?
+    later = TestSupport.in_thread do
+      taken = lock.lock!(wait: 5, lease: 30)
+      [taken, lock.owned?]
+    end
+    assert_operator later[0], :>, token
+    assert later[1], 'lock! keeps the hold after it returns'
+    assert lock.locked?, 'held in the store until its owner unlocks (or the client closes)'
+  end
+
+  STATUS_FIELDS = %w[name kind backend held holder fencing_token token_counter remaining_lease_ms lease_expires waiters
+                     layout details].freeze
+
+  def test_status_list_and_force_unlock_from_another_client
+    # SQL's default kind is a session lock, which another session can neither list nor break:
+    # there the lease kind is the one whose rows the store shows.
+    kind = url.start_with?('postgres', 'mysql', 'mariadb') ? :lease : nil
+    name = TestSupport.unique('admin')
+    lock = @client.lock(name, kind: kind)
+    refute @client.status(name, kind: kind)['held']
+    lock.lock!(wait: 5)
+    Polylock.connect(url) do |other|
+      status = other.status(name, kind: kind)
+      assert_equal STATUS_FIELDS, status.keys
+      assert_equal [name, lock.kind.to_s, true], status.values_at('name', 'kind', 'held')
+      assert_equal [name], other.list(name).select { |entry| entry['held'] }.map { |entry| entry['name'] }
+      assert_equal [], other.list("#{name}-none")
+      assert other.force_unlock(name, kind: kind), 'there was a hold to break'
+      refute other.status(name, kind: kind)['held']
+      refute other.force_unlock(name, kind: kind), 'nothing left to break'
+    end
+    assert_raises(Polylock::Error::Lost) { lock.unlock }
+    assert_raises(Polylock::Error::InvalidArgument) { @client.status(name, kind: :nonsense) }
+  end
+
   def test_a_new_thread_never_inherits_a_dead_threads_hold
     lock = lock('dead-thread')
     assert TestSupport.in_thread { lock.lock(lease: 30) }

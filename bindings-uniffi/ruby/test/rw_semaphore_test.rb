@@ -44,6 +44,30 @@ module RwAndSemaphore
     end
   end
 
+  def test_the_waiting_forms_of_a_side_and_a_permit_raise_timeout
+    rw = rw_lock
+    rw.write.lock!(wait: 5)
+    assert_raises(Polylock::Error::Timeout) { TestSupport.in_thread { rw.read.lock!(wait: 0.2) } }
+    rw.write.unlock
+    assert TestSupport.in_thread {
+      rw.read.lock!(wait: 5)
+      rw.read.unlock
+      true
+    }
+    sem = semaphore(1)
+    permit = sem.acquire!(wait: 5)
+    assert_kind_of Polylock::Permit, permit
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    assert_raises(Polylock::Error::Timeout) { sem.acquire!(wait: 0.3) }
+    assert_operator Process.clock_gettime(Process::CLOCK_MONOTONIC) - started, :>=, 0.25
+    assert_raises(Polylock::Error::InvalidArgument) { sem.acquire!(wait: -1) }
+    permit.release
+    again = sem.acquire!(wait: 5, lease: 30)
+    assert_operator again.fencing_token, :>, permit.fencing_token
+    assert_nil sem.try_acquire, 'the waiting form keeps its permit'
+    again.release
+  end
+
   def test_permits_are_counted_owned_and_released_by_any_thread
     sem = semaphore(2)
     first = sem.acquire(wait: 5)

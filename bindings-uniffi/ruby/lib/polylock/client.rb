@@ -78,6 +78,27 @@ module Polylock
       @native.client_id
     end
 
+    # The status of the mutex `name` (kind: nil for the backend's default, or :reentrant,
+    # :fair, :token, :lease) as a Hash of the shape `polylock status --json` prints: "name",
+    # "kind", "backend", "held", "holder", "fencing_token", "token_counter",
+    # "remaining_lease_ms", "lease_expires", "waiters", "layout", "details".
+    def status(name, kind: nil)
+      JSON.parse(Native.call { @native.status_json(name, kind&.to_s) })
+    end
+
+    # The mutexes whose name starts with `prefix`, sorted by name: an Array of Hashes with
+    # "name", "kind" and "held" (`polylock list --json`'s shape). Error::Unsupported where the
+    # backend cannot list its locks.
+    def list(prefix = '')
+      JSON.parse(Native.call { @native.list_json(prefix) })
+    end
+
+    # Remove the mutex `name` (kind as #status) whoever holds it and wake its waiters: whether
+    # there was a hold. Dangerous: the holder learns of it only at its next renewal or unlock.
+    def force_unlock(name, kind: nil)
+      Native.call { @native.force_unlock(name, kind&.to_s) }
+    end
+
     # This client's own counts, as a Hash of the shape Polylock.metrics has.
     def metrics
       JSON.parse(@native.metrics_json)

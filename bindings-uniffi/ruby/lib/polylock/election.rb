@@ -40,6 +40,13 @@ module Polylock
       result
     end
 
+    # The try form of #campaign: a Leadership, or nil when `timeout` seconds (nil: as long as
+    # it takes; 0: try once) run out, leaving no candidacy behind.
+    def try_campaign(value, timeout: nil)
+      native = Native.call { @native.try_campaign(value.to_s.b, timeout&.to_f) }
+      native && Leadership.new(native)
+    end
+
     # The current leader's value (a binary String), or nil when nobody leads.
     def leader
       current_leader&.value

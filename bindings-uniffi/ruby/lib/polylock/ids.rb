@@ -50,4 +50,26 @@ module Polylock
   def self.ulid
     Native.call { PolylockUniffi.ulid }
   end
+
+  # The milliseconds since the Unix epoch in a UUIDv7 (text); Error::InvalidArgument for
+  # text that is no UUID, or a UUID of another version.
+  def self.uuid7_timestamp(uuid)
+    Native.call { PolylockUniffi.uuid7_timestamp(uuid.to_str) }
+  end
+
+  # The milliseconds since the Unix epoch in a ULID (text); Error::InvalidArgument for text
+  # that is no ULID.
+  def self.ulid_timestamp(ulid)
+    Native.call { PolylockUniffi.ulid_timestamp(ulid.to_str) }
+  end
+
+  # The same 128 bits as a UUID's text (lowercase, hyphenated).
+  def self.ulid_to_uuid(ulid)
+    Native.call { PolylockUniffi.ulid_to_uuid(ulid.to_str) }
+  end
+
+  # The same 128 bits as a ULID's text.
+  def self.uuid_to_ulid(uuid)
+    Native.call { PolylockUniffi.uuid_to_ulid(uuid.to_str) }
+  end
 end

@@ -31,12 +31,20 @@ module Polylock
       Native.call { @native.count }
     end
 
-    # Wait until the count is zero, at most `timeout` seconds (nil: as long as it takes):
-    # true once it is zero, false when the timeout ran out. Other Threads run meanwhile.
+    # The try form: wait until the count is zero, at most `timeout` seconds (nil: as long as
+    # it takes): true once it is zero, false when the timeout ran out. Other Threads run
+    # meanwhile.
     def await(timeout = nil)
-      Native.call { @native.await_zero(timeout&.to_f) }
+      Native.call { @native.try_await_zero(timeout&.to_f) }
     end
     alias wait await
+
+    # The waiting form: wait until the count is zero, at most `timeout` seconds (nil: as long
+    # as it takes; 0: look once); Error::Timeout when the timeout runs out. Returns nil.
+    def await_zero(timeout = nil)
+      Native.call { @native.await_zero(timeout&.to_f) }
+      nil
+    end
 
     def inspect
       "#<Polylock::CountDownLatch #{name.inspect}>"

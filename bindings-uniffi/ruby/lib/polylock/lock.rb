@@ -32,6 +32,14 @@ module Polylock
       lock(wait: 0, lease: lease)
     end
 
+    # The waiting form of #lock: wait (seconds; nil: as long as it takes; 0: try once) and
+    # hold (seconds; nil: the watchdog); Error::Timeout when the wait runs out (nothing held).
+    # The hold stays until #unlock. Returns the hold's fencing token.
+    def lock!(wait: nil, lease: nil)
+      owner = Owner.current
+      Native.call { @native.acquire_waiting(owner, Polylock.acquire_options(wait, lease)) }
+    end
+
     # Give back one hold of the calling Thread: Error::NotOwner if it holds none, Error::Lost
     # if the hold was lost meanwhile.
     def unlock

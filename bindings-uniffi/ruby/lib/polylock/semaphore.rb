@@ -27,6 +27,13 @@ module Polylock
       acquire(wait: 0, lease: lease)
     end
 
+    # The waiting form of #acquire: a Permit, or Error::Timeout when `wait` seconds (nil: as
+    # long as it takes; 0: try once) run out (nothing taken).
+    def acquire!(wait: nil, lease: nil)
+      info = Native.call { @native.acquire_waiting(Polylock.acquire_options(wait, lease)) }
+      Permit.new(@native, info.id, info.fencing_token)
+    end
+
     # Hold a permit while the block runs (Error::Timeout if `wait` runs out); yields the Permit.
     def synchronize(wait: nil, lease: nil)
       permit = acquire(wait: wait, lease: lease)
