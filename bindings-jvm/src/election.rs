@@ -7,7 +7,7 @@
 //! when the observation ends.
 
 use jni::objects::{JByteArray, JClass, JObject, JString, JValue};
-use jni::sys::{jint, jlong, jobject, jstring};
+use jni::sys::{jboolean, jint, jlong, jobject, jstring};
 use jni::JNIEnv;
 use polylock::{Election, Error, LeaderChanges, LeaderRecord, Leadership};
 use tokio::sync::Mutex;
@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use crate::blocking::{borrow, client, free, into_handle, wait_for};
 use crate::complete::{Completer, Outcome};
 use crate::entry::{entry, read_string, JResult, JniResultExt};
-use crate::lock::{options, runtime, spawn_acquisition};
+use crate::lock::{options, runtime, spawn_acquisition, Form};
 use crate::values::read_bytes;
 
 const LEADERSHIP: &str = "leadership";
@@ -75,8 +75,9 @@ pub extern "system" fn Java_io_polylock_NativeLeaderElection_nativeCheck<'l>(
     entry(&mut env, (), |env| election_for(env, handle, &name).map(drop))
 }
 
-/// Start campaigning with `value` for at most `wait_ms` (-1: no bound); the future gets the
-/// leadership's handle, or null when the wait ran out. Returns a call handle for
+/// Start campaigning with `value` for at most `wait_ms` (-1: no bound) in `waiting`'s form
+/// (`Election::campaign` or `Election::try_campaign`); the future gets the leadership's
+/// handle, or TIMEOUT (waiting form) or null (try form) when the wait ran out. Returns a call handle for
 /// `NativeBridge.cancel`/`freeCall`; a leadership won after the Java future was cancelled is
 /// freed, which resigns it.
 #[no_mangle]
@@ -87,6 +88,7 @@ pub extern "system" fn Java_io_polylock_NativeLeaderElection_nativeCampaign<'l>(
     name: JString<'l>,
     value: JByteArray<'l>,
     wait_ms: jlong,
+    waiting: jboolean,
     future: JObject<'l>,
 ) -> jlong {
     entry(&mut env, 0, |env| {
@@ -94,11 +96,16 @@ pub extern "system" fn Java_io_polylock_NativeLeaderElection_nativeCampaign<'l>(
         let value = read_bytes(env, &value, "value")?;
         let wait = options(wait_ms, -1)?.wait;
         let completer = Completer::new(env, &future)?;
+        let form = Form::from_java(waiting);
         let campaigning = async move {
-            let leadership = election.campaign(&value, wait).await?;
-            Ok(into_handle(JvmLeadership { leadership, done: CancellationToken::new() }) as u64)
+            let leadership = match form {
+                Form::Waiting => Some(election.campaign(&value, wait).await?),
+                Form::Try => election.try_campaign(&value, wait).await?,
+            };
+            Ok(leadership
+                .map(|leadership| into_handle(JvmLeadership { leadership, done: CancellationToken::new() }) as u64))
         };
-        spawn_acquisition(handle, completer, campaigning, |won| async move {
+        spawn_acquisition(handle, completer, form, campaigning, |won| async move {
             // SAFETY: the handle was made just now and Java never saw it.
             unsafe { free::<JvmLeadership>(won as jlong) };
         })

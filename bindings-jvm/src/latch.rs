@@ -3,14 +3,14 @@
 //! the whole of the latch in the JVM binding.
 
 use jni::objects::{JClass, JObject, JString};
-use jni::sys::{jint, jlong};
+use jni::sys::{jboolean, jint, jlong};
 use jni::JNIEnv;
 use polylock::{Error, Latch};
 
 use crate::client::NativeClient;
 use crate::complete::{Completer, Outcome};
 use crate::entry::{entry, read_string, JResult};
-use crate::lock::{options, runtime, spawn_acquisition};
+use crate::lock::{options, runtime, spawn_acquisition, Form};
 
 fn latch_for(env: &mut JNIEnv<'_>, handle: jlong, name: &JString<'_>) -> JResult<Latch> {
     // SAFETY: Java keeps the handle alive for the call (PolylockClient's read lock).
@@ -73,8 +73,9 @@ pub extern "system" fn Java_io_polylock_NativeCountDownLatch_nativeCall<'l>(
     })
 }
 
-/// Start waiting for zero for at most `wait_ms` (-1: no bound); the future gets 1 once the
-/// count is zero, or null when the wait ran out. Returns a call handle for
+/// Start waiting for zero for at most `wait_ms` (-1: no bound) in `waiting`'s form
+/// (`Latch::await_zero` or `Latch::try_await_zero`); the future gets 1 once the count is
+/// zero, or TIMEOUT (waiting form) or null (try form) when the wait ran out. Returns a call handle for
 /// `NativeBridge.cancel`/`freeCall` (an interrupted `await` cancels it).
 #[no_mangle]
 pub extern "system" fn Java_io_polylock_NativeCountDownLatch_nativeAwait<'l>(
@@ -83,19 +84,21 @@ pub extern "system" fn Java_io_polylock_NativeCountDownLatch_nativeAwait<'l>(
     handle: jlong,
     name: JString<'l>,
     wait_ms: jlong,
+    waiting: jboolean,
     future: JObject<'l>,
 ) -> jlong {
     entry(&mut env, 0, |env| {
         let latch = latch_for(env, handle, &name)?;
         let wait = options(wait_ms, -1)?.wait;
         let completer = Completer::new(env, &future)?;
-        let waiting = async move {
-            match latch.try_await_zero(wait).await? {
-                true => Ok(1),
-                false => Err(Error::timeout(format!("latch '{}' did not reach zero in time", latch.name()))),
+        let form = Form::from_java(waiting);
+        let awaiting = async move {
+            match form {
+                Form::Waiting => latch.await_zero(wait).await.map(|()| Some(1)),
+                Form::Try => latch.try_await_zero(wait).await.map(|zero| zero.then_some(1)),
             }
         };
         // Waiting holds nothing, so there is nothing to give back.
-        spawn_acquisition(handle, completer, waiting, |_| async {})
+        spawn_acquisition(handle, completer, form, awaiting, |_| async {})
     })
 }

@@ -10,6 +10,7 @@ mod complete;
 mod election;
 mod entry;
 mod idempotency;
+mod inspect;
 mod latch;
 mod leased_snowflake;
 mod lock;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jni::objects::{JClass, JObject, JString};
-use jni::sys::{jint, jlong};
+use jni::sys::{jboolean, jint, jlong, JNI_FALSE};
 use jni::JNIEnv;
 use polylock::kit::LockTarget;
 use polylock::{AcquireOptions, Error, ErrorKind};
@@ -55,7 +55,27 @@ pub fn options(wait_ms: jlong, lease_ms: jlong) -> JResult<AcquireOptions> {
     })
 }
 
-/// Start acquiring; the future gets the fencing token, or null when the wait ran out.
+/// The two forms of a wait (docs/conventions.md), as Java passes them (`waiting`): the
+/// waiting form's future fails with the core's TIMEOUT when the wait runs out; the try form's
+/// gets null.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Form {
+    Waiting,
+    Try,
+}
+
+impl Form {
+    pub fn from_java(waiting: jboolean) -> Form {
+        if waiting == JNI_FALSE {
+            Form::Try
+        } else {
+            Form::Waiting
+        }
+    }
+}
+
+/// Start acquiring in `waiting`'s form ([`Form`]); the future gets the fencing token, or null
+/// (try form) or TIMEOUT (waiting form) when the wait ran out.
 /// Returns a call handle for `cancel`/`freeCall`. If the Java future was cancelled by the
 /// time a hold arrives, the hold is given back, so a cancelled call never keeps the lock.
 #[no_mangle]
@@ -69,6 +89,7 @@ pub extern "system" fn Java_io_polylock_NativeBridge_acquire<'l>(
     thread_id: jlong,
     wait_ms: jlong,
     lease_ms: jlong,
+    waiting: jboolean,
     future: JObject<'l>,
 ) -> jlong {
     entry(&mut env, 0, |env| {
@@ -77,21 +98,28 @@ pub extern "system" fn Java_io_polylock_NativeBridge_acquire<'l>(
         let completer = Completer::new(env, &future)?;
         let giving_back = lock.clone();
         // The Java thread releases by owner, so the hold outlives the guard.
-        let acquiring = async move { lock.acquire(options).await.map(|guard| guard.detach()) };
-        spawn_acquisition(handle, completer, acquiring, move |_token| async move {
+        let acquiring = async move { lock.acquire(options).await.map(|guard| Some(guard.detach())) };
+        spawn_acquisition(handle, completer, Form::from_java(waiting), acquiring, move |_token| async move {
             let _ = giving_back.release().await;
         })
     })
 }
 
 /// Run an acquisition for a Java future on the client's runtime: `acquiring` answers the
-/// value Java gets (a fencing token, a permit id). The call stops when Java cancels it (see
+/// value Java gets (a fencing token, a permit id), or nothing (Java's null). In the try
+/// `form` the core's TIMEOUT is nothing too; in the waiting form it fails the future. The call stops when Java cancels it (see
 /// `cancel`), holding nothing, and fails with CONNECTION when the client closes; a hold
 /// granted after the Java future was cancelled is given back by `give_back`. Returns the
 /// call handle for `cancel`/`freeCall`.
-pub fn spawn_acquisition<A, G, GF>(handle: jlong, completer: Completer, acquiring: A, give_back: G) -> JResult<jlong>
+pub fn spawn_acquisition<A, G, GF>(
+    handle: jlong,
+    completer: Completer,
+    form: Form,
+    acquiring: A,
+    give_back: G,
+) -> JResult<jlong>
 where
-    A: std::future::Future<Output = polylock::Result<u64>> + Send + 'static,
+    A: std::future::Future<Output = polylock::Result<Option<u64>>> + Send + 'static,
     G: FnOnce(u64) -> GF + Send + 'static,
     GF: std::future::Future<Output = ()> + Send + 'static,
 {
@@ -114,12 +142,15 @@ where
             acquired = acquiring => acquired,
         };
         match acquired {
-            Ok(value) => {
+            Ok(Some(value)) => {
                 if !completer.complete(Outcome::Value(value as i64)) {
                     give_back(value).await;
                 }
             }
-            Err(err) if err.kind() == ErrorKind::Timeout => {
+            Ok(None) => {
+                completer.complete(Outcome::Nothing);
+            }
+            Err(err) if err.kind() == ErrorKind::Timeout && form == Form::Try => {
                 completer.complete(Outcome::Nothing);
             }
             Err(err) => {

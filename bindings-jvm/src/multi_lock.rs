@@ -12,7 +12,7 @@ use polylock::{Error, MultiLock};
 use crate::blocking::{client, long_array};
 use crate::complete::{Completer, Outcome};
 use crate::entry::{entry, read_string, JResult, JniResultExt};
-use crate::lock::{options, runtime, spawn_acquisition};
+use crate::lock::{options, runtime, spawn_acquisition, Form};
 use crate::target::multi_lock_part;
 
 /// The multi-lock over `names[i]` of kind code `kinds[i]`, owned by `thread_id`.
@@ -79,8 +79,8 @@ pub extern "system" fn Java_io_polylock_MultiLock_nativeAcquire<'l>(
         let completer = Completer::new(env, &future)?;
         let giving_back = multi.clone();
         // The Java thread releases by owner, so the holds outlive the guard.
-        let acquiring = async move { multi.acquire_with(options).await.map(|guard| guard.detach().len() as u64) };
-        spawn_acquisition(handle, completer, acquiring, move |_| async move {
+        let acquiring = async move { multi.acquire_with(options).await.map(|guard| Some(guard.detach().len() as u64)) };
+        spawn_acquisition(handle, completer, Form::Try, acquiring, move |_| async move {
             let _ = giving_back.release().await;
         })
     })

@@ -4,14 +4,14 @@
 //! the `PlainSemaphore` calls below.
 
 use jni::objects::{JClass, JObject, JString};
-use jni::sys::{jint, jlong, jobjectArray};
+use jni::sys::{jboolean, jint, jlong, jobjectArray};
 use jni::JNIEnv;
 use polylock::{PlainSemaphore, Semaphore};
 
 use crate::client::NativeClient;
 use crate::complete::{Completer, Outcome};
 use crate::entry::{entry, read_string, JResult, JniResultExt};
-use crate::lock::{options, runtime, spawn_acquisition};
+use crate::lock::{options, runtime, spawn_acquisition, Form};
 
 fn semaphore_for(env: &mut JNIEnv<'_>, handle: jlong, name: &JString<'_>, permits: jint) -> JResult<Semaphore> {
     // SAFETY: Java keeps the handle alive for the call (PolylockClient's read lock).
@@ -23,7 +23,8 @@ fn semaphore_for(env: &mut JNIEnv<'_>, handle: jlong, name: &JString<'_>, permit
     native.client.semaphore(&name, permits)
 }
 
-/// Start taking a permit; the future gets the permit id, or null when the wait ran out.
+/// Start taking a permit in `waiting`'s form; the future gets the permit id, or null (try
+/// form) or TIMEOUT (waiting form) when the wait ran out.
 /// Returns a call handle for `cancel`/`freeCall`, as `acquire` does; a permit that arrives
 /// for a cancelled call is given back.
 #[no_mangle]
@@ -35,6 +36,7 @@ pub extern "system" fn Java_io_polylock_NativeBridge_semaphoreAcquire<'l>(
     permits: jint,
     wait_ms: jlong,
     lease_ms: jlong,
+    waiting: jboolean,
     future: JObject<'l>,
 ) -> jlong {
     entry(&mut env, 0, |env| {
@@ -47,9 +49,9 @@ pub extern "system" fn Java_io_polylock_NativeBridge_semaphoreAcquire<'l>(
             let id = permit.id();
             // Released by id, so the permit outlives the guard.
             permit.detach();
-            Ok(id)
+            Ok(Some(id))
         };
-        spawn_acquisition(handle, completer, acquiring, move |id| async move {
+        spawn_acquisition(handle, completer, Form::from_java(waiting), acquiring, move |id| async move {
             let _ = giving_back.release_permit(id).await;
         })
     })
@@ -121,8 +123,8 @@ pub extern "system" fn Java_io_polylock_PlainSemaphore_nativeAcquire<'l>(
         let wait = options(wait_ms, -1)?.wait;
         let completer = Completer::new(env, &future)?;
         let giving_back = semaphore.clone();
-        let acquiring = async move { semaphore.acquire_with(permits, wait).await.map(|()| u64::from(permits)) };
-        spawn_acquisition(handle, completer, acquiring, move |_| async move {
+        let acquiring = async move { semaphore.acquire_with(permits, wait).await.map(|()| Some(u64::from(permits))) };
+        spawn_acquisition(handle, completer, Form::Try, acquiring, move |_| async move {
             let _ = giving_back.release(permits).await;
         })
     })

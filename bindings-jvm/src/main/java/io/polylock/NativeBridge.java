@@ -35,9 +35,12 @@ final class NativeBridge {
 
     static native void checkLock(long client, String name, int kind);
 
-    /** Completes {@code future} with the fencing token, or null when the wait ran out. Returns a call handle. */
-    static native long acquire(
-            long client, String name, int kind, long threadId, long waitMs, long leaseMs, CompletableFuture<Long> future);
+    /**
+     * Completes {@code future} with the fencing token; when the wait ran out, with null ({@code waiting} false: the
+     * try form) or exceptionally with TIMEOUT ({@code waiting} true: the waiting form). Returns a call handle.
+     */
+    static native long acquire(long client, String name, int kind, long threadId, long waitMs, long leaseMs,
+            boolean waiting, CompletableFuture<Long> future);
 
     static native void cancel(long call);
 
@@ -51,9 +54,9 @@ final class NativeBridge {
 
     static native long token(long client, String name, int kind, long threadId);
 
-    /** Completes {@code future} with the permit id, or null when the wait ran out. Returns a call handle. */
-    static native long semaphoreAcquire(
-            long client, String name, int permits, long waitMs, long leaseMs, CompletableFuture<Long> future);
+    /** Completes {@code future} with the permit id; when the wait ran out, as {@link #acquire}. Returns a call handle. */
+    static native long semaphoreAcquire(long client, String name, int permits, long waitMs, long leaseMs,
+            boolean waiting, CompletableFuture<Long> future);
 
     static native void semaphoreRelease(long client, String name, int permits, long permitId, CompletableFuture<Long> future);
 

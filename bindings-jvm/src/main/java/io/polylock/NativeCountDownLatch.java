@@ -31,7 +31,8 @@ final class NativeCountDownLatch implements RCountDownLatch {
 
     private static native void nativeCall(long client, String name, int op, long argument, CompletableFuture<Long> future);
 
-    private static native long nativeAwait(long client, String name, long waitMs, CompletableFuture<Long> future);
+    private static native long nativeAwait(long client, String name, long waitMs, boolean waiting,
+            CompletableFuture<Long> future);
 
     @Override
     public String getName() {
@@ -66,10 +67,13 @@ final class NativeCountDownLatch implements RCountDownLatch {
         return run(GET_COUNT, 0);
     }
 
-    /** True once the count is zero, false when {@code waitMs} ran out; an interrupt cancels the wait. */
-    private boolean awaitZero(long waitMs) throws InterruptedException {
+    /**
+     * True once the count is zero; when {@code waitMs} ran out, false, or TIMEOUT if {@code waiting}. An interrupt
+     * cancels the wait.
+     */
+    private boolean awaitZero(long waitMs, boolean waiting) throws InterruptedException {
         CompletableFuture<Long> future = new CompletableFuture<>();
-        long call = client.withHandle(h -> nativeAwait(h, name, waitMs, future));
+        long call = client.withHandle(h -> nativeAwait(h, name, waitMs, waiting, future));
         future.whenComplete((opened, error) -> {
             if (future.isCancelled()) {
                 NativeBridge.cancel(call);
@@ -88,12 +92,17 @@ final class NativeCountDownLatch implements RCountDownLatch {
 
     @Override
     public void await() throws InterruptedException {
-        awaitZero(FOREVER);
+        awaitZero(FOREVER, true);
     }
 
     @Override
     public boolean await(long time, TimeUnit unit) throws InterruptedException {
-        return awaitZero(Math.max(0, unit.toMillis(time)));
+        return awaitZero(Math.max(0, unit.toMillis(time)), false);
+    }
+
+    @Override
+    public void awaitZero(long time, TimeUnit unit) throws InterruptedException {
+        awaitZero(NativeLock.strictWaitMillis(time, unit), true);
     }
 
     @Override

@@ -30,7 +30,7 @@ final class NativeLeaderElection implements RLeaderElection {
 
     private static native void nativeCheck(long client, String name);
 
-    private static native long nativeCampaign(long client, String name, byte[] value, long waitMs,
+    private static native long nativeCampaign(long client, String name, byte[] value, long waitMs, boolean waiting,
             CompletableFuture<Long> future);
 
     private static native Leader nativeLeader(long client, String name);
@@ -72,22 +72,32 @@ final class NativeLeaderElection implements RLeaderElection {
 
     @Override
     public RLeadership campaign(byte[] value) throws InterruptedException {
-        return campaignFor(value, FOREVER);
+        return campaignFor(value, FOREVER, true);
     }
 
     @Override
     public RLeadership campaign(String value) throws InterruptedException {
-        return campaignFor(utf8(value), FOREVER);
+        return campaignFor(utf8(value), FOREVER, true);
     }
 
     @Override
     public RLeadership campaign(byte[] value, long time, TimeUnit unit) throws InterruptedException {
-        return campaignFor(value, waitMillis(time, unit));
+        return campaignFor(value, waitMillis(time, unit), true);
     }
 
     @Override
     public RLeadership campaign(String value, long time, TimeUnit unit) throws InterruptedException {
-        return campaignFor(utf8(value), waitMillis(time, unit));
+        return campaignFor(utf8(value), waitMillis(time, unit), true);
+    }
+
+    @Override
+    public RLeadership tryCampaign(byte[] value, long time, TimeUnit unit) throws InterruptedException {
+        return campaignFor(value, NativeLock.strictWaitMillis(time, Objects.requireNonNull(unit, "unit")), false);
+    }
+
+    @Override
+    public RLeadership tryCampaign(String value, long time, TimeUnit unit) throws InterruptedException {
+        return tryCampaign(utf8(value), time, unit);
     }
 
     private static long waitMillis(long time, TimeUnit unit) {
@@ -99,10 +109,14 @@ final class NativeLeaderElection implements RLeaderElection {
         return Objects.requireNonNull(value, "value").getBytes(StandardCharsets.UTF_8);
     }
 
-    private RLeadership campaignFor(byte[] value, long waitMs) throws InterruptedException {
+    /**
+     * The leadership won within {@code waitMs}; when the wait ran out, the core's TIMEOUT ({@code waiting}) or null
+     * (the try form).
+     */
+    private RLeadership campaignFor(byte[] value, long waitMs, boolean waiting) throws InterruptedException {
         Objects.requireNonNull(value, "value");
         CompletableFuture<Long> future = new CompletableFuture<>();
-        long call = client.withHandle(h -> nativeCampaign(h, name, value, waitMs, future));
+        long call = client.withHandle(h -> nativeCampaign(h, name, value, waitMs, waiting, future));
         future.whenComplete((won, error) -> {
             if (future.isCancelled()) {
                 NativeBridge.cancel(call); // withdraws the candidacy
@@ -124,11 +138,7 @@ final class NativeLeaderElection implements RLeaderElection {
         } catch (ExecutionException e) {
             throw NativeLock.rethrow(e.getCause());
         }
-        if (won == null) {
-            throw new PolylockException(ErrorCode.TIMEOUT,
-                    "election '" + name + "': not elected within " + waitMs + " ms");
-        }
-        return new NativeLeadership(client, name, won);
+        return won == null ? null : new NativeLeadership(client, name, won);
     }
 
     @Override

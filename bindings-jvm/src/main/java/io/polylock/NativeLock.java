@@ -41,8 +41,14 @@ final class NativeLock implements RFencedLock {
 
     /** Completes with the fencing token, or null when the wait ran out. */
     private CompletableFuture<Long> acquire(long threadId, long waitMs, long leaseMs) {
+        return acquire(threadId, waitMs, leaseMs, false);
+    }
+
+    /** Completes with the fencing token; when the wait ran out, with null, or with TIMEOUT if {@code waiting}. */
+    private CompletableFuture<Long> acquire(long threadId, long waitMs, long leaseMs, boolean waiting) {
         CompletableFuture<Long> future = new CompletableFuture<>();
-        long call = client.withHandle(h -> NativeBridge.acquire(h, name, kind, threadId, waitMs, leaseMs, future));
+        long call = client.withHandle(
+                h -> NativeBridge.acquire(h, name, kind, threadId, waitMs, leaseMs, waiting, future));
         future.whenComplete((token, error) -> {
             if (future.isCancelled()) {
                 NativeBridge.cancel(call);
@@ -89,6 +95,18 @@ final class NativeLock implements RFencedLock {
             return FOREVER;
         }
         return time <= 0 ? 0 : Math.max(1, unit.toMillis(time));
+    }
+
+    /**
+     * A waiting form's wait: -1 waits forever, a positive sub-millisecond time is 1 ms, and any other negative
+     * passes through for the core to refuse (INVALID_ARGUMENT).
+     */
+    static long strictWaitMillis(long time, TimeUnit unit) {
+        if (time == FOREVER) {
+            return FOREVER;
+        }
+        long millis = unit.toMillis(time);
+        return time > 0 && millis == 0 ? 1 : millis;
     }
 
     // ---- blocking waits on the futures
@@ -189,6 +207,12 @@ final class NativeLock implements RFencedLock {
     @Override
     public boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
         return tryLockAndGetToken(waitTime, leaseTime, unit) != null;
+    }
+
+    @Override
+    public void lockWithin(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
+        long threadId = currentThreadId();
+        awaitAcquire(acquire(threadId, strictWaitMillis(waitTime, unit), leaseMillis(leaseTime, unit), true), threadId);
     }
 
     @Override

@@ -46,9 +46,15 @@ final class PermitExpirableSemaphore implements RPermitExpirableSemaphore {
 
     /** Completes with the permit id, or null when the wait ran out. */
     private CompletableFuture<Long> acquireAsync(long waitMs, long leaseMs) {
+        return acquireAsync(waitMs, leaseMs, false);
+    }
+
+    /** Completes with the permit id; when the wait ran out, with null, or with TIMEOUT if {@code waiting}. */
+    private CompletableFuture<Long> acquireAsync(long waitMs, long leaseMs, boolean waiting) {
         int count = permits();
         CompletableFuture<Long> future = new CompletableFuture<>();
-        long call = client.withHandle(h -> NativeBridge.semaphoreAcquire(h, name, count, waitMs, leaseMs, future));
+        long call = client.withHandle(
+                h -> NativeBridge.semaphoreAcquire(h, name, count, waitMs, leaseMs, waiting, future));
         future.whenComplete((id, error) -> {
             if (future.isCancelled()) {
                 NativeBridge.cancel(call);
@@ -99,6 +105,12 @@ final class PermitExpirableSemaphore implements RPermitExpirableSemaphore {
     @Override
     public String tryAcquire(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
         return await(acquireAsync(NativeLock.waitMillis(waitTime, unit), NativeLock.leaseMillis(leaseTime, unit)));
+    }
+
+    @Override
+    public String acquireWithin(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
+        return await(acquireAsync(NativeLock.strictWaitMillis(waitTime, unit), NativeLock.leaseMillis(leaseTime, unit),
+                true));
     }
 
     @Override

@@ -182,6 +182,62 @@ public final class PolylockClient implements AutoCloseable {
         return new MultiLock(this, names, kinds);
     }
 
+    /**
+     * The status of the lock {@code name} of the backend's default kind (the kind {@link #getLock(String)} makes on
+     * most backends): held or not, its holder, fencing token and lease, as the backend's layout tells. The fields of
+     * {@code polylock status --json}.
+     */
+    public LockStatus status(String name) {
+        return status(name, null);
+    }
+
+    /**
+     * As {@link #status(String)} for the lock of {@code kind} ({@code "reentrant"}, {@code "fair"}, {@code "token"},
+     * {@code "lease"}; null: the backend's default). A kind the backend lacks is {@link ErrorCode#UNSUPPORTED}.
+     */
+    public LockStatus status(String name, String kind) {
+        Objects.requireNonNull(name, "name");
+        return new LockStatus(withHandle(h -> nativeStatusJson(h, name, kind)));
+    }
+
+    /**
+     * The locks whose name starts with {@code prefix}, sorted by name (the entries of {@code polylock list --json}).
+     * Backends that cannot enumerate their locks throw {@link ErrorCode#UNSUPPORTED}.
+     */
+    public java.util.List<LockEntry> list(String prefix) {
+        Objects.requireNonNull(prefix, "prefix");
+        java.util.List<LockEntry> entries = new java.util.ArrayList<>();
+        Object parsed = Json.parse(withHandle(h -> nativeListJson(h, prefix)));
+        if (!(parsed instanceof java.util.List)) {
+            throw new PolylockException(ErrorCode.INTERNAL, "expected a JSON list from the native library");
+        }
+        for (Object entry : (java.util.List<?>) parsed) {
+            entries.add(new LockEntry(LockStatus.object(entry)));
+        }
+        return java.util.Collections.unmodifiableList(entries);
+    }
+
+    /**
+     * Remove the lock {@code name} of the backend's default kind whoever holds it, and wake its waiters (Redisson's
+     * {@code forceUnlock}); whether it was held. Dangerous: the holder learns of it only at its next renewal or
+     * unlock ({@link ErrorCode#LOST}).
+     */
+    public boolean forceUnlock(String name) {
+        return forceUnlock(name, null);
+    }
+
+    /** As {@link #forceUnlock(String)} for the lock of {@code kind} (as in {@link #status(String, String)}). */
+    public boolean forceUnlock(String name, String kind) {
+        Objects.requireNonNull(name, "name");
+        return withHandle(h -> nativeForceUnlock(h, name, kind));
+    }
+
+    private static native String nativeStatusJson(long client, String name, String kind);
+
+    private static native String nativeListJson(long client, String prefix);
+
+    private static native boolean nativeForceUnlock(long client, String name, String kind);
+
     /** This client's own metrics (see {@link Metrics}); {@link Polylock#metrics()} sums every client's. */
     public Metrics getMetrics() {
         return new Metrics(withHandle(NativeBridge::clientMetricsJson));

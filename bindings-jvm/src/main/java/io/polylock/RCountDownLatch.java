@@ -22,8 +22,19 @@ public interface RCountDownLatch {
     /** Wait until the count is zero. An interrupt stops the wait and throws InterruptedException. */
     void await() throws InterruptedException;
 
-    /** Wait at most {@code time}: true once the count is zero, false if the time ran out first. */
+    /**
+     * Wait at most {@code time}: true once the count is zero, false if the time ran out first (the try form, with
+     * {@link java.util.concurrent.CountDownLatch#await(long, TimeUnit)}'s meaning).
+     */
     boolean await(long time, TimeUnit unit) throws InterruptedException;
+
+    /**
+     * The waiting form: wait at most {@code time} (-1: as long as it takes; 0: look once) for the count to reach zero.
+     * When the time runs out this throws a {@link PolylockException} with code {@link ErrorCode#TIMEOUT}. A negative
+     * time other than -1 is {@link ErrorCode#INVALID_ARGUMENT}. An interrupt stops the wait and throws
+     * InterruptedException.
+     */
+    void awaitZero(long time, TimeUnit unit) throws InterruptedException;
 
     /** The latch's name. */
     String getName();

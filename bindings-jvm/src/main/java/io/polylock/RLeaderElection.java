@@ -33,6 +33,17 @@ public interface RLeaderElection {
     /** {@link #campaign(byte[], long, TimeUnit)} with a UTF-8 value. */
     RLeadership campaign(String value, long time, TimeUnit unit) throws InterruptedException;
 
+    /**
+     * The try form of {@link #campaign(byte[], long, TimeUnit)}: campaign for at most {@code time} (-1: as long as
+     * it takes; 0: try once) and return the leadership, or null when the time runs out (no candidacy is left
+     * behind). A negative time other than -1 is {@link ErrorCode#INVALID_ARGUMENT}. An interrupt withdraws the
+     * candidacy and throws InterruptedException.
+     */
+    RLeadership tryCampaign(byte[] value, long time, TimeUnit unit) throws InterruptedException;
+
+    /** {@link #tryCampaign(byte[], long, TimeUnit)} with a UTF-8 value. */
+    RLeadership tryCampaign(String value, long time, TimeUnit unit) throws InterruptedException;
+
     /** The current leader's value, or empty when nobody leads (Curator's {@code getLeader().getId()}). */
     Optional<byte[]> getLeader();
 

@@ -31,6 +31,15 @@ public interface RLock extends Lock {
     /** Wait up to {@code waitTime} (-1: forever), then hold for {@code leaseTime} (-1: watchdog). */
     boolean tryLock(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException;
 
+    /**
+     * The waiting form: wait up to {@code waitTime} (-1: as long as it takes; 0: try once), then hold for {@code
+     * leaseTime} (-1: watchdog). When the wait runs out this throws a {@link PolylockException} with code {@link
+     * ErrorCode#TIMEOUT} and nothing is held; {@link #tryLock(long, long, TimeUnit)} is the form that returns false.
+     * A negative wait other than -1 is {@link ErrorCode#INVALID_ARGUMENT}. An interrupt stops the wait (nothing stays
+     * held) and throws InterruptedException.
+     */
+    void lockWithin(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException;
+
     /** Remove the lock whoever holds it and wake its waiters. Returns whether it was held. */
     boolean forceUnlock();
 

@@ -27,6 +27,14 @@ public interface RPermitExpirableSemaphore {
     /** Wait at most {@code waitTime} for a permit held for {@code leaseTime} (-1: watchdog); its id, or null. */
     String tryAcquire(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException;
 
+    /**
+     * The waiting form: wait up to {@code waitTime} (-1: as long as it takes; 0: try once) for a permit held for
+     * {@code leaseTime} (-1: watchdog), and return its id. When the wait runs out this throws a {@link
+     * PolylockException} with code {@link ErrorCode#TIMEOUT} and no permit is taken; {@link #tryAcquire(long, long,
+     * TimeUnit)} is the form that returns null. A negative wait other than -1 is {@link ErrorCode#INVALID_ARGUMENT}.
+     */
+    String acquireWithin(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException;
+
     /** Give back the permit {@code permitId}; throws {@link IllegalMonitorStateException} if this client does not hold it. */
     void release(String permitId);
 

@@ -80,6 +80,11 @@ public final class RedLock implements RLock, AutoCloseable {
     }
 
     @Override
+    public void lockWithin(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
+        lock.lockWithin(waitTime, leaseTime, unit);
+    }
+
+    @Override
     public Condition newCondition() {
         return lock.newCondition();
     }

@@ -64,6 +64,32 @@ class CountDownLatchTest {
         }
     }
 
+    @ParameterizedTest
+    @MethodSource("backends")
+    void awaitZeroIsTheWaitingFormThatThrowsTimeout(Backends.Backend backend) throws Exception {
+        try (PolylockClient client = backend.connect()) {
+            RCountDownLatch latch = client.getCountDownLatch(Backends.uniqueName("latch"));
+            latch.awaitZero(0, TimeUnit.MILLISECONDS); // a latch never set is open
+            assertTrue(latch.trySetCount(1));
+            long started = System.nanoTime();
+            PolylockException timedOut =
+                    assertThrows(PolylockException.class, () -> latch.awaitZero(300, TimeUnit.MILLISECONDS));
+            assertEquals(ErrorCode.TIMEOUT, timedOut.getCode(), backend.label);
+            assertTrue(System.nanoTime() - started >= TimeUnit.MILLISECONDS.toNanos(250), "it waited");
+            assertEquals(ErrorCode.INVALID_ARGUMENT, assertThrows(PolylockException.class,
+                    () -> latch.awaitZero(-5, TimeUnit.MILLISECONDS)).getCode());
+            CompletableFuture<Void> waiter = CompletableFuture.runAsync(() -> {
+                try {
+                    latch.awaitZero(30, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            latch.countDown();
+            waiter.get(30, TimeUnit.SECONDS);
+        }
+    }
+
     @Test
     void anInterruptStopsTheWait() throws Exception {
         try (PolylockClient client = Polylock.connect("mem://jvm-latch-interrupt")) {

@@ -137,6 +137,27 @@ class LeaderElectionTest {
 
     @ParameterizedTest
     @MethodSource("backends")
+    void tryCampaignReturnsNullWhileAnotherLeads(Backends.Backend backend) throws Exception {
+        try (PolylockClient first = backend.connect(); PolylockClient second = backend.connect()) {
+            String name = Backends.uniqueName("try");
+            RLeadership leader = first.getLeaderElection(name).tryCampaign("a", 30, TimeUnit.SECONDS);
+            assertNotNull(leader, backend.label);
+            long started = System.nanoTime();
+            assertNull(second.getLeaderElection(name).tryCampaign("b", 300, TimeUnit.MILLISECONDS));
+            assertTrue(System.nanoTime() - started >= TimeUnit.MILLISECONDS.toNanos(250), "it waited");
+            assertEquals(ErrorCode.INVALID_ARGUMENT, assertThrows(PolylockException.class,
+                    () -> second.getLeaderElection(name).tryCampaign("b", -5, TimeUnit.MILLISECONDS)).getCode());
+            leader.resign();
+            RLeadership next = second.getLeaderElection(name).tryCampaign("c".getBytes(StandardCharsets.UTF_8), 10,
+                    TimeUnit.SECONDS);
+            assertNotNull(next, "the timed-out candidacy left nothing behind");
+            assertTrue(next.getTerm() > leader.getTerm());
+            next.resign();
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("backends")
     void aTimedOutOrInterruptedCampaignLeavesNoCandidacy(Backends.Backend backend) throws Exception {
         try (PolylockClient first = backend.connect(); PolylockClient second = backend.connect()) {
             String name = Backends.uniqueName("timeout");

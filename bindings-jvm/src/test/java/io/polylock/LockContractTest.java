@@ -3,6 +3,7 @@ package io.polylock;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -273,6 +274,83 @@ class LockContractTest {
             PolylockException lost = assertThrows(PolylockException.class, lock::unlock);
             assertEquals(ErrorCode.LOST, lost.getCode());
             assertFalse(theirs.forceUnlock(), "nothing left to remove");
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("backends")
+    void lockWithinIsTheWaitingFormThatThrowsTimeout(Backend backend) throws Exception {
+        try (PolylockClient a = backend.connect(); PolylockClient b = backend.connect()) {
+            String name = Backends.uniqueName("within");
+            RFencedLock mine = a.getFencedLock(name);
+            mine.lockWithin(5, -1, TimeUnit.SECONDS);
+            assertTrue(mine.isHeldByCurrentThread(), backend.label);
+            Long first = mine.getToken();
+            RLock theirs = b.getLock(name);
+            long started = System.nanoTime();
+            PolylockException timedOut = assertThrows(PolylockException.class,
+                    () -> theirs.lockWithin(300, -1, TimeUnit.MILLISECONDS));
+            assertEquals(ErrorCode.TIMEOUT, timedOut.getCode(), timedOut.getMessage());
+            assertTrue(System.nanoTime() - started >= TimeUnit.MILLISECONDS.toNanos(250), "it waited");
+            assertFalse(theirs.isHeldByCurrentThread(), "a timed-out wait holds nothing");
+            assertEquals(ErrorCode.TIMEOUT,
+                    assertThrows(PolylockException.class, () -> theirs.lockWithin(0, -1, TimeUnit.SECONDS)).getCode(),
+                    "a wait of zero tries once");
+            assertEquals(ErrorCode.INVALID_ARGUMENT,
+                    assertThrows(PolylockException.class, () -> theirs.lockWithin(-5, -1, TimeUnit.MILLISECONDS))
+                            .getCode());
+            mine.unlock();
+            // Free again: the waiting form takes it, and keeps it until the owner unlocks.
+            RFencedLock fenced = b.getFencedLock(name);
+            fenced.lockWithin(5, 30, TimeUnit.SECONDS);
+            assertTrue(fenced.isHeldByCurrentThread());
+            assertTrue(fenced.getToken() > first, "a later hold has a greater token");
+            assertFalse(a.getLock(name).tryLock(), "held in the store");
+            fenced.unlock();
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("backends")
+    void statusListAndForceUnlockFromAnotherClient(Backend backend) throws Exception {
+        // SQL's default kind is a session lock, which another session can neither list nor break: there the lease
+        // kind is the one whose rows the store shows.
+        String kind = backend.isSqlSession() ? "lease" : null;
+        try (PolylockClient a = backend.connect(); PolylockClient b = backend.connect()) {
+            String name = Backends.uniqueName("admin");
+            RLock lock = kind == null ? a.getLock(name) : a.getLeaseLock(name);
+            assertFalse(b.status(name, kind).isHeld());
+            lock.lockWithin(5, -1, TimeUnit.SECONDS);
+            LockStatus status = b.status(name, kind);
+            assertEquals(List.of("name", "kind", "backend", "held", "holder", "fencing_token", "token_counter",
+                    "remaining_lease_ms", "lease_expires", "waiters", "layout", "details"),
+                    new ArrayList<>(status.asMap().keySet()));
+            assertEquals(name, status.getName());
+            assertTrue(status.isHeld(), backend.label);
+            assertNotNull(status.getLayout());
+            if (kind == null) {
+                assertEquals(status.getKind(), b.status(name).getKind(), "null is the default kind");
+            }
+            if (backend.label.equals("mem")) {
+                // mem:// keeps no store the inspector can enumerate.
+                assertEquals(ErrorCode.UNSUPPORTED,
+                        assertThrows(PolylockException.class, () -> b.list(name)).getCode());
+            } else {
+                List<String> held = new ArrayList<>();
+                for (LockEntry entry : b.list(name)) {
+                    if (entry.isHeld()) {
+                        held.add(entry.getName());
+                    }
+                }
+                assertEquals(List.of(name), held);
+                assertEquals(List.of(), b.list(name + "-none"));
+            }
+            assertTrue(b.forceUnlock(name, kind), "there was a hold to break");
+            assertFalse(b.status(name, kind).isHeld());
+            assertFalse(b.forceUnlock(name, kind), "nothing left to break");
+            assertEquals(ErrorCode.LOST, assertThrows(PolylockException.class, lock::unlock).getCode());
+            assertEquals(ErrorCode.INVALID_ARGUMENT,
+                    assertThrows(PolylockException.class, () -> b.status(name, "nonsense")).getCode());
         }
     }
 

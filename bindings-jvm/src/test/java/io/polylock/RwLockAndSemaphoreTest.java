@@ -69,6 +69,56 @@ class RwLockAndSemaphoreTest {
     }
 
     @Test
+    void theWaitingFormsOfASideAndAPermitThrowTimeout() throws Exception {
+        for (Backends.Backend backend : Backends.all()) {
+            try (PolylockClient client = backend.connect()) {
+                String name = Backends.uniqueName("within");
+                RReadWriteLock rw = client.getReadWriteLock(name);
+                rw.writeLock().lockWithin(5, -1, TimeUnit.SECONDS);
+                Exception read = assertThrows(Exception.class, () -> onOtherThread(() -> {
+                    rw.readLock().lockWithin(200, -1, TimeUnit.MILLISECONDS);
+                    return null;
+                }));
+                assertEquals(ErrorCode.TIMEOUT, polylockCause(read).getCode(), backend.label);
+                rw.writeLock().unlock();
+                assertNull(onOtherThread(() -> {
+                    rw.readLock().lockWithin(5, -1, TimeUnit.SECONDS);
+                    rw.readLock().unlock();
+                    return null;
+                }));
+
+                RPermitExpirableSemaphore semaphore = client.getPermitExpirableSemaphore(name + ":s");
+                assertTrue(semaphore.trySetPermits(1));
+                String permit = semaphore.acquireWithin(5, -1, TimeUnit.SECONDS);
+                assertNotNull(permit);
+                long started = System.nanoTime();
+                PolylockException timedOut = assertThrows(PolylockException.class,
+                        () -> semaphore.acquireWithin(200, -1, TimeUnit.MILLISECONDS));
+                assertEquals(ErrorCode.TIMEOUT, timedOut.getCode(), backend.label);
+                assertTrue(System.nanoTime() - started >= TimeUnit.MILLISECONDS.toNanos(150), "it waited");
+                assertEquals(ErrorCode.INVALID_ARGUMENT, assertThrows(PolylockException.class,
+                        () -> semaphore.acquireWithin(-5, -1, TimeUnit.MILLISECONDS)).getCode());
+                semaphore.release(permit);
+                String next = semaphore.acquireWithin(5, 30, TimeUnit.SECONDS);
+                assertNull(semaphore.tryAcquire(), "the waiting form's permit is held");
+                semaphore.release(next);
+            }
+        }
+    }
+
+    /** The PolylockException an {@link #onOtherThread} call ended with. */
+    private static PolylockException polylockCause(Throwable thrown) {
+        Throwable cause = thrown;
+        while (cause != null && !(cause instanceof PolylockException)) {
+            cause = cause.getCause();
+        }
+        if (cause == null) {
+            throw new AssertionError("no PolylockException in " + thrown, thrown);
+        }
+        return (PolylockException) cause;
+    }
+
+    @Test
     void permitsAreOwnedCountedExpiringAndReleasedById() throws Exception {
         for (Backends.Backend backend : Backends.all()) {
             try (PolylockClient client = backend.connect()) {
