@@ -118,11 +118,12 @@ class Driver
 
   # ---- Holds
   op('acquire') do |r|
-    unless r['wait_ms'].nil?
-      raise NotOffered, 'the gem has no acquisition with a wait that raises Error::Timeout and keeps the hold: ' \
-                        'lock/acquire(wait:) return false/nil, and synchronize(wait:) holds only for its block'
+    handle = obj(r, 'handle')
+    if handle.is_a?(Polylock::MultiLock) && !r['wait_ms'].nil?
+      raise NotOffered, 'MultiLock has no acquisition with a wait that raises Error::Timeout and keeps the hold: ' \
+                        'lock(wait:) returns nil, and synchronize(wait:) holds only for its block'
     end
-    hold(r, obj(r, 'handle'), nil, seconds(r, 'lease_ms'), waiting: true)
+    hold(r, handle, seconds(r, 'wait_ms'), seconds(r, 'lease_ms'), waiting: true)
   end
   op('try_acquire') { |r| hold(r, obj(r, 'handle'), seconds(r, 'wait_ms'), seconds(r, 'lease_ms'), waiting: false) }
   op('release') do |r|
@@ -176,9 +177,15 @@ class Driver
   op('is_locked') { |r| lock_handle(r, 'is_locked').locked? }
 
   # ---- Admin
-  op('status') { |_r| raise NotOffered, 'the gem has no status of a name (holders) beyond Lock#locked?' }
-  op('list') { |_r| raise NotOffered, 'the gem cannot list held names' }
-  op('force_unlock') { |r| obj(r, 'client', Polylock::Client).lock(r.fetch('name')).force_unlock }
+  op('status') do |r|
+    status = obj(r, 'client', Polylock::Client).status(r.fetch('name'))
+    # The gem's status is the one JSON shape (one holder at most for a mutex); the protocol asks for a count.
+    { 'held' => status.fetch('held'), 'holders' => status.fetch('held') ? 1 : 0 }
+  end
+  op('list') do |r|
+    obj(r, 'client', Polylock::Client).list(r.fetch('prefix')).select { |e| e.fetch('held') }.map { |e| e.fetch('name') }.sort
+  end
+  op('force_unlock') { |r| obj(r, 'client', Polylock::Client).force_unlock(r.fetch('name')) }
 
   # ---- Election
   op('election') do |r|
@@ -192,8 +199,14 @@ class Driver
     store(r, leadership)
     { 'term' => leadership.term }
   end
-  op('try_campaign') do |_r|
-    raise NotOffered, 'Election#campaign has no form that returns nil on timeout: campaign(value, timeout:) raises Error::Timeout'
+  op('try_campaign') do |r|
+    election = obj(r, 'election', ElectionEntry).election
+    wait = seconds(r, 'wait_ms')
+    leadership = wait.nil? ? election.try_campaign(r.fetch('value')) : election.try_campaign(r.fetch('value'), timeout: wait)
+    next nil if leadership.nil?
+
+    store(r, leadership)
+    { 'term' => leadership.term }
   end
   op('leader') { |r| leader_json(obj(r, 'election', ElectionEntry).election.current_leader) }
   op('resign') { |r| obj(r, 'leadership', Polylock::Leadership).resign }
@@ -217,7 +230,9 @@ class Driver
   op('latch_wait') do |r|
     latch = obj(r, 'latch', Polylock::CountDownLatch)
     wait = seconds(r, 'wait_ms')
-    wait.nil? ? latch.await : latch.await(wait)
+    # The waiting form (Error::Timeout when the wait runs out); true once zero was reached.
+    wait.nil? ? latch.await_zero : latch.await_zero(wait)
+    true
   end
 
   # ---- Values
@@ -277,9 +292,10 @@ class Driver
   op('snowflake_close') { |r| obj(r, 'snowflake', Polylock::LeasedSnowflake).close }
   op('uuid7') { |_r| Polylock.uuid7 }
   op('ulid') { |_r| Polylock.ulid }
-  %w[uuid7_timestamp ulid_timestamp ulid_to_uuid uuid_to_ulid].each do |name|
-    op(name) { |_r| raise NotOffered, "the gem has no #{name} (it makes UUIDv7s and ULIDs, but neither parses nor converts them)" }
-  end
+  op('uuid7_timestamp') { |r| Polylock.uuid7_timestamp(r.fetch('of')) }
+  op('ulid_timestamp') { |r| Polylock.ulid_timestamp(r.fetch('of')) }
+  op('ulid_to_uuid') { |r| Polylock.ulid_to_uuid(r.fetch('of')) }
+  op('uuid_to_ulid') { |r| Polylock.uuid_to_ulid(r.fetch('of')) }
   op('snowflake_parse') do |r|
     parts = r['epoch_ms'].nil? ? Polylock.parse_snowflake(r.fetch('of')) : Polylock.parse_snowflake(r.fetch('of'), epoch_ms: r['epoch_ms'])
     { 'timestamp_ms' => parts.timestamp_ms, 'worker_id' => parts.worker, 'sequence' => parts.sequence }
@@ -293,6 +309,11 @@ class Driver
     options[:lease] = lease unless lease.nil?
     case handle
     when Polylock::Lock
+      if waiting # lock!: Error::Timeout when the wait runs out
+        token = handle.lock!(**options)
+        store(r, LockHold.new(handle))
+        return { 'token' => token }
+      end
       held = handle.lock(**options)
       # lock without a wait waits as long as it takes: it has no false to give.
       raise DriverFailure, 'Lock#lock without wait: returned false' if waiting && !held
@@ -301,7 +322,7 @@ class Driver
       store(r, LockHold.new(handle))
       { 'token' => handle.fencing_token }
     when Polylock::Semaphore
-      permit = handle.acquire(**options)
+      permit = waiting ? handle.acquire!(**options) : handle.acquire(**options)
       raise DriverFailure, 'Semaphore#acquire without wait: returned nil' if waiting && permit.nil?
       return nil if permit.nil?
 
