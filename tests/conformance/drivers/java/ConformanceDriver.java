@@ -18,6 +18,8 @@ import io.polylock.InProgressException;
 import io.polylock.Leader;
 import io.polylock.LeaderSubscription;
 import io.polylock.LeasedSnowflakeIdGenerator;
+import io.polylock.LockEntry;
+import io.polylock.LockStatus;
 import io.polylock.MultiLock;
 import io.polylock.Polylock;
 import io.polylock.PolylockClient;
@@ -217,9 +219,22 @@ public final class ConformanceDriver {
         ops.put("is_locked", r -> rlock(r, "handle", "is_locked").isLocked());
 
         // Admin
-        ops.put("status", r -> { throw new NotOffered("the Java API has no status of a name (holders) beyond RLock.isLocked()"); });
-        ops.put("list", r -> { throw new NotOffered("the Java API cannot list held names"); });
-        ops.put("force_unlock", r -> get(r, "client", PolylockClient.class).getLock(str(r, "name")).forceUnlock());
+        ops.put("status", r -> {
+            LockStatus status = get(r, "client", PolylockClient.class).status(str(r, "name"));
+            // LockStatus is the one JSON shape (a mutex has one holder at most); the protocol asks for a count.
+            return Map.of("held", status.isHeld(), "holders", status.isHeld() ? 1L : 0L);
+        });
+        ops.put("list", r -> {
+            List<String> names = new ArrayList<>();
+            for (LockEntry entry : get(r, "client", PolylockClient.class).list(str(r, "prefix"))) {
+                if (entry.isHeld()) {
+                    names.add(entry.getName());
+                }
+            }
+            names.sort(null);
+            return names;
+        });
+        ops.put("force_unlock", r -> get(r, "client", PolylockClient.class).forceUnlock(str(r, "name")));
 
         // Election
         ops.put("election", r -> {
@@ -235,7 +250,15 @@ public final class ConformanceDriver {
             return Map.of("term", leadership.getTerm());
         });
         ops.put("try_campaign", r -> {
-            throw new NotOffered("RLeaderElection has no campaign form that returns nothing on timeout: campaign(value, time, unit) throws TIMEOUT");
+            RLeaderElection election = get(r, "election", ElectionEntry.class).election;
+            Long wait = optWaitMs(r);
+            // tryCampaign's only overload takes a time: -1 is its documented "as long as it takes".
+            RLeadership leadership = election.tryCampaign(str(r, "value"), wait == null ? -1 : wait, MS);
+            if (leadership == null) {
+                return null;
+            }
+            store(r, leadership);
+            return Map.of("term", leadership.getTerm());
         });
         ops.put("leader", r -> leaderJson(get(r, "election", ElectionEntry.class).election.getLeaderInfo()));
         ops.put("resign", r -> { get(r, "leadership", RLeadership.class).resign(); return null; });
@@ -280,7 +303,8 @@ public final class ConformanceDriver {
                 latch.await();
                 return true;
             }
-            return latch.await(wait, MS);
+            latch.awaitZero(wait, MS); // the waiting form: TIMEOUT when the wait runs out
+            return true;
         });
 
         // Values
@@ -378,10 +402,10 @@ public final class ConformanceDriver {
 
     private Object acquire(Map<String, Object> r) throws Exception {
         Object handle = get(r, "handle", Object.class);
-        if (r.get("wait_ms") != null) {
-            throw new NotOffered("Java has no acquisition with a wait that throws TIMEOUT: lock()/acquire() wait forever and tryLock/tryAcquire(wait, ...) return false/null");
-        }
         Long lease = optDuration(r, "lease_ms");
+        if (r.get("wait_ms") != null) {
+            return acquireWithin(r, handle, optDuration(r, "wait_ms"), lease);
+        }
         if (handle instanceof RLock) {
             RLock lock = (RLock) handle;
             Object value;
@@ -412,6 +436,25 @@ public final class ConformanceDriver {
             }
             store(r, new MultiHold(multi));
             return tokenValue(tokens(multi));
+        }
+        throw new DriverFailure("'" + str(r, "handle") + "' is not a handle");
+    }
+
+    /** The waiting forms with a wait: lockWithin / acquireWithin, whose only overloads take a lease (-1: watchdog). */
+    private Object acquireWithin(Map<String, Object> r, Object handle, long wait, Long lease) throws Exception {
+        long leaseOrWatchdog = lease == null ? -1 : lease;
+        if (handle instanceof RLock) {
+            RLock lock = (RLock) handle;
+            lock.lockWithin(wait, leaseOrWatchdog, MS);
+            store(r, new LockHold(lock));
+            return isFenced(lock) ? tokenValue(((RFencedLock) lock).getToken()) : Map.of();
+        } else if (handle instanceof RPermitExpirableSemaphore) {
+            RPermitExpirableSemaphore semaphore = (RPermitExpirableSemaphore) handle;
+            String permit = semaphore.acquireWithin(wait, leaseOrWatchdog, MS);
+            store(r, new PermitHold(semaphore, permit));
+            return Map.of("permit", permit);
+        } else if (handle instanceof MultiLock) {
+            throw new NotOffered("MultiLock has no acquisition with a wait that throws TIMEOUT: lock() waits forever and tryLock(wait, ...) returns false");
         }
         throw new DriverFailure("'" + str(r, "handle") + "' is not a handle");
     }
