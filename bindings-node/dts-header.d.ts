@@ -123,6 +123,11 @@ export interface LatchAwaitOptions {
   signal?: AbortSignal
 }
 
+export interface LatchWaitOptions {
+  /** Stops the wait: the Promise rejects with `signal.reason`. */
+  signal?: AbortSignal
+}
+
 /**
  * The leader now and after every change (`null` while nobody leads), from `election.observe()`.
  * `for await` ends when the client closes; `break` (or `close()`) stops the watch.
@@ -150,6 +155,67 @@ export interface Client {
   [Symbol.asyncDispose](): Promise<void>
   /** This client's own metrics, in the same shape as `metrics()`. */
   metrics(): MetricsSnapshot
+  /**
+   * Who holds the mutex `name` (of `options.kind`, default the backend's), with which token,
+   * for how long yet and how many wait, as far as the backend's layout tells: the object the
+   * CLI's `polylock status --json` prints. Rejects with `POLYLOCK_UNSUPPORTED` for a kind the
+   * backend lacks.
+   */
+  status(name: string, options?: LockOptions): Promise<LockStatus>
+  /**
+   * The mutexes whose name starts with `prefix` (default: all), sorted by name then kind: the
+   * array the CLI's `polylock list --json` prints. Rejects with `POLYLOCK_UNSUPPORTED` where
+   * the backend cannot enumerate its locks.
+   */
+  list(prefix?: string): Promise<LockEntry[]>
+}
+
+/** A mutex's status (`client.status()`): the core's one shape, the same fields in every language. */
+export interface LockStatus {
+  name: string
+  kind: 'reentrant' | 'fair' | 'token' | 'lease'
+  /** The URL scheme: `sqlite`, `redis`, `etcd`, ... */
+  backend: string
+  held: boolean
+  /** The holder's owner id, where the layout records it. */
+  holder: string | null
+  /** The holder's fencing token, where the layout records it. */
+  fencing_token: bigint | null
+  /** The lock's token counter (the next hold's token is greater). */
+  token_counter: bigint | null
+  /** What is left of the holder's lease; `null` for no hold, or a hold without expiry. */
+  remaining_lease_ms: number | null
+  /** False for a hold the store keeps while its session lives. */
+  lease_expires: boolean
+  /** How many wait, where the backend can count them. */
+  waiters: number | null
+  /** The layout the backend keeps the lock in (its incumbent's, or polylock's own). */
+  layout: string
+  /** The layout's further facts, in display order. */
+  details: Record<string, string>
+}
+
+/** One lock found by `client.list()`. */
+export interface LockEntry {
+  name: string
+  kind: 'reentrant' | 'fair' | 'token' | 'lease'
+  held: boolean
+}
+
+/**
+ * A value's next states from `value.watch()` on: the new `VersionedValue`, or `null` once it
+ * is deleted (close writes may show only the last). Rejects with `POLYLOCK_CONNECTION` once
+ * the client closes; `break` (or `close()`) stops the watch.
+ */
+export interface ValueWatcher extends AsyncIterableIterator<VersionedValue | null> {
+  return(): Promise<IteratorReturnResult<undefined>>
+  /** Stop watching: a pending `next()` resolves `{ done: true }`. */
+  close(): void
+}
+
+export interface Value {
+  /** The value's next states, as an async iterator; watching starts at this call. */
+  watch(): ValueWatcher
 }
 
 /** polylock's version, the same as `VERSION` (and as every other language's). */

@@ -123,6 +123,11 @@ export interface LatchAwaitOptions {
   signal?: AbortSignal
 }
 
+export interface LatchWaitOptions {
+  /** Stops the wait: the Promise rejects with `signal.reason`. */
+  signal?: AbortSignal
+}
+
 /**
  * The leader now and after every change (`null` while nobody leads), from `election.observe()`.
  * `for await` ends when the client closes; `break` (or `close()`) stops the watch.
@@ -150,6 +155,67 @@ export interface Client {
   [Symbol.asyncDispose](): Promise<void>
   /** This client's own metrics, in the same shape as `metrics()`. */
   metrics(): MetricsSnapshot
+  /**
+   * Who holds the mutex `name` (of `options.kind`, default the backend's), with which token,
+   * for how long yet and how many wait, as far as the backend's layout tells: the object the
+   * CLI's `polylock status --json` prints. Rejects with `POLYLOCK_UNSUPPORTED` for a kind the
+   * backend lacks.
+   */
+  status(name: string, options?: LockOptions): Promise<LockStatus>
+  /**
+   * The mutexes whose name starts with `prefix` (default: all), sorted by name then kind: the
+   * array the CLI's `polylock list --json` prints. Rejects with `POLYLOCK_UNSUPPORTED` where
+   * the backend cannot enumerate its locks.
+   */
+  list(prefix?: string): Promise<LockEntry[]>
+}
+
+/** A mutex's status (`client.status()`): the core's one shape, the same fields in every language. */
+export interface LockStatus {
+  name: string
+  kind: 'reentrant' | 'fair' | 'token' | 'lease'
+  /** The URL scheme: `sqlite`, `redis`, `etcd`, ... */
+  backend: string
+  held: boolean
+  /** The holder's owner id, where the layout records it. */
+  holder: string | null
+  /** The holder's fencing token, where the layout records it. */
+  fencing_token: bigint | null
+  /** The lock's token counter (the next hold's token is greater). */
+  token_counter: bigint | null
+  /** What is left of the holder's lease; `null` for no hold, or a hold without expiry. */
+  remaining_lease_ms: number | null
+  /** False for a hold the store keeps while its session lives. */
+  lease_expires: boolean
+  /** How many wait, where the backend can count them. */
+  waiters: number | null
+  /** The layout the backend keeps the lock in (its incumbent's, or polylock's own). */
+  layout: string
+  /** The layout's further facts, in display order. */
+  details: Record<string, string>
+}
+
+/** One lock found by `client.list()`. */
+export interface LockEntry {
+  name: string
+  kind: 'reentrant' | 'fair' | 'token' | 'lease'
+  held: boolean
+}
+
+/**
+ * A value's next states from `value.watch()` on: the new `VersionedValue`, or `null` once it
+ * is deleted (close writes may show only the last). Rejects with `POLYLOCK_CONNECTION` once
+ * the client closes; `break` (or `close()`) stops the watch.
+ */
+export interface ValueWatcher extends AsyncIterableIterator<VersionedValue | null> {
+  return(): Promise<IteratorReturnResult<undefined>>
+  /** Stop watching: a pending `next()` resolves `{ done: true }`. */
+  close(): void
+}
+
+export interface Value {
+  /** The value's next states, as an async iterator; watching starts at this call. */
+  watch(): ValueWatcher
 }
 
 /** polylock's version, the same as `VERSION` (and as every other language's). */
@@ -283,6 +349,13 @@ export declare class Client {
    */
   latch(name: string): Latch
   /**
+   * Break the hold on the mutex `name` (of `options.kind`, default the backend's) whoever
+   * holds it, and wake its waiters (Redisson's `forceUnlock`); whether there was a hold.
+   * Dangerous: the holder carries on believing it holds the lock until its next renewal or
+   * release tells it otherwise (its guard then reports `isLost`).
+   */
+  forceUnlock(name: string, options?: LockOptions): Promise<boolean>
+  /**
    * Stop the watchdogs, give every hold back and close the backend. Calls on the client
    * afterwards fail with `POLYLOCK_CONNECTION`. Closing twice is harmless.
    */
@@ -303,6 +376,13 @@ export declare class Election {
    * reason if `signal` aborts the campaign; either way no candidacy is left behind.
    */
   campaign(value: Buffer | Uint8Array | string, options?: CampaignOptions): Promise<Leadership>
+  /**
+   * The try form of `campaign`: campaign with `value` until this candidate leads (at most
+   * `waitMs`; 0: try once) and resolve to the leadership, or to `null` when `waitMs` runs
+   * out first. Rejects with the signal's reason if `signal` aborts the campaign; either way
+   * no candidacy is left behind.
+   */
+  tryCampaign(value: Buffer | Uint8Array | string, options?: CampaignOptions): Promise<Leadership | null>
   /** The current leader, or `null` when nobody leads. */
   leader(): Promise<Leader | null>
 }
@@ -358,12 +438,22 @@ export declare class Latch {
   /** The count now; 0 when the latch is open. */
   count(): Promise<number>
   /**
-   * Wait until the count is zero: `true` once it is, `false` if `timeoutMs` ran out first
-   * (absent or `null`: no bound; 0: look once). Rejects with the signal's reason if
+   * The waiting form: wait until the count is zero, at most `options.waitMs` (absent: as
+   * long as it takes; 0: look once). Resolves once it is zero; rejects with
+   * `POLYLOCK_TIMEOUT` if `waitMs` runs out first, with the signal's reason if
    * `options.signal` aborts, and with `POLYLOCK_CONNECTION` if the client closes meanwhile.
-   * (`index.js` turns the signal into `cancel`.)
+   * (`latch.await` is the try form, resolving `false` instead.)
    */
-  await(timeoutMs?: number | null, options?: LatchAwaitOptions): Promise<boolean>
+  awaitZero(options?: LatchWaitOptions): Promise<void>
+  /**
+   * The try form: wait until the count is zero, `true` once it is, `false` if the wait ran
+   * out first. The wait is `timeoutMs` (a bare number) or `{ waitMs }` as locks take it
+   * (absent or `null`: no bound; 0: look once). Rejects with the signal's reason if
+   * `options.signal` aborts (in the options object, or the second argument after a bare
+   * number), and with `POLYLOCK_CONNECTION` if the client closes meanwhile. (`index.js`
+   * turns the signal into `cancel`.)
+   */
+  await(timeoutMsOrOptions?: number | LatchWaitOptions | null, options?: LatchAwaitOptions): Promise<boolean>
 }
 
 /** @internal The leader after each change, one `next()` at a time; `close()` ends it. */
@@ -445,6 +535,11 @@ export declare class Lock {
    * when the lock stayed taken.
    */
   tryAcquire(options?: AcquireOptions): Promise<Guard | null>
+  /**
+   * Whether anyone holds the lock in the store now (any owner, any process; for a side of
+   * a read-write lock, that side). A snapshot: it may change as soon as it is read.
+   */
+  isLocked(): Promise<boolean>
   get name(): string
   /** The mutex's kind, or `'read'` / `'write'` for a side of a read-write lock. */
   get kind(): 'reentrant' | 'fair' | 'token' | 'lease' | 'read' | 'write'
@@ -608,6 +703,17 @@ export declare class Value {
   writeFenced(token: bigint | number, value: Buffer | Uint8Array | string): Promise<bigint>
 }
 
+/** @internal Each new state of a value, one `next()` at a time; `close()` ends it. */
+export declare class ValueChanges {
+  /**
+   * The next state, or `{ ended: true }` once the watch is closed. Rejects with the
+   * watch's error (`POLYLOCK_CONNECTION` once the client closed), which ends it.
+   */
+  next(): Promise<ValueChange>
+  /** End the watch: a pending `next()` resolves `{ ended: true }`, and so does every later one. */
+  close(): void
+}
+
 export interface AcquireOptions {
   /** How long to wait for the lock, in ms. Absent: as long as it takes; 0: try once. */
   waitMs?: number
@@ -632,7 +738,8 @@ export interface BeginResult {
 export interface CampaignOptions {
   /**
    * How long to campaign, in ms. Absent: until this candidate leads; 0: try once. A wait
-   * that runs out rejects with `POLYLOCK_TIMEOUT` and leaves no candidacy behind.
+   * that runs out leaves no candidacy behind: `campaign` rejects with `POLYLOCK_TIMEOUT`,
+   * `tryCampaign` resolves to `null`.
    */
   waitMs?: number
 }
@@ -657,6 +764,11 @@ export interface IdempotencyOptions {
    * in ms (default 60 s).
    */
   inProgressTtlMs?: number
+}
+
+export interface LatchWaitOptions {
+  /** How long to wait for zero, in ms. Absent: as long as it takes; 0: look once. */
+  waitMs?: number
 }
 
 /** The leader of an election: the value it campaigned with or last proclaimed, and its term. */
@@ -830,6 +942,16 @@ export interface SnowflakeParts {
 }
 
 /**
+ * @internal A lock's status as the core's one JSON text (`polylock::kit::inspect_json`),
+ * with its two tokens as BigInts, which JSON.parse would round; `index.js` puts them in.
+ */
+export interface StatusNative {
+  json: string
+  fencingToken?: bigint
+  tokenCounter?: bigint
+}
+
+/**
  * @internal A response `run` stored, read back by the core's codec: `{ bytes }` or
  * `{ json }` (text `index.js` parses). `POLYLOCK_INVALID_ARGUMENT` for a response stored
  * through a ticket's plain `complete`.
@@ -865,6 +987,15 @@ export declare function uuid7TimestampMs(uuid: string): number
 
 /** The 128 bits of a UUID as a ULID (a UUIDv7 gives the ULID of the same millisecond). */
 export declare function uuidToUlid(uuid: string): string
+
+/**
+ * One step of a watched value: its new state (`null`: deleted), or `ended` once the watch
+ * is closed.
+ */
+export interface ValueChange {
+  ended: boolean
+  value?: VersionedValue
+}
 
 /** polylock's version, the same in every language (the workspace's, in the root Cargo.toml). */
 export declare const VERSION: string

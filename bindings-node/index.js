@@ -26,6 +26,7 @@ const {
   Leadership,
   LeaderChanges,
   Latch,
+  ValueChanges,
 } = native
 
 /** A snowflake generator on a worker id you assign; bad options throw a PolylockError. */
@@ -149,6 +150,7 @@ function wrapAsync(prototype, names) {
 
 wrapSync(Client.prototype, ['lock', 'rwLock', 'semaphore', 'segment', 'value', 'idempotency', 'multiLock', 'election', 'latch'])
 wrapAsync(Client.prototype, ['close', 'snowflake'])
+wrapAsync(Lock.prototype, ['isLocked'])
 wrapAsync(Guard.prototype, ['release', 'reenter'])
 wrapAsync(MultiGuard.prototype, ['release'])
 wrapSync(Snowflake.prototype, ['nextId', 'nextIdString', 'nextIds', 'parse'])
@@ -163,8 +165,9 @@ wrapAsync(Latch.prototype, ['trySetCount', 'countDown', 'count'])
 
 // acquire and tryAcquire take an AbortSignal: it becomes a native cancellation, and an abort
 // rejects with the signal's reason, as Node's own APIs do.
-// Election.campaign(value, options) and Latch.await(timeoutMs, options) the same way: the
-// native call takes its leading arguments as given, then the cancellation.
+// Election.campaign/tryCampaign(value, options), Latch.awaitZero(options) and
+// Latch.await(timeoutMs or options, options) the same way: the native call takes its leading
+// arguments as given, then the cancellation.
 function withSignal(call, self, leading, options) {
   const signal = options == null ? undefined : options.signal
   if (signal == null) {
@@ -201,10 +204,26 @@ for (const [prototype, name] of [
   defineMethod(Election.prototype, 'campaign', function (value, options) {
     return withSignal(campaign, this, [value, options], options)
   })
-  const awaitZero = Latch.prototype.await
-  defineMethod(Latch.prototype, 'await', function (timeoutMs, options) {
-    // The native call takes (timeoutMs, cancel): the options object itself stays here.
-    return withSignal(awaitZero, this, [timeoutMs], options)
+  const tryCampaign = Election.prototype.tryCampaign
+  defineMethod(Election.prototype, 'tryCampaign', function (value, options) {
+    return withSignal(tryCampaign, this, [value, options], options)
+  })
+  const awaitZero = Latch.prototype.awaitZero
+  defineMethod(Latch.prototype, 'awaitZero', function (options) {
+    if (options != null && typeof options !== 'object') {
+      // napi-rs would read a bare number as an empty options object: no bound at all.
+      return Promise.reject(
+        new PolylockError('POLYLOCK_INVALID_ARGUMENT', `awaitZero takes an options object ({ waitMs }), got ${typeof options}`),
+      )
+    }
+    return withSignal(awaitZero, this, [options], options)
+  })
+  const tryAwait = Latch.prototype.await
+  defineMethod(Latch.prototype, 'await', function (timeoutMsOrOptions, options) {
+    // The native call takes (timeoutMs or { waitMs }, cancel). The signal comes from the
+    // options object given first (`await({ waitMs, signal })`) or after a bare number.
+    const isOptions = timeoutMsOrOptions !== null && typeof timeoutMsOrOptions === 'object'
+    return withSignal(tryAwait, this, [timeoutMsOrOptions], isOptions ? timeoutMsOrOptions : options)
   })
 }
 
@@ -273,6 +292,34 @@ defineMethod(Election.prototype, 'observe', function observe() {
     close: () => {
       changes.close()
     },
+    [Symbol.asyncIterator]() {
+      return this
+    },
+  }
+})
+
+// watch(): the value's next states as an async iterator, following the core's Value::watch
+// from the call on (it starts at once, so a write after watch() returns is seen). Each step
+// is the new `VersionedValue`, or `null` once deleted. `break` (return()) or close() stops
+// it; an error (POLYLOCK_CONNECTION once the client closed) rejects next() and ends it.
+defineMethod(Value.prototype, 'watch', function watch() {
+  const started = translatedAsync(() => this.watchNative())
+  started.catch(() => {}) // reported by next(); a watch never iterated must not be unhandled
+  let closed = false
+  const close = () => {
+    closed = true
+    started.then((changes) => changes.close(), () => {})
+  }
+  return {
+    next: () =>
+      started
+        .then((changes) => (closed ? { ended: true } : translatedAsync(() => changes.next())))
+        .then((change) => (change.ended ? { done: true, value: undefined } : { done: false, value: change.value ?? null })),
+    return: () => {
+      close()
+      return Promise.resolve({ done: true, value: undefined })
+    },
+    close,
     [Symbol.asyncIterator]() {
       return this
     },
@@ -465,6 +512,23 @@ function setMetricsEnabled(enabled) {
   translated(() => native.setMetricsEnabled(enabled))
 }
 
+// Admin (the CLI's `status`, `list` and `unlock --force`): the core's one JSON shape
+// (polylock::kit::inspect_json) parsed, with the two tokens as BigInts like every token.
+defineMethod(Client.prototype, 'status', function status(name, options) {
+  return translatedAsync(() => this.statusNative(name, options)).then(({ json, fencingToken, tokenCounter }) => {
+    const found = JSON.parse(json)
+    found.fencing_token = fencingToken ?? null
+    found.token_counter = tokenCounter ?? null
+    return found
+  })
+})
+
+defineMethod(Client.prototype, 'list', function list(prefix) {
+  return translatedAsync(() => this.listJson(prefix)).then((json) => JSON.parse(json))
+})
+
+wrapAsync(Client.prototype, ['forceUnlock'])
+
 /** This client's own metrics, in the same shape as `metrics()`. */
 defineMethod(Client.prototype, 'metrics', function () {
   return JSON.parse(this.metricsJson())
@@ -510,6 +574,7 @@ module.exports = {
   Leadership,
   LeaderChanges,
   Latch,
+  ValueChanges,
   AcquireCancel,
   errorCodes,
   setLogger,

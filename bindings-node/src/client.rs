@@ -43,6 +43,20 @@ pub struct SemaphoreOptions {
     pub permits: u32,
 }
 
+/// @internal A lock's status as the core's one JSON text (`polylock::kit::inspect_json`),
+/// with its two tokens as BigInts, which JSON.parse would round; `index.js` puts them in.
+#[napi(object, object_from_js = false)]
+pub struct StatusNative {
+    pub json: String,
+    pub fencing_token: Option<BigInt>,
+    pub token_counter: Option<BigInt>,
+}
+
+/// The kind given in `options`, if any (parsed: an unknown name is `POLYLOCK_INVALID_ARGUMENT`).
+fn kind_of(options: Option<LockOptions>) -> Result<Option<LockKind>> {
+    options.and_then(|options| options.kind).map(|kind| kind.parse::<LockKind>().into_napi()).transpose()
+}
+
 /// A connection to one backend. Close it when done: closing stops every watchdog and gives
 /// every hold back (their guards then report `isLost`).
 #[napi]
@@ -136,6 +150,59 @@ impl Client {
     #[napi]
     pub fn latch(&self, name: String) -> Result<Latch> {
         Ok(Latch::new(self.client.latch(&name).into_napi()?))
+    }
+
+    /// @internal The status behind `status()` (index.js parses it into the object).
+    #[napi(js_name = "statusNative", skip_typescript)]
+    pub fn status_native<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        options: Option<LockOptions>,
+    ) -> Result<PromiseRaw<'env, StatusNative>> {
+        let kind = kind_of(options)?;
+        let client = self.client.clone();
+        settle::spawn(env, async move {
+            let status = client.inspect().status(&name, kind).await.into_napi()?;
+            // The kind the status was read as: the one given, else the backend's default
+            // (its only kind where it has one), as the CLI's `status --json` names it.
+            let capabilities = client.capabilities();
+            let kind = kind.unwrap_or(match capabilities.lock_kinds {
+                [only] => *only,
+                _ => LockKind::default(),
+            });
+            Ok(StatusNative {
+                json: polylock::kit::inspect_json::status_json(&name, kind, capabilities.backend, &status),
+                fencing_token: status.fencing_token.map(BigInt::from),
+                token_counter: status.token_counter.map(BigInt::from),
+            })
+        })
+    }
+
+    /// @internal The list behind `list()` (index.js parses it into the array).
+    #[napi(js_name = "listJson", skip_typescript)]
+    pub fn list_json<'env>(&self, env: &'env Env, prefix: Option<String>) -> Result<PromiseRaw<'env, String>> {
+        let client = self.client.clone();
+        settle::spawn(env, async move {
+            let entries = client.inspect().list(&prefix.unwrap_or_default()).await.into_napi()?;
+            Ok(polylock::kit::inspect_json::list_json(&entries))
+        })
+    }
+
+    /// Break the hold on the mutex `name` (of `options.kind`, default the backend's) whoever
+    /// holds it, and wake its waiters (Redisson's `forceUnlock`); whether there was a hold.
+    /// Dangerous: the holder carries on believing it holds the lock until its next renewal or
+    /// release tells it otherwise (its guard then reports `isLost`).
+    #[napi(ts_args_type = "name: string, options?: LockOptions", ts_return_type = "Promise<boolean>")]
+    pub fn force_unlock<'env>(
+        &self,
+        env: &'env Env,
+        name: String,
+        options: Option<LockOptions>,
+    ) -> Result<PromiseRaw<'env, bool>> {
+        let kind = kind_of(options)?;
+        let client = self.client.clone();
+        settle::spawn(env, async move { client.inspect().force_unlock(&name, kind).await.into_napi() })
     }
 
     /// Stop the watchdogs, give every hold back and close the backend. Calls on the client

@@ -26,7 +26,8 @@ fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 #[napi(object, object_to_js = false)]
 pub struct CampaignOptions {
     /// How long to campaign, in ms. Absent: until this candidate leads; 0: try once. A wait
-    /// that runs out rejects with `POLYLOCK_TIMEOUT` and leaves no candidacy behind.
+    /// that runs out leaves no candidacy behind: `campaign` rejects with `POLYLOCK_TIMEOUT`,
+    /// `tryCampaign` resolves to `null`.
     pub wait_ms: Option<f64>,
 }
 
@@ -91,6 +92,31 @@ impl Election {
             // A campaign dropped by a cancel withdraws its candidacy (the core's rule).
             let won = until_cancelled(what, cancel, async move { election.campaign(&value, wait).await }).await;
             won.map(Leadership::new).map_err(to_napi)
+        })
+    }
+
+    /// The try form of `campaign`: campaign with `value` until this candidate leads (at most
+    /// `waitMs`; 0: try once) and resolve to the leadership, or to `null` when `waitMs` runs
+    /// out first. Rejects with the signal's reason if `signal` aborts the campaign; either way
+    /// no candidacy is left behind.
+    #[napi(
+        ts_args_type = "value: Buffer | Uint8Array | string, options?: CampaignOptions",
+        ts_return_type = "Promise<Leadership | null>"
+    )]
+    pub fn try_campaign<'env>(
+        &self,
+        env: &'env Env,
+        value: Either<Buffer, String>,
+        options: Option<CampaignOptions>,
+        cancel: Option<&AcquireCancel>,
+    ) -> Result<PromiseRaw<'env, Option<Leadership>>> {
+        let wait = wait_from_millis(options.and_then(|options| options.wait_ms))?;
+        let (election, value) = (self.election.clone(), bytes_of(value));
+        let cancel = cancel.map(AcquireCancel::token);
+        let what = format!("leadership of election '{}'", election.name());
+        settle::spawn(env, async move {
+            let won = until_cancelled(what, cancel, async move { election.try_campaign(&value, wait).await }).await;
+            won.map(|won| won.map(Leadership::new)).map_err(to_napi)
         })
     }
 

@@ -108,6 +108,14 @@ impl Lock {
         settle::spawn(env, async move { none_if_timed_out(acquiring.await).map(|held| held.map(Guard::new)) })
     }
 
+    /// Whether anyone holds the lock in the store now (any owner, any process; for a side of
+    /// a read-write lock, that side). A snapshot: it may change as soon as it is read.
+    #[napi(ts_return_type = "Promise<boolean>")]
+    pub fn is_locked<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, bool>> {
+        let target = self.target.clone();
+        settle::spawn(env, async move { target.is_locked().await.map_err(to_napi) })
+    }
+
     #[napi(getter)]
     pub fn name(&self) -> String {
         self.target.name().to_string()

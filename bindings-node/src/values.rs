@@ -7,8 +7,12 @@ use napi::bindgen_prelude::*;
 use napi_derive::napi;
 use polylock::VersionedValue as CoreVersioned;
 
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+
 use crate::convert::u64_from_number_or_bigint;
-use crate::errors::{detailed, Detailed};
+use crate::errors::{detailed, to_napi, Detailed, IntoNapiResult};
 use crate::settle;
 
 /// Bytes from a Buffer (or any Uint8Array) or a string (its UTF-8).
@@ -117,5 +121,76 @@ impl Value {
         let token = u64_from_number_or_bigint("token", token)?;
         let (handle, bytes) = (self.value.clone(), bytes_of(value));
         settle::spawn(env, async move { detailed(handle.write_fenced(token, &bytes).await.map(BigInt::from)) })
+    }
+
+    /// @internal The native watch behind `watch()` (index.js makes it an async iterator).
+    #[napi(js_name = "watchNative", skip_typescript)]
+    pub fn watch_native<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ValueChanges>> {
+        let value = self.value.clone();
+        settle::spawn(env, async move {
+            let watch = value.watch().await.into_napi()?;
+            Ok(ValueChanges { watch: Arc::new(tokio::sync::Mutex::new(Some(watch))), closed: CancellationToken::new() })
+        })
+    }
+}
+
+/// One step of a watched value: its new state (`null`: deleted), or `ended` once the watch
+/// is closed.
+#[napi(object, object_from_js = false)]
+pub struct ValueChange {
+    pub ended: bool,
+    pub value: Option<VersionedValue>,
+}
+
+/// @internal Each new state of a value, one `next()` at a time; `close()` ends it.
+#[napi]
+pub struct ValueChanges {
+    /// `None` once closed (or failed): the core's watch is dropped.
+    watch: Arc<tokio::sync::Mutex<Option<polylock::ValueWatch>>>,
+    closed: CancellationToken,
+}
+
+const WATCH_ENDED: ValueChange = ValueChange { ended: true, value: None };
+
+#[napi]
+impl ValueChanges {
+    /// The next state, or `{ ended: true }` once the watch is closed. Rejects with the
+    /// watch's error (`POLYLOCK_CONNECTION` once the client closed), which ends it.
+    #[napi(ts_return_type = "Promise<ValueChange>")]
+    pub fn next<'env>(&self, env: &'env Env) -> Result<PromiseRaw<'env, ValueChange>> {
+        let (watch, closed) = (self.watch.clone(), self.closed.clone());
+        settle::spawn(env, async move {
+            let mut watch = tokio::select! {
+                biased;
+                () = closed.cancelled() => return Ok(WATCH_ENDED),
+                watch = watch.lock() => watch,
+            };
+            let changed = match watch.as_mut() {
+                None => return Ok(WATCH_ENDED),
+                Some(stream) => tokio::select! {
+                    biased;
+                    () = closed.cancelled() => return Ok(WATCH_ENDED),
+                    changed = stream.changed() => changed,
+                },
+            };
+            match changed {
+                Ok(state) => Ok(ValueChange { ended: false, value: state.map(VersionedValue::from) }),
+                Err(err) => {
+                    *watch = None;
+                    Err(to_napi(err))
+                }
+            }
+        })
+    }
+
+    /// End the watch: a pending `next()` resolves `{ ended: true }`, and so does every later one.
+    #[napi]
+    pub fn close(&self) {
+        self.closed.cancel();
+        let watch = self.watch.clone();
+        // Dropped on the runtime once a pending next() has let go of it.
+        napi::bindgen_prelude::spawn(async move {
+            watch.lock().await.take();
+        });
     }
 }

@@ -1,8 +1,10 @@
 // Issue 18 from Node: client.election(name) and client.latch(name) on every backend the suite
 // knows (SQLite, mem, and every POLYLOCK_TEST_*_URL exported). One leader among candidates,
 // resign hands over with a greater term, leader() and observe() follow, a campaign that runs
-// out or is aborted leaves no candidacy, proclaim; a latch releases its waiters at zero, a
-// wait runs out with false, trySetCount refuses a latch still counting. RedLock has neither.
+// out or is aborted leaves no candidacy (tryCampaign resolves null), proclaim; a latch
+// releases its waiters at zero, awaitZero rejects with POLYLOCK_TIMEOUT when its wait runs
+// out and await resolves false, trySetCount refuses a latch still counting. RedLock has
+// neither.
 import { test, describe, before, after } from 'node:test'
 import assert from 'node:assert/strict'
 
@@ -154,6 +156,35 @@ for (const backend of BACKENDS) {
       await leadership.resign()
     })
 
+    test('tryCampaign resolves null while another leads (no candidacy left), the leadership once free', async () => {
+      const name = uniqueName('node-election')
+      const [a, b] = clients
+      const held = await a.election(name).tryCampaign('a', { waitMs: 10_000 })
+      assert.ok(held instanceof polylock.Leadership)
+      const started = performance.now()
+      assert.equal(await b.election(name).tryCampaign('b', { waitMs: 300 }), null)
+      assert.ok(performance.now() - started >= 250, 'resolved null before its wait ran out')
+      assert.equal(await b.election(name).tryCampaign('b', { waitMs: 0 }), null)
+      assert.deepEqual(await b.election(name).leader(), leaderOf('a', held.term))
+      await held.resign()
+      // The candidates that ran out left nothing behind: nobody leads until b tries again.
+      await sleep(300)
+      assert.equal(await a.election(name).leader(), null)
+      const next = await b.election(name).tryCampaign(Buffer.from('b'), { waitMs: 10_000 })
+      assert.ok(next instanceof polylock.Leadership)
+      assert.ok(next.term > held.term)
+      assert.deepEqual(next.value, Buffer.from('b'))
+      // An abort still rejects with the reason, not null.
+      const reason = new Error('stop trying')
+      const controller = new AbortController()
+      const trying = a.election(name).tryCampaign('aborted', { signal: controller.signal })
+      await sleep(100)
+      controller.abort(reason)
+      assert.equal(await rejection(trying), reason)
+      assert.equal(await rejection(a.election(name).tryCampaign('x', { signal: AbortSignal.abort(reason) })), reason)
+      await next.resign()
+    })
+
     test('an aborted campaign rejects with the reason and leaves no candidacy', async () => {
       const name = uniqueName('node-election')
       const [a, b] = clients
@@ -262,6 +293,54 @@ for (const backend of BACKENDS) {
       await latch.countDown()
     })
 
+    test('awaitZero rejects with POLYLOCK_TIMEOUT when the wait runs out, resolves at zero', async () => {
+      const name = uniqueName('node-latch')
+      const latch = client.latch(name)
+      assert.equal(await latch.trySetCount(1), true)
+      const started = performance.now()
+      const err = await rejection(other.latch(name).awaitZero({ waitMs: 300 }))
+      assert.ok(err instanceof polylock.PolylockError, String(err))
+      assert.equal(err.code, 'POLYLOCK_TIMEOUT', err.message)
+      assert.ok(performance.now() - started >= 250, 'rejected before its wait ran out')
+      assert.equal((await rejection(latch.awaitZero({ waitMs: 0 }))).code, 'POLYLOCK_TIMEOUT')
+      assert.equal(await latch.count(), 1)
+
+      const waiters = [other.latch(name).awaitZero(), other.latch(name).awaitZero({ waitMs: 20_000 })]
+      for (const waiter of waiters) assert.equal((await within(waiter, 300)).settled, false)
+      await latch.countDown()
+      for (const waiter of waiters) assert.deepEqual(await within(waiter, 10_000), { settled: true, value: undefined })
+      assert.equal(await latch.awaitZero({ waitMs: 0 }), undefined)
+
+      // Aborted: rejects with the reason, not POLYLOCK_TIMEOUT.
+      assert.equal(await latch.trySetCount(1), true)
+      const controller = new AbortController()
+      const waiting = other.latch(name).awaitZero({ waitMs: 20_000, signal: controller.signal })
+      await sleep(100)
+      const reason = new Error('no more waiting')
+      controller.abort(reason)
+      assert.equal(await rejection(waiting), reason)
+      await latch.countDown()
+    })
+
+    test('await takes { waitMs } as locks do (the try form: false when it runs out)', async () => {
+      const name = uniqueName('node-latch')
+      const latch = client.latch(name)
+      assert.equal(await latch.trySetCount(1), true)
+      const started = performance.now()
+      assert.equal(await other.latch(name).await({ waitMs: 300 }), false)
+      assert.ok(performance.now() - started >= 250, 'returned before its wait ran out')
+      assert.equal(await latch.await({ waitMs: 0 }), false)
+      const controller = new AbortController()
+      const waiting = other.latch(name).await({ signal: controller.signal })
+      await sleep(100)
+      const reason = new Error('no more waiting')
+      controller.abort(reason)
+      assert.equal(await rejection(waiting), reason)
+      await latch.countDown()
+      assert.equal(await other.latch(name).await({ waitMs: 10_000 }), true)
+      assert.equal(await other.latch(name).await({}), true)
+    })
+
     test('an aborted wait rejects with the reason; closing the client ends a wait with POLYLOCK_CONNECTION', async () => {
       const name = uniqueName('node-latch')
       assert.equal(await client.latch(name).trySetCount(1), true)
@@ -314,6 +393,11 @@ describe('election and latch: bad input gets typed errors', () => {
       invalid(await rejection(election.campaign('v', { waitMs })))
     }
     invalid(await rejection(election.campaign('v', { signal: 'not a signal' })))
+    for (const value of [42, null, undefined, { a: 1 }]) invalid(await rejection(election.tryCampaign(value)))
+    for (const waitMs of [-1, Number.NaN, Number.POSITIVE_INFINITY, '10']) {
+      invalid(await rejection(election.tryCampaign('v', { waitMs })))
+    }
+    invalid(await rejection(election.tryCampaign('v', { signal: 'not a signal' })))
     const leadership = await election.campaign(new Uint8Array([1, 2, 3]), { waitMs: 1000 })
     assert.deepEqual(leadership.value, Buffer.from([1, 2, 3]))
     invalid(await rejection(leadership.proclaim(7)))
@@ -329,6 +413,13 @@ describe('election and latch: bad input gets typed errors', () => {
       invalid(await rejection(latch.await(timeoutMs)))
     }
     invalid(await rejection(latch.await(10, { signal: {} })))
+    for (const waitMs of [-1, Number.NaN, Number.POSITIVE_INFINITY, '10']) {
+      invalid(await rejection(latch.await({ waitMs })))
+      invalid(await rejection(latch.awaitZero({ waitMs })))
+    }
+    invalid(await rejection(latch.awaitZero({ signal: {} })))
+    invalid(await rejection(latch.await({ waitMs: 10, signal: 'not a signal' })))
+    invalid(await rejection(latch.awaitZero(10)))
     assert.equal(await latch.count(), 0)
   })
 })

@@ -34,6 +34,28 @@ for (const { backend, kind, skip } of await backendKinds()) {
       assert.equal(lock.kind, kind)
     })
 
+    test('isLocked() tells whether anyone holds the lock in the store, from any client', async () => {
+      const name = uniqueName()
+      const lock = lockOf(name)
+      const other = await polylock.connect(url)
+      try {
+        const seen = other.lock(name, { kind })
+        assert.equal(await lock.isLocked(), false)
+        assert.equal(await seen.isLocked(), false)
+        const guard = await lock.acquire()
+        assert.equal(await lock.isLocked(), true)
+        assert.equal(await seen.isLocked(), true)
+        const again = await guard.reenter()
+        await again.release()
+        assert.equal(await seen.isLocked(), true, 'one of two holds given back')
+        await guard.release()
+        assert.equal(await lock.isLocked(), false)
+        assert.equal(await seen.isLocked(), false)
+      } finally {
+        await other.close()
+      }
+    })
+
     test('two guards in one process are two owners: the second waits for the first', async () => {
       const lock = lockOf()
       const first = await lock.acquire()

@@ -34,6 +34,33 @@ for (const backend of BACKENDS) {
     }
   })
 
+  test(`${backend.name}: isLocked() on a side tells whether anyone holds that side`, async () => {
+    const url = backend.url()
+    const client = await polylock.connect(url)
+    try {
+      const rw = client.rwLock(uniqueName())
+      if (/^(postgres|postgresql|mysql|mariadb):/.test(url)) {
+        // The SQL servers' read-write tables cannot answer it yet (the core's SqlRwLocks has
+        // no is_locked): refused with a typed error, not a guess.
+        assert.equal((await rejection(rw.read.isLocked())).code, 'POLYLOCK_UNSUPPORTED')
+        return
+      }
+      assert.equal(await rw.read.isLocked(), false)
+      assert.equal(await rw.write.isLocked(), false)
+      const reader = await rw.read.acquire({ waitMs: 1000 })
+      assert.equal(await rw.read.isLocked(), true)
+      assert.equal(await rw.write.isLocked(), false, 'the write side while only a reader holds')
+      await reader.release()
+      assert.equal(await rw.read.isLocked(), false)
+      const writer = await rw.write.acquire({ waitMs: 1000 })
+      assert.equal(await rw.write.isLocked(), true)
+      await writer.release()
+      assert.equal(await rw.write.isLocked(), false)
+    } finally {
+      await client.close()
+    }
+  })
+
   test(`${backend.name}: a semaphore hands out N owned permits`, async () => {
     const client = await polylock.connect(backend.url())
     try {

@@ -1,4 +1,4 @@
-// Issue 22 from Node: versioned values (compare-and-set, fenced writes) and idempotency keys,
+// Issue 22 from Node: versioned values (compare-and-set, fenced writes, watch) and idempotency keys,
 // on every backend the suite knows, with each failure's details as properties of the error.
 import { test, describe, before, after } from 'node:test'
 import assert from 'node:assert/strict'
@@ -12,6 +12,23 @@ import polylock from '../index.js'
 import { BACKENDS, uniqueName, rejection, sleep } from './helpers.mjs'
 
 const run = promisify(execFile)
+
+/** Settles to `{ settled: false }` if `promise` is still pending after `ms`. */
+async function settledWithin(promise, ms) {
+  let timer
+  const late = new Promise((resolve) => {
+    timer = setTimeout(() => resolve({ settled: false }), ms)
+  })
+  const settled = promise.then(
+    (value) => ({ settled: true, value }),
+    (error) => ({ settled: true, error }),
+  )
+  try {
+    return await Promise.race([settled, late])
+  } finally {
+    clearTimeout(timer)
+  }
+}
 
 function isCode(code) {
   return (err) => err instanceof polylock.PolylockError && err.code === code
@@ -109,6 +126,65 @@ for (const backend of BACKENDS) {
       // The same token again is accepted (the holder writes more than once).
       await value.writeFenced(second.fencingToken, 'again')
       await second.release()
+    })
+
+    test('value: watch() sees each new state from another client, deletion as null; close() ends it', async () => {
+      const name = uniqueName('node-value')
+      const watcher = other.value(name).watch()
+      // Nothing written yet: no step within 200 ms.
+      const first = watcher.next()
+      assert.equal((await settledWithin(first, 200)).settled, false)
+
+      const value = client.value(name)
+      const v1 = await value.create('one')
+      const created = await settledWithin(first, 10_000)
+      assert.equal(created.settled, true, 'the watch did not see the create')
+      assert.equal(created.error, undefined, String(created.error))
+      assert.deepEqual(created.value, { done: false, value: { value: Buffer.from('one'), version: v1, fencingToken: null } })
+
+      const v2 = await value.compareAndSet(v1, 'two')
+      assert.deepEqual(await watcher.next(), { done: false, value: { value: Buffer.from('two'), version: v2, fencingToken: null } })
+      await value.delete(v2)
+      assert.deepEqual(await watcher.next(), { done: false, value: null })
+
+      // Stopping: a pending next() ends, and so does every later one.
+      const pending = watcher.next()
+      assert.deepEqual(await watcher.return(), { done: true, value: undefined })
+      assert.deepEqual(await settledWithin(pending, 10_000), { settled: true, value: { done: true, value: undefined } })
+      assert.deepEqual(await watcher.next(), { done: true, value: undefined })
+    })
+
+    test('value: for await over watch(); break stops it; a closed client rejects with POLYLOCK_CONNECTION', async () => {
+      const name = uniqueName('node-value')
+      const seen = []
+      const watching = (async () => {
+        for await (const state of other.value(name).watch()) {
+          seen.push(state === null ? null : state.value.toString())
+          if (seen.length === 2) break
+        }
+      })()
+      await sleep(300)
+      const value = client.value(name)
+      const v1 = await value.create('a')
+      const done = settledWithin(watching, 10_000)
+      // Close writes may show as one state: write the second once the first was seen.
+      for (let i = 0; seen.length === 0 && i < 100; i++) await sleep(50)
+      await value.delete(v1)
+      const finished = await done
+      assert.equal(finished.settled, true, `the watch saw only ${JSON.stringify(seen)}`)
+      assert.equal(finished.error, undefined, String(finished.error))
+      assert.deepEqual(seen, ['a', null])
+
+      const own = await polylock.connect(url)
+      const ownWatch = own.value(name).watch()
+      const ending = rejection(ownWatch.next()) // handled at once: it may reject while close() runs
+      await sleep(200)
+      await own.close()
+      const err = await settledWithin(ending, 10_000)
+      assert.equal(err.settled, true, 'the watch outlived its client')
+      assert.equal(err.value.code, 'POLYLOCK_CONNECTION', err.value.message)
+      // Watching on a closed client fails at the first next().
+      assert.equal((await rejection(own.value(name).watch().next())).code, 'POLYLOCK_CONNECTION')
     })
 
     test('idempotency: run once per key, replay bytes and JSON, refuse another payload', async () => {

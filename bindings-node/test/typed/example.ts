@@ -17,6 +17,8 @@ import {
   type BeginOutcome,
   type LogLevelName,
   type LogRecord,
+  type LockEntry,
+  type LockStatus,
   type MetricsSnapshot,
   type MetricsSeries,
   type Guard,
@@ -91,6 +93,22 @@ async function main(): Promise<void> {
     }
   }
   const fencedVersion: bigint = await value.writeFenced(token ?? 0n, 'payload')
+  const watcher = value.watch()
+  for await (const state of watcher) {
+    const watchedVersion: bigint | undefined = state?.version
+    console.log(watchedVersion)
+    break
+  }
+  watcher.close()
+
+  // Admin: what the CLI's status, list and unlock --force show and do.
+  const locked: boolean = await lock.isLocked()
+  const status: LockStatus = await client.status('orders:42', { kind: 'reentrant' })
+  const holderToken: bigint | null = status.fencing_token
+  const leaseLeft: number | null = status.remaining_lease_ms
+  const entries: LockEntry[] = await client.list('orders:')
+  const broken: boolean = await client.forceUnlock('orders:42')
+  console.log(locked, holderToken, leaseLeft, entries.map((e) => `${e.name} ${e.kind} ${e.held}`), broken)
 
   // Idempotency keys.
   const idem = client.idempotency('payments', { retentionMs: 60_000, inProgressTtlMs: 5_000 })
@@ -120,6 +138,8 @@ async function main(): Promise<void> {
   // Leader election: the term is a fencing token; values are bytes (a string is its UTF-8).
   const election = client.election('scheduler')
   const leadership: Leadership = await election.campaign('node-a', { waitMs: 30_000, signal: controller.signal })
+  const tried: Leadership | null = await election.tryCampaign('node-b', { waitMs: 0 })
+  await tried?.resign()
   const term: bigint = leadership.term
   const leading: boolean = leadership.isLeader && !leadership.isLost
   leadership.lost.then((err: PolylockError) => console.error(err.code))
@@ -142,6 +162,10 @@ async function main(): Promise<void> {
   const left: number = await latch.count()
   const opened: boolean = await latch.await(30_000, { signal: controller.signal })
   const forever: boolean = await latch.await()
+  const sameWait: boolean = await latch.await({ waitMs: 30_000, signal: controller.signal })
+  await latch.awaitZero({ waitMs: 30_000, signal: controller.signal })
+  await latch.awaitZero()
+  console.log(sameWait)
   console.log(term, leading, currentValue, set, left, opened, forever)
 
   // Logs and metrics.

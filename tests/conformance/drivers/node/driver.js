@@ -50,6 +50,7 @@ const record = (leader) => (leader == null ? null : { value: text(leader.value),
 const objects = new Map() // label -> object
 const meta = new WeakMap() // multi-lock handles and guards -> the names as the request gave them
 const observers = new WeakMap() // election -> { changes, pending }
+const watchers = new WeakMap() // value -> { changes, pending }
 const rwLocks = new Map() // `${client}\0${name}\0${pair}` -> RwLock
 
 function get(label) {
@@ -94,8 +95,6 @@ async function campaign(req) {
   return { term: leadership.term }
 }
 
-const NO_LOCKS = 'the Node package has no '
-
 // ---- the ops -------------------------------------------------------------------------------
 const ops = {
   async reset() {
@@ -104,6 +103,7 @@ const ops = {
     await settle(all.filter((o) => o instanceof polylock.Guard || o instanceof polylock.MultiGuard).map((g) => () => g.release()))
     await settle(all.filter((o) => o instanceof polylock.Leadership).map((l) => () => l.resign()))
     await settle(all.filter((o) => o instanceof polylock.Election && observers.has(o)).map((e) => () => observers.get(e).changes.close()))
+    await settle(all.filter((o) => o instanceof polylock.Value && watchers.has(o)).map((v) => () => watchers.get(v).changes.close()))
     await settle(all.filter((o) => o instanceof polylock.LeasedSnowflake).map((s) => () => s.close()))
     await settle(all.filter((o) => o instanceof polylock.Client).map((c) => () => c.close()))
     objects.clear()
@@ -167,20 +167,25 @@ const ops = {
   hold_count() {
     throw new NotOffered('a Node Lock has no hold count: each acquire() is an owner of its own (reentrancy is guard.reenter())')
   },
-  is_locked() {
-    throw new NotOffered(`${NO_LOCKS}isLocked(): a Lock handle has only acquire(), tryAcquire() and withLock()`)
+  is_locked(req) {
+    const handle = get(req.handle)
+    if (!(handle instanceof polylock.Lock)) throw new NotOffered('only a Node Lock (a mutex or a read-write side) has isLocked()')
+    return handle.isLocked()
   },
 
   // admin
-  status() {
-    throw new NotOffered(`${NO_LOCKS}admin calls (status, list, force unlock): they are the CLI's and Rust's`)
+  async status(req) {
+    const found = await get(req.client).status(req.name)
+    return { held: found.held, holders: found.held ? 1 : 0 }
   },
-  list() {
-    throw new NotOffered(`${NO_LOCKS}admin calls (status, list, force unlock): they are the CLI's and Rust's`)
+  async list(req) {
+    const entries = await get(req.client).list(req.prefix)
+    return entries
+      .filter((entry) => entry.held)
+      .map((entry) => entry.name)
+      .sort()
   },
-  force_unlock() {
-    throw new NotOffered(`${NO_LOCKS}admin calls (status, list, force unlock): they are the CLI's and Rust's`)
-  },
+  force_unlock: (req) => get(req.client).forceUnlock(req.name),
 
   // election
   election(req) {
@@ -188,8 +193,11 @@ const ops = {
     return null
   },
   campaign,
-  try_campaign() {
-    throw new NotOffered('Node has only campaign(), which rejects with POLYLOCK_TIMEOUT; no form resolves to null')
+  async try_campaign(req) {
+    const leadership = await get(req.election).tryCampaign(req.value, options({ waitMs: ms(req.wait_ms) }))
+    if (leadership === null) return null
+    keep(req.as, leadership)
+    return { term: leadership.term }
   },
   leader: async (req) => record(await get(req.election).leader()),
   async resign(req) {
@@ -221,7 +229,11 @@ const ops = {
     return null
   },
   latch_count: (req) => get(req.latch).count(),
-  latch_wait: (req) => (req.wait_ms === undefined ? get(req.latch).await() : get(req.latch).await(ms(req.wait_ms))),
+  async latch_wait(req) {
+    // The waiting form: resolves once the count is zero, rejects with POLYLOCK_TIMEOUT.
+    await get(req.latch).awaitZero(options({ waitMs: ms(req.wait_ms) }))
+    return true
+  },
 
   // values
   value(req) {
@@ -239,8 +251,17 @@ const ops = {
     return null
   },
   value_write_fenced: (req) => get(req.value).writeFenced(req.token, req.data),
-  value_watch() {
-    throw new NotOffered('a Node Value has no watch(): watching a value is Rust-only')
+  async value_watch(req) {
+    const value = get(req.value)
+    if (!watchers.has(value)) watchers.set(value, { changes: value.watch(), pending: null })
+    const watcher = watchers.get(value)
+    watcher.pending ??= watcher.changes.next()
+    const NO_CHANGE = {}
+    const step = await within(watcher.pending, ms(req.wait_ms), NO_CHANGE)
+    if (step === NO_CHANGE) return 'no change'
+    watcher.pending = null
+    if (step.done) throw new DriverError("the value's watch ended")
+    return step.value === null ? null : { value: text(step.value.value), version: step.value.version }
   },
 
   // idempotency
