@@ -56,7 +56,7 @@ mod _polylock {
         format_ulid_py, parse_ulid_py, uuid7_timestamp_ms_py, NativeUlidGenerator, NativeUuid7Generator,
     };
     #[pymodule_export]
-    use crate::values::NativeValue;
+    use crate::values::{NativeValue, NativeValueWatch};
 
     use pyo3::prelude::*;
 

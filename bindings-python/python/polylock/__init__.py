@@ -50,7 +50,7 @@ from ._polylock import DEFAULT_URL, MAX_NAME_LEN, __version__
 from ._observe import log_level, metrics, metrics_enabled, prometheus_text, set_log_level, set_metrics_enabled
 from ._sync import Client, Hold, Lock, Permit, RWLock, Semaphore, connect
 from . import aio
-from ._values import Acquired, Idempotency, InProgress, Mismatch, Replay, Ticket, Value, VersionedValue
+from ._values import Acquired, Idempotency, InProgress, Mismatch, Replay, Ticket, Value, ValueWatch, VersionedValue
 from ._values import install as _install_values
 from ._latch import Latch, MultiLock, RedLock, redlock
 from ._latch import install as _install_latch
@@ -71,6 +71,7 @@ __all__ = [
     "Permit",
     "Value",
     "VersionedValue",
+    "ValueWatch",
     "Election",
     "Leader",
     "Leadership",

@@ -3,6 +3,8 @@
     value = client.value("config")
     version = value.create(b"v1")
     value.compare_and_set(version, b"v2")        # ConflictError if someone wrote first
+    for state in value.watch():                  # each new VersionedValue (None: deleted)
+        ...
 
     with client.lock("report") as lock:          # hold the lock, pass its token, write fenced
         value.write_fenced(lock.fencing_token, b"...")   # FencedError if a later holder wrote
@@ -36,6 +38,7 @@ from typing import Any, Awaitable, Callable, NamedTuple, Optional, Tuple, Union
 
 from . import _polylock
 from ._errors import InProgressError, MismatchError
+from .aio import _run
 
 DEFAULT_RETENTION = 24 * 3600.0
 DEFAULT_IN_PROGRESS_TTL = 60.0
@@ -163,8 +166,43 @@ class Value:
         the new version. FencedError (``winning_token``) if a later lock holder wrote."""
         return self._native.write_fenced(token, bytes(value))
 
+    def watch(self) -> "ValueWatch":
+        """Follow this value's changes from now on (armed before this returns): iterate the
+        :class:`ValueWatch` for each new state, ``for state in value.watch():``."""
+        return ValueWatch(self._native.watch())
+
     def __repr__(self) -> str:
         return f"<polylock.Value name={self.name!r}>"
+
+
+class ValueWatch:
+    """The changes of a :class:`Value` from the moment :meth:`Value.watch` was called: iterate
+    for each new state (a :class:`VersionedValue`, or None once the value is deleted). Several
+    writes close together may show as their last one; a state is never seen twice, nor an
+    older one after a newer. Each step blocks (the GIL released) until the value changes."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _polylock.NativeValueWatch) -> None:
+        self._native = native
+
+    @property
+    def current(self) -> Optional[VersionedValue]:
+        """The state last seen: when the watch started, or the last one iterated."""
+        return _record(self._native.current())
+
+    def __iter__(self) -> "ValueWatch":
+        return self
+
+    def __next__(self) -> Optional[VersionedValue]:
+        return _record(self._native.changed())
+
+    def __repr__(self) -> str:
+        return f"<polylock.ValueWatch current={self.current!r}>"
+
+
+def _record(raw: Optional[Tuple[bytes, int, Optional[int]]]) -> Optional[VersionedValue]:
+    return None if raw is None else VersionedValue(bytes(raw[0]), raw[1], raw[2])
 
 
 class Ticket:
@@ -291,8 +329,37 @@ class AsyncValue:
     async def write_fenced(self, token: int, value: bytes) -> int:
         return await _in_executor(self._sync.write_fenced, token, value)
 
+    async def watch(self) -> "AsyncValueWatch":
+        """Follow this value's changes from now on (armed before this returns):
+        ``async for state in await value.watch():``."""
+        return AsyncValueWatch(await _run(self._sync._native.start_watch))
+
     def __repr__(self) -> str:
         return f"<polylock.aio.Value name={self.name!r}>"
+
+
+class AsyncValueWatch:
+    """:class:`ValueWatch` for asyncio: an async iterator whose waits never block the loop
+    (cancelling the awaiting task stops the wait; the watch stays usable)."""
+
+    __slots__ = ("_native",)
+
+    def __init__(self, native: _polylock.NativeValueWatch) -> None:
+        self._native = native
+
+    @property
+    def current(self) -> Optional[VersionedValue]:
+        """The state last seen: when the watch started, or the last one iterated."""
+        return _record(self._native.current())
+
+    def __aiter__(self) -> "AsyncValueWatch":
+        return self
+
+    async def __anext__(self) -> Optional[VersionedValue]:
+        return _record(await _run(self._native.start_changed))
+
+    def __repr__(self) -> str:
+        return f"<polylock.aio.ValueWatch current={self.current!r}>"
 
 
 class AsyncTicket:
@@ -485,6 +552,8 @@ __all__ = [
     "InProgress",
     "Mismatch",
     "AsyncValue",
+    "ValueWatch",
+    "AsyncValueWatch",
     "AsyncIdempotency",
     "AsyncTicket",
     "fingerprint_of",

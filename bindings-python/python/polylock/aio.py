@@ -485,6 +485,8 @@ _BESIDE_THE_BLOCKING_ONES = {
     "MultiLock": ("_latch", "AsyncMultiLock"),
     "Election": ("_election", "AsyncElection"),
     "Leadership": ("_election", "AsyncLeadership"),
+    "Value": ("_values", "AsyncValue"),
+    "ValueWatch": ("_values", "AsyncValueWatch"),
 }
 
 
@@ -508,5 +510,7 @@ __all__ = [
     "MultiLock",
     "Election",
     "Leadership",
+    "Value",
+    "ValueWatch",
     "connect",
 ]

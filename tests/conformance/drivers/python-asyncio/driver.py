@@ -16,7 +16,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import polylock.aio as aio  # noqa: E402
 
 from protocol import (  # noqa: E402
-    WATCH,
     answer_of,
     begin_answer,
     error_table,
@@ -29,6 +28,7 @@ from protocol import (  # noqa: E402
     seconds,
     status_answer,
     text,
+    versioned_json,
     write,
 )
 
@@ -36,6 +36,7 @@ objects: Dict[str, Any] = {}  # label -> object (clients, handles, guards, ...)
 rw_locks: Dict[tuple, aio.RWLock] = {}  # (client label, name) -> the one RWLock of both sides
 multi_names: Dict[str, List[str]] = {}  # multi-lock label -> names in the request's order
 observers: Dict[str, "asyncio.Queue[Any]"] = {}  # election label -> leaders seen by its observer
+watches: Dict[str, "asyncio.Queue[Any]"] = {}  # value label -> states seen by its watch
 observer_tasks: List["asyncio.Task[None]"] = []
 
 
@@ -53,6 +54,7 @@ async def reset(_: Dict[str, Any] = {}) -> None:
     rw_locks.clear()
     multi_names.clear()
     observers.clear()
+    watches.clear()
     observer_tasks.clear()
 
 
@@ -167,31 +169,45 @@ async def try_campaign(r: Dict[str, Any]) -> Optional[Dict[str, int]]:
     return None if leadership is None else {"term": save(r, leadership).term}
 
 
-async def observe_next(r: Dict[str, Any]) -> Any:
-    label = r["election"]
-    if label not in observers:
-        # election.observe() is an async iterator without a timeout: one task iterates it
-        # into a queue, so that a request can wait for its next item with a bound (a timeout
-        # around __anext__ itself would end the iterator).
-        seen: "asyncio.Queue[Any]" = asyncio.Queue()
-        changes = objects[label].observe()
+def following(iterator: Any) -> "asyncio.Queue[Any]":
+    """An async iterator without a timeout (election.observe(), a value's watch) iterated by a
+    task of its own, so that a request can wait for its next item with a bound (a timeout
+    around __anext__ itself would end an async generator)."""
+    seen: "asyncio.Queue[Any]" = asyncio.Queue()
 
-        async def follow() -> None:
-            try:
-                async for leader in changes:
-                    seen.put_nowait(("leader", leader))
-            except Exception as error:
-                seen.put_nowait(("error", error))
+    async def follow() -> None:
+        try:
+            async for item in iterator:
+                seen.put_nowait(("item", item))
+        except Exception as error:
+            seen.put_nowait(("error", error))
 
-        observer_tasks.append(asyncio.create_task(follow()))
-        observers[label] = seen
+    observer_tasks.append(asyncio.create_task(follow()))
+    return seen
+
+
+async def next_within(seen: "asyncio.Queue[Any]", r: Dict[str, Any], as_json: Any) -> Any:
     try:
-        what, item = await asyncio.wait_for(observers[label].get(), timeout=seconds(r, "wait_ms"))
+        what, item = await asyncio.wait_for(seen.get(), timeout=seconds(r, "wait_ms"))
     except asyncio.TimeoutError:
         return "no change"
     if what == "error":
         raise item
-    return leader_json(item)
+    return as_json(item)
+
+
+async def observe_next(r: Dict[str, Any]) -> Any:
+    label = r["election"]
+    if label not in observers:
+        observers[label] = following(objects[label].observe())
+    return await next_within(observers[label], r, leader_json)
+
+
+async def value_watch(r: Dict[str, Any]) -> Any:
+    label = r["value"]
+    if label not in watches:
+        watches[label] = following(await objects[label].watch())
+    return await next_within(watches[label], r, versioned_json)
 
 
 async def latch_wait(r: Dict[str, Any]) -> bool:
@@ -278,7 +294,7 @@ OPS = {
     "value_cas": lambda r: objects[r["value"]].compare_and_set(r["version"], r["data"].encode()),
     "value_delete": lambda r: objects[r["value"]].delete(r["version"]),
     "value_write_fenced": lambda r: objects[r["value"]].write_fenced(r["token"], r["data"].encode()),
-    "value_watch": lambda r: not_offered(WATCH),
+    "value_watch": value_watch,
     "idempotency": lambda r: make(r, "idempotency", r["namespace"]),
     "idem_begin": idem_begin,
     "idem_complete": lambda r: objects[r["ticket"]].complete(r["response"].encode()),

@@ -13,7 +13,6 @@ from typing import Any, Dict, List, Optional
 import polylock
 
 from protocol import (
-    WATCH,
     answer_of,
     begin_answer,
     error_table,
@@ -26,6 +25,7 @@ from protocol import (
     seconds,
     status_answer,
     text,
+    versioned_json,
     write,
 )
 
@@ -33,6 +33,7 @@ objects: Dict[str, Any] = {}  # label -> object (clients, handles, guards, ...)
 rw_locks: Dict[tuple, polylock.RWLock] = {}  # (client label, name) -> the one RWLock of both sides
 multi_names: Dict[str, List[str]] = {}  # multi-lock label -> names in the request's order
 observers: Dict[str, "queue.Queue[Any]"] = {}  # election label -> leaders seen by its observer
+watches: Dict[str, "queue.Queue[Any]"] = {}  # value label -> states seen by its watch
 
 
 def reset(_: Dict[str, Any] = {}) -> None:
@@ -47,6 +48,7 @@ def reset(_: Dict[str, Any] = {}) -> None:
     rw_locks.clear()
     multi_names.clear()
     observers.clear()
+    watches.clear()
 
 
 def save(r: Dict[str, Any], obj: Any) -> Any:
@@ -185,30 +187,44 @@ def latch_wait(r: Dict[str, Any]) -> bool:
     return True
 
 
-def observe_next(r: Dict[str, Any]) -> Any:
-    label = r["election"]
-    if label not in observers:
-        # Election.observe() is a blocking iterator with no timeout: one thread per observer
-        # iterates it, so that a request can wait for its next item with a bound.
-        seen: "queue.Queue[Any]" = queue.Queue()
-        changes = objects[label].observe()
+def following(iterator: Any, name: str) -> "queue.Queue[Any]":
+    """A blocking iterator without a timeout (Election.observe(), Value.watch()) iterated by a
+    thread of its own, so that a request can wait for its next item with a bound."""
+    seen: "queue.Queue[Any]" = queue.Queue()
 
-        def follow() -> None:
-            try:
-                for leader in changes:
-                    seen.put(("leader", leader))
-            except BaseException as error:
-                seen.put(("error", error))
+    def follow() -> None:
+        try:
+            for item in iterator:
+                seen.put(("item", item))
+        except BaseException as error:
+            seen.put(("error", error))
 
-        threading.Thread(target=follow, name=f"observe {label}", daemon=True).start()
-        observers[label] = seen
+    threading.Thread(target=follow, name=name, daemon=True).start()
+    return seen
+
+
+def next_within(seen: "queue.Queue[Any]", r: Dict[str, Any], as_json: Any) -> Any:
     try:
-        what, item = observers[label].get(timeout=seconds(r, "wait_ms"))
+        what, item = seen.get(timeout=seconds(r, "wait_ms"))
     except queue.Empty:
         return "no change"
     if what == "error":
         raise item
-    return leader_json(item)
+    return as_json(item)
+
+
+def observe_next(r: Dict[str, Any]) -> Any:
+    label = r["election"]
+    if label not in observers:
+        observers[label] = following(objects[label].observe(), f"observe {label}")
+    return next_within(observers[label], r, leader_json)
+
+
+def value_watch(r: Dict[str, Any]) -> Any:
+    label = r["value"]
+    if label not in watches:
+        watches[label] = following(objects[label].watch(), f"watch {label}")
+    return next_within(watches[label], r, versioned_json)
 
 
 def latch(r: Dict[str, Any]) -> None:
@@ -284,7 +300,7 @@ OPS = {
     "value_cas": lambda r: objects[r["value"]].compare_and_set(r["version"], r["data"].encode()),
     "value_delete": lambda r: objects[r["value"]].delete(r["version"]),
     "value_write_fenced": lambda r: objects[r["value"]].write_fenced(r["token"], r["data"].encode()),
-    "value_watch": lambda r: not_offered(WATCH),
+    "value_watch": value_watch,
     "idempotency": idempotency,
     "idem_begin": lambda r: begin_answer(objects[r["idempotency"]].begin(r["key"], r["payload"]), lambda t: save(r, t)),
     "idem_complete": lambda r: objects[r["ticket"]].complete(r["response"].encode()),

@@ -103,10 +103,6 @@ def ids_ops() -> Dict[str, Any]:
     }
 
 
-# Not offered by either Python surface (#34 lists them as holes to close).
-WATCH = "the Python binding has no Value.watch (Rust only)"
-
-
 def error_table() -> List[List[Any]]:
     """The exception classes' (kind, code), in number order: read from the classes' own
     attributes, so a class without its number, or a kind without its class, shows."""
@@ -116,6 +112,11 @@ def error_table() -> List[List[Any]]:
         if isinstance(cls, type) and issubclass(cls, polylock.PolylockError) and cls is not polylock.PolylockError
     ]
     return [[cls.kind, cls.code] for cls in sorted(classes, key=lambda cls: cls.code)]
+
+
+def versioned_json(state: Any) -> Optional[Dict[str, Any]]:
+    """A VersionedValue (or None: no value) as PROTOCOL.md's {"value", "version"}."""
+    return None if state is None else {"value": text(state.value), "version": state.version}
 
 
 def status_answer(status: Dict[str, Any]) -> Dict[str, Any]:
