@@ -102,7 +102,7 @@ final class NativeCountDownLatch implements RCountDownLatch {
 
     @Override
     public void awaitZero(long time, TimeUnit unit) throws InterruptedException {
-        awaitZero(NativeLock.strictWaitMillis(time, unit), true);
+        awaitZero(NativeLock.waitMillis(time, unit), true);
     }
 
     @Override

@@ -92,7 +92,7 @@ final class NativeLeaderElection implements RLeaderElection {
 
     @Override
     public RLeadership tryCampaign(byte[] value, long time, TimeUnit unit) throws InterruptedException {
-        return campaignFor(value, NativeLock.strictWaitMillis(time, Objects.requireNonNull(unit, "unit")), false);
+        return campaignFor(value, NativeLock.waitMillis(time, Objects.requireNonNull(unit, "unit")), false);
     }
 
     @Override
@@ -101,8 +101,7 @@ final class NativeLeaderElection implements RLeaderElection {
     }
 
     private static long waitMillis(long time, TimeUnit unit) {
-        Objects.requireNonNull(unit, "unit");
-        return time <= 0 ? 0 : Math.max(1, unit.toMillis(time));
+        return NativeLock.waitMillis(time, Objects.requireNonNull(unit, "unit"));
     }
 
     private static byte[] utf8(String value) {

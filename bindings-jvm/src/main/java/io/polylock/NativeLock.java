@@ -89,19 +89,11 @@ final class NativeLock implements RFencedLock {
         return time > 0 && millis == 0 ? 1 : millis;
     }
 
-    /** -1 waits forever; zero or other negatives try once, as {@link java.util.concurrent.locks.Lock#tryLock(long, TimeUnit)}. */
-    static long waitMillis(long time, TimeUnit unit) {
-        if (time == FOREVER) {
-            return FOREVER;
-        }
-        return time <= 0 ? 0 : Math.max(1, unit.toMillis(time));
-    }
-
     /**
-     * A waiting form's wait: -1 waits forever, a positive sub-millisecond time is 1 ms, and any other negative
-     * passes through for the core to refuse (INVALID_ARGUMENT).
+     * A wait in milliseconds: -1 waits forever (Redisson's meaning), 0 tries once, a positive sub-millisecond time is
+     * 1 ms, and any other negative passes through for the core to refuse (INVALID_ARGUMENT, docs/conventions.md).
      */
-    static long strictWaitMillis(long time, TimeUnit unit) {
+    static long waitMillis(long time, TimeUnit unit) {
         if (time == FOREVER) {
             return FOREVER;
         }
@@ -212,7 +204,7 @@ final class NativeLock implements RFencedLock {
     @Override
     public void lockWithin(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
         long threadId = currentThreadId();
-        awaitAcquire(acquire(threadId, strictWaitMillis(waitTime, unit), leaseMillis(leaseTime, unit), true), threadId);
+        awaitAcquire(acquire(threadId, waitMillis(waitTime, unit), leaseMillis(leaseTime, unit), true), threadId);
     }
 
     @Override

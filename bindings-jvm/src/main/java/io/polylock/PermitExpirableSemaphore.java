@@ -109,7 +109,7 @@ final class PermitExpirableSemaphore implements RPermitExpirableSemaphore {
 
     @Override
     public String acquireWithin(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
-        return await(acquireAsync(NativeLock.strictWaitMillis(waitTime, unit), NativeLock.leaseMillis(leaseTime, unit),
+        return await(acquireAsync(NativeLock.waitMillis(waitTime, unit), NativeLock.leaseMillis(leaseTime, unit),
                 true));
     }
 

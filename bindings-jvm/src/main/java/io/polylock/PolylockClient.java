@@ -31,8 +31,8 @@ public final class PolylockClient implements AutoCloseable {
         return newLock(name, NativeBridge.KIND_REENTRANT);
     }
 
-    /** A first-come-first-served lock (Redisson's fair lock on Redis). */
-    public RLock getFairLock(String name) {
+    /** A first-come-first-served lock (Redisson's fair lock on Redis), with its fencing tokens. */
+    public RFencedLock getFairLock(String name) {
         return newLock(name, NativeBridge.KIND_FAIR);
     }
 
@@ -41,13 +41,19 @@ public final class PolylockClient implements AutoCloseable {
         return newLock(name, NativeBridge.KIND_REENTRANT);
     }
 
-    /** The plain token lock of redis-py and node-redlock ({@code SET NX PX}); not reentrant in the store. */
-    public RLock getTokenLock(String name) {
+    /**
+     * The plain token lock of redis-py and node-redlock ({@code SET NX PX}), with its fencing tokens; not reentrant in
+     * the store.
+     */
+    public RFencedLock getTokenLock(String name) {
         return newLock(name, NativeBridge.KIND_TOKEN);
     }
 
-    /** ShedLock's lease lock on SQL databases (its {@code shedlock} table): a row with a lease, not reentrant in the store. */
-    public RLock getLeaseLock(String name) {
+    /**
+     * ShedLock's lease lock on SQL databases (its {@code shedlock} table): a row with a lease, with its fencing tokens;
+     * not reentrant in the store.
+     */
+    public RFencedLock getLeaseLock(String name) {
         return newLock(name, NativeBridge.KIND_LEASE);
     }
 

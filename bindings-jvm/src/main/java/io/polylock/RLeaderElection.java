@@ -25,7 +25,8 @@ public interface RLeaderElection {
     RLeadership campaign(String value) throws InterruptedException;
 
     /**
-     * Campaign for at most {@code time} (zero or less: try once). When the time runs out this throws a {@link
+     * Campaign for at most {@code time} (-1: as long as it takes; 0: try once; any other negative: {@link
+     * ErrorCode#INVALID_ARGUMENT}). When the time runs out this throws a {@link
      * PolylockException} with code {@link ErrorCode#TIMEOUT}, and no candidacy is left behind.
      */
     RLeadership campaign(byte[] value, long time, TimeUnit unit) throws InterruptedException;

@@ -12,7 +12,8 @@ import java.util.concurrent.locks.Lock;
  *
  * <p>Lease times: {@code -1} (or the methods without one) lets the watchdog keep the lock while this client lives,
  * renewing the client's watchdog lease (30 s by default) every third of it; a positive lease holds the lock at most
- * that long. Wait times: {@code -1} waits as long as it takes; {@code 0} or less tries once.
+ * that long. Wait times: {@code -1} waits as long as it takes (Redisson's meaning); {@code 0} tries once; any other negative
+ * wait is {@link ErrorCode#INVALID_ARGUMENT} (docs/conventions.md), also in {@link #tryLock(long, TimeUnit)}.
  *
  * <p>The futures of the async methods are completed on polylock's own worker threads: chain blocking work with the
  * {@code *Async(..., executor)} stages rather than running it in those threads. Cancelling a pending

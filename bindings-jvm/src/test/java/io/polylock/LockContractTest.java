@@ -354,6 +354,28 @@ class LockContractTest {
         }
     }
 
+    /** The fair and token kinds are Redis's (run-tests.sh always has one); the lease kind is SQL's (RwLockAndSemaphoreTest). */
+    @org.junit.jupiter.api.Test
+    void theFairAndTokenKindsHandOutIncreasingFencingTokens() throws Exception {
+        Backend backend = backends().filter(Backend::isRedis).findFirst()
+                .orElseThrow(() -> new AssertionError("no Redis: POLYLOCK_TEST_REDIS_URL is unset"));
+        try (PolylockClient a = backend.connect(); PolylockClient b = backend.connect()) {
+            for (String kind : List.of("fair", "token")) {
+                String name = Backends.uniqueName(kind);
+                RFencedLock mine = kind.equals("fair") ? a.getFairLock(name) : a.getTokenLock(name);
+                RFencedLock theirs = kind.equals("fair") ? b.getFairLock(name) : b.getTokenLock(name);
+                Long first = mine.lockAndGetToken();
+                assertNotNull(first, kind);
+                assertEquals(first, mine.getToken());
+                assertNull(theirs.tryLockAndGetToken(), kind + ": held by the other client");
+                mine.unlock();
+                Long second = theirs.tryLockAndGetToken(5, TimeUnit.SECONDS);
+                assertTrue(second > first, kind + ": " + second + " after " + first);
+                theirs.unlock();
+            }
+        }
+    }
+
     @ParameterizedTest(name = "{0}")
     @MethodSource("backends")
     void badInputGetsTypedErrors(Backend backend) throws InterruptedException {
@@ -369,6 +391,13 @@ class LockContractTest {
                     assertThrows(PolylockException.class, () -> lock.tryLock(0, 0, TimeUnit.SECONDS)).getCode());
             assertEquals(ErrorCode.INVALID_ARGUMENT,
                     assertThrows(PolylockException.class, () -> lock.lock(-5, TimeUnit.SECONDS)).getCode());
+            // -1 is Redisson's "wait as long as it takes"; every other negative wait is refused, in every form.
+            assertEquals(ErrorCode.INVALID_ARGUMENT,
+                    assertThrows(PolylockException.class, () -> lock.tryLock(-5, TimeUnit.MILLISECONDS)).getCode());
+            assertEquals(ErrorCode.INVALID_ARGUMENT, assertThrows(PolylockException.class,
+                    () -> lock.tryLock(-2, -1, TimeUnit.SECONDS)).getCode());
+            assertEquals(ErrorCode.INVALID_ARGUMENT, assertThrows(PolylockException.class,
+                    () -> client.getLeaderElection("bad-input").campaign("v", -5, TimeUnit.MILLISECONDS)).getCode());
             // Outside 10 ms .. 365 days, the range every backend honours: refused before any write.
             long year = TimeUnit.DAYS.toMillis(365);
             for (long[] waitAndLease : new long[][] {

@@ -168,12 +168,16 @@ class RwLockAndSemaphoreTest {
                     assertEquals(ErrorCode.UNSUPPORTED, refused.getCode(), backend.label);
                     continue;
                 }
-                RLock lock = client.getLeaseLock(name);
-                assertTrue(lock.tryLock(0, 10, TimeUnit.SECONDS), backend.label);
+                RFencedLock lock = client.getLeaseLock(name);
+                Long first = lock.tryLockAndGetToken(0, 10, TimeUnit.SECONDS);
+                assertNotNull(first, backend.label);
+                assertEquals(first, lock.getToken());
                 assertFalse(onOtherThread(() -> lock.tryLock(50, -1, TimeUnit.MILLISECONDS)));
                 assertTrue(lock.isLocked());
                 lock.unlock();
                 assertFalse(lock.isLocked());
+                assertTrue(lock.tryLockAndGetToken(0, 10, TimeUnit.SECONDS) > first, "the next hold's token is greater");
+                lock.unlock();
             }
         }
     }
