@@ -392,12 +392,15 @@ public final class ConformanceDriver {
             fencedLocks.add(lock);
             return lock;
         }
+        RFencedLock lock;
         switch (kind) {
-            case "fair": return client.getFairLock(name);
-            case "token": return client.getTokenLock(name);
-            case "lease": return client.getLeaseLock(name);
+            case "fair": lock = client.getFairLock(name); break;
+            case "token": lock = client.getTokenLock(name); break;
+            case "lease": lock = client.getLeaseLock(name); break;
             default: throw new NotOffered("PolylockClient has no factory for a '" + kind + "' lock");
         }
+        fencedLocks.add(lock);
+        return lock;
     }
 
     private Object acquire(Map<String, Object> r) throws Exception {
@@ -509,11 +512,11 @@ public final class ConformanceDriver {
         throw new DriverFailure("'" + str(r, "handle") + "' is not a handle");
     }
 
-    /** Whether the surface typed this lock as an RFencedLock (getFencedLock); the other factories return RLock. */
+    /** Whether the surface typed this lock as an RFencedLock (getFencedLock and the kinds' factories); the sides are RLocks. */
     private final java.util.Set<RLock> fencedLocks = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
 
-    private static final String NO_TOKEN = "getFairLock, getTokenLock, getLeaseLock and the read-write lock's sides"
-            + " return RLock, which has no fencing token (only getFencedLock's RFencedLock has one)";
+    private static final String NO_TOKEN = "the read-write lock's sides are RLocks, which have no fencing token"
+            + " (the mutex factories return RFencedLock)";
 
     private boolean isFenced(RLock lock) {
         return fencedLocks.contains(lock);
