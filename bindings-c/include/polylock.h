@@ -1251,6 +1251,25 @@ polylock_status polylock_lock_release(polylock_lock *lock);
 polylock_status polylock_lock_is_locked(polylock_lock *lock, bool *locked);
 
 /**
+ * Block until the calling thread's current hold of the lock is lost (its lease ran out, a
+ * renewal failed, its session ended, it was force-unlocked, the client closed): the lost
+ * signal of a thread-owned hold, as `polylock_hold_wait_lost()` is a `polylock_hold`'s.
+ *
+ * @param timeout_ms  how long to wait: `POLYLOCK_WAIT_FOREVER` forever, 0 only a look; any
+ *                    other negative value is `POLYLOCK_INVALID_ARGUMENT`.
+ * @param cancel      NULL, or a token another thread may fire to stop waiting.
+ * @return `POLYLOCK_OK` once the hold is (or already was) lost, `POLYLOCK_TIMEOUT` when
+ *         `timeout_ms` ran out first, `POLYLOCK_CANCELLED` when `cancel` fired first,
+ *         `POLYLOCK_NOT_OWNER` when the calling thread holds nothing of this lock.
+ *
+ * # Safety
+ * `lock` and `cancel` are NULL or live for the whole call.
+ */
+polylock_status polylock_lock_wait_lost(polylock_lock *lock,
+                                        int64_t timeout_ms,
+                                        const polylock_cancel *cancel);
+
+/**
  * Whether the calling thread holds the lock and it has not been lost. False for NULL.
  *
  * # Safety

@@ -225,6 +225,13 @@ class Guard {
 
     std::uint64_t fencing_token() const noexcept { return token_; }
     bool is_lost() const noexcept { return lock_ && lock_->is_lost(); }
+    /** The lost signal: return once the hold is lost (lease ran out, renewal failed, broken
+     *  by an operator, client closed); throws TIMEOUT after `timeout_ms` (POLYLOCK_WAIT_FOREVER:
+     *  no limit). Call it on the thread that holds it (NOT_OWNER otherwise). */
+    void wait_lost(std::int64_t timeout_ms = POLYLOCK_WAIT_FOREVER) const {
+        if (!lock_) detail::released_already("this guard");
+        detail::check(polylock_lock_wait_lost(lock_->get(), timeout_ms, nullptr));
+    }
     /** Release now and throw if that failed (POLYLOCK_LOST: someone else may hold it). */
     void release() {
         Lock *lock = std::exchange(lock_, nullptr);

@@ -75,7 +75,7 @@ pub use latch::{
 pub use lock::{
     polylock_client_lock, polylock_client_lock_kind, polylock_lock, polylock_lock_acquire, polylock_lock_free,
     polylock_lock_hold_count, polylock_lock_is_held, polylock_lock_is_locked, polylock_lock_is_lost,
-    polylock_lock_release,
+    polylock_lock_release, polylock_lock_wait_lost,
 };
 pub use multi_lock::{
     polylock_client_multi_lock, polylock_multi_hold, polylock_multi_hold_count, polylock_multi_hold_free,

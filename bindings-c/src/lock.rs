@@ -2,12 +2,14 @@
 //! recursive mutex. The core counts reentrancy and checks ownership per (client, thread).
 
 use std::ffi::c_char;
+use std::future::pending;
 use std::sync::Arc;
 
-use polylock::{Lock, LockKind};
+use polylock::{Error, Lock, LockKind};
 
 use crate::args;
 use crate::boundary::{call, quietly};
+use crate::cancel::{polylock_cancel, token_of};
 use crate::client::polylock_client;
 use crate::runtime::Shared;
 use crate::status::polylock_status;
@@ -145,6 +147,58 @@ pub unsafe extern "C" fn polylock_lock_is_locked(lock: *mut polylock_lock, locke
         let core = handle.lock.clone();
         *locked = handle.shared.block_on(async move { core.is_locked().await })?;
         Ok(())
+    })
+}
+
+/// Block until the calling thread's current hold of the lock is lost (its lease ran out, a
+/// renewal failed, its session ended, it was force-unlocked, the client closed): the lost
+/// signal of a thread-owned hold, as `polylock_hold_wait_lost()` is a `polylock_hold`'s.
+///
+/// @param timeout_ms  how long to wait: `POLYLOCK_WAIT_FOREVER` forever, 0 only a look; any
+///                    other negative value is `POLYLOCK_INVALID_ARGUMENT`.
+/// @param cancel      NULL, or a token another thread may fire to stop waiting.
+/// @return `POLYLOCK_OK` once the hold is (or already was) lost, `POLYLOCK_TIMEOUT` when
+///         `timeout_ms` ran out first, `POLYLOCK_CANCELLED` when `cancel` fired first,
+///         `POLYLOCK_NOT_OWNER` when the calling thread holds nothing of this lock.
+///
+/// # Safety
+/// `lock` and `cancel` are NULL or live for the whole call.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_lock_wait_lost(
+    lock: *mut polylock_lock,
+    timeout_ms: i64,
+    cancel: *const polylock_cancel,
+) -> polylock_status {
+    call(|| {
+        // SAFETY (both): the caller's contract.
+        let handle = unsafe { args::handle(lock, "lock") }?;
+        let cancel = unsafe { token_of(cancel) };
+        let limit = args::wait("timeout_ms", timeout_ms)?;
+        let name = handle.lock.name().to_owned();
+        let watch = handle.for_this_thread().lost_watch().ok_or_else(|| {
+            Error::not_owner(format!("this thread holds nothing of '{name}' whose loss it could wait for"))
+        })?;
+        handle.shared.block_on(async move {
+            let cancelled = async {
+                match &cancel {
+                    Some(cancel) => cancel.cancelled().await,
+                    None => pending().await,
+                }
+            };
+            let ran_out = async {
+                match limit {
+                    Some(limit) => tokio::time::sleep(limit).await,
+                    None => pending().await,
+                }
+            };
+            tokio::select! {
+                // A hold that is already lost says so, whatever else is true.
+                biased;
+                _ = watch.wait() => Ok(()),
+                () = cancelled => Err(Error::cancelled(format!("the wait for the loss of '{name}' was cancelled"))),
+                () = ran_out => Err(Error::timeout(format!("'{name}' was not lost within {timeout_ms} ms"))),
+            }
+        })
     })
 }
 

@@ -211,10 +211,26 @@ static void test_lease_lost(void) {
     unique_name("lease");
     polylock_lock *lock = NULL;
     CHECK_OK(polylock_client_lock(client, name, &lock));
-    CHECK_OK(polylock_lock_acquire(lock, 0, 100, NULL));
-    struct timespec pause = {0, 400 * 1000 * 1000};
-    nanosleep(&pause, NULL);
+    /* Nothing held by this thread: nothing whose loss it could wait for. */
+    CHECK_STATUS(polylock_lock_wait_lost(lock, 0, NULL), POLYLOCK_NOT_OWNER);
+    CHECK_STATUS(polylock_lock_wait_lost(NULL, 0, NULL), POLYLOCK_INVALID_ARGUMENT);
+    /* 1.5 s: long enough that a 50 ms wait runs out first, also under valgrind. */
+    CHECK_OK(polylock_lock_acquire(lock, 0, 1500, NULL));
+    CHECK_STATUS(polylock_lock_wait_lost(lock, 50, NULL), POLYLOCK_TIMEOUT); /* not lost yet */
+    CHECK_STATUS(polylock_lock_wait_lost(lock, -3, NULL), POLYLOCK_INVALID_ARGUMENT);
+    polylock_cancel *cancel = NULL;
+    CHECK_OK(polylock_cancel_new(&cancel));
+    CHECK_OK(polylock_cancel_fire(cancel));
+    CHECK_STATUS(polylock_lock_wait_lost(lock, POLYLOCK_WAIT_FOREVER, cancel), POLYLOCK_CANCELLED);
+    polylock_cancel_free(cancel);
+    /* The lost signal: the wait ends when the lease runs out, not before. */
+    struct timespec before, after;
+    clock_gettime(CLOCK_MONOTONIC, &before);
+    CHECK_OK(polylock_lock_wait_lost(lock, 30000, NULL));
+    clock_gettime(CLOCK_MONOTONIC, &after);
+    CHECK((after.tv_sec - before.tv_sec) * 1000 + (after.tv_nsec - before.tv_nsec) / 1000000 >= 150);
     CHECK(polylock_lock_is_lost(lock));
+    CHECK_OK(polylock_lock_wait_lost(lock, 0, NULL)); /* lost already: at once */
     CHECK(!polylock_lock_is_held(lock));
     CHECK_STATUS(polylock_lock_release(lock), POLYLOCK_LOST);
     polylock_lock_free(lock);

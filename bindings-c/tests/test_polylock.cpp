@@ -119,6 +119,26 @@ int main(int argc, char **argv) {
         }
     }
 
+    // A Guard's lost signal: wait_lost() returns when its lease runs out, throws TIMEOUT before.
+    {
+        polylock::Lock leased = client.lock(name + ":leased");
+        polylock::Guard guard(leased, 0, 1500);  // long enough that a 50 ms wait runs out first
+        try {
+            guard.wait_lost(50);
+            EXPECT(false);
+        } catch (const polylock::Error &err) {
+            EXPECT(err.status() == POLYLOCK_TIMEOUT);
+        }
+        guard.wait_lost(30000);
+        EXPECT(guard.is_lost());
+        try {
+            guard.release();
+            EXPECT(false);
+        } catch (const polylock::Error &err) {
+            EXPECT(err.status() == POLYLOCK_LOST);
+        }
+    }
+
     // Released by the destructor, so another thread can take it now.
     std::thread taker([&] {
         polylock::Guard guard(lock, 2000);

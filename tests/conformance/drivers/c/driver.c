@@ -491,8 +491,14 @@ static int op_is_lost(const jval *r) {
 static int op_wait_lost(const jval *r) {
     FIND(g, "guard", GUARDS);
     DURATION(wait, "wait_ms", WAIT_FOREVER_MS);
+    if (g->kind == O_G_LOCK) { /* the calling thread's hold: polylock_lock_wait_lost */
+        polylock_status status = polylock_lock_wait_lost(g->aux, wait, NULL);
+        if (status != POLYLOCK_OK && status != POLYLOCK_TIMEOUT) return fail_status(status);
+        jb_s(&val, status == POLYLOCK_OK ? "true" : "false"); /* TIMEOUT: not lost within wait_ms */
+        return 0;
+    }
     if (g->kind != O_G_HOLD)
-        return not_offered("C's thread-owned holds and multi-holds have no lost signal (only a polylock_hold has polylock_hold_wait_lost)");
+        return not_offered("C's thread-owned read-write sides and multi-holds have no lost signal (polylock_lock_wait_lost and polylock_hold_wait_lost are a mutex's and a polylock_hold's)");
     bool lost = false;
     polylock_status status = polylock_hold_wait_lost(g->p, wait, NULL, &lost);
     if (status == POLYLOCK_TIMEOUT) lost = false; /* not lost within wait_ms */

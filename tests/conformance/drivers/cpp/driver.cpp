@@ -420,8 +420,17 @@ std::string op_is_lost(const jval *r) {
     return lost ? "true" : "false";
 }
 
-std::string op_wait_lost(const jval *) {
-    throw NotOffered{"the C++ wrapper's guards have no lost signal to wait on (only Leadership::wait_lost)"};
+std::string op_wait_lost(const jval *r) {
+    Obj &g = find(r, "guard", {K::GLock, K::GTryLock, K::GRead, K::GWrite, K::GPermit, K::GMulti});
+    if (g.kind != K::GLock)
+        throw NotOffered{"the wrapper's lost signal is a mutex Guard's (Guard::wait_lost); ReadGuard, WriteGuard, Permit and MultiGuard have none"};
+    try {
+        g.guard->wait_lost(duration(r, "wait_ms", kWaitForever));
+        return "true";
+    } catch (const polylock::Error &error) {
+        if (error.status() == POLYLOCK_TIMEOUT) return "false";  // not lost within wait_ms
+        throw;
+    }
 }
 
 std::string op_hold_count(const jval *r) {
