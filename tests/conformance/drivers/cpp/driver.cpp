@@ -30,7 +30,7 @@ struct DriverError {
 };
 
 enum class K {
-    Client, Lock, RwSide, Sem, Multi, GLock, GTryLock, GRead, GWrite, GPermit, GMulti,
+    Client, Lock, RwSide, Sem, Multi, GLock, GRead, GWrite, GPermit, GMulti,
     Election, Leadership, Latch, Value, Idem, Ticket, Segment, Snowflake
 };
 
@@ -38,7 +38,7 @@ struct Obj {
     K kind;
     std::unique_ptr<polylock::Client> client;
     std::unique_ptr<polylock::Lock> lock;
-    polylock::Lock *lock_ref = nullptr;  // GLock, GTryLock: the lock
+    polylock::Lock *lock_ref = nullptr;  // GLock: the lock
     polylock::RwLock *rw = nullptr;      // RwSide
     bool write = false;                  // RwSide
     std::unique_ptr<polylock::Semaphore> sem;
@@ -79,7 +79,6 @@ void reset_all() {
         o.multi_guard.reset();
         o.leadership.reset();
         o.ticket.reset();
-        if (o.kind == K::GTryLock && !o.released) polylock_lock_release(o.lock_ref->get());
     }
     for (auto it = objs.rbegin(); it != objs.rend(); ++it) {
         if (it->second->kind != K::Client) it->second.reset();
@@ -358,15 +357,11 @@ std::string op_try_acquire(const jval *r) {
 }
 
 std::string op_release(const jval *r) {
-    Obj &g = find(r, "guard", {K::GLock, K::GTryLock, K::GRead, K::GWrite, K::GPermit, K::GMulti});
+    Obj &g = find(r, "guard", {K::GLock, K::GRead, K::GWrite, K::GPermit, K::GMulti});
     switch (g.kind) {
     case K::GLock:
         g.released = true;
         g.guard->release();
-        break;
-    case K::GTryLock:
-        g.released = true;
-        g.lock_ref->release();
         break;
     case K::GRead:
         g.released = true;
@@ -397,10 +392,9 @@ std::string op_release_handle(const jval *r) {
 }
 
 std::string op_token(const jval *r) {
-    Obj &g = find(r, "guard", {K::GLock, K::GTryLock, K::GRead, K::GWrite, K::GPermit, K::GMulti});
+    Obj &g = find(r, "guard", {K::GLock, K::GRead, K::GWrite, K::GPermit, K::GMulti});
     switch (g.kind) {
     case K::GLock: return u(g.guard->fencing_token());
-    case K::GTryLock: return u(g.token);
     case K::GRead: return u(g.read_guard->fencing_token());
     case K::GWrite: return u(g.write_guard->fencing_token());
     case K::GPermit: return u(g.permit->fencing_token());
@@ -409,11 +403,10 @@ std::string op_token(const jval *r) {
 }
 
 std::string op_is_lost(const jval *r) {
-    Obj &g = find(r, "guard", {K::GLock, K::GTryLock, K::GRead, K::GWrite, K::GPermit, K::GMulti});
+    Obj &g = find(r, "guard", {K::GLock, K::GRead, K::GWrite, K::GPermit, K::GMulti});
     bool lost;
     switch (g.kind) {
     case K::GLock: lost = g.guard->is_lost(); break;
-    case K::GTryLock: lost = g.lock_ref->is_lost(); break;
     case K::GMulti: lost = g.multi_guard->is_lost(); break;
     default: throw NotOffered{"the wrapper's ReadGuard, WriteGuard and Permit have no is_lost()"};
     }
@@ -421,7 +414,7 @@ std::string op_is_lost(const jval *r) {
 }
 
 std::string op_wait_lost(const jval *r) {
-    Obj &g = find(r, "guard", {K::GLock, K::GTryLock, K::GRead, K::GWrite, K::GPermit, K::GMulti});
+    Obj &g = find(r, "guard", {K::GLock, K::GRead, K::GWrite, K::GPermit, K::GMulti});
     if (g.kind != K::GLock)
         throw NotOffered{"the wrapper's lost signal is a mutex Guard's (Guard::wait_lost); ReadGuard, WriteGuard, Permit and MultiGuard have none"};
     try {
