@@ -169,6 +169,12 @@ wrapAsync(Latch.prototype, ['trySetCount', 'countDown', 'count'])
 // Latch.await(timeoutMs or options, options) the same way: the native call takes its leading
 // arguments as given, then the cancellation.
 function withSignal(call, self, leading, options) {
+  if (options != null && typeof options !== 'object') {
+    // napi-rs would read a bare number as an empty options object: no bound at all.
+    return Promise.reject(
+      new PolylockError('POLYLOCK_INVALID_ARGUMENT', `options must be an object such as { waitMs: 500 }, got ${typeof options}`),
+    )
+  }
   const signal = options == null ? undefined : options.signal
   if (signal == null) {
     return translatedAsync(() => call.call(self, ...leading))
@@ -210,12 +216,6 @@ for (const [prototype, name] of [
   })
   const awaitZero = Latch.prototype.awaitZero
   defineMethod(Latch.prototype, 'awaitZero', function (options) {
-    if (options != null && typeof options !== 'object') {
-      // napi-rs would read a bare number as an empty options object: no bound at all.
-      return Promise.reject(
-        new PolylockError('POLYLOCK_INVALID_ARGUMENT', `awaitZero takes an options object ({ waitMs }), got ${typeof options}`),
-      )
-    }
     return withSignal(awaitZero, this, [options], options)
   })
   const tryAwait = Latch.prototype.await

@@ -6,8 +6,8 @@
 use jni::objects::{JClass, JString};
 use jni::sys::{jboolean, jlong, jstring};
 use jni::JNIEnv;
-use polylock::kit::inspect_json::{list_json, status_json};
-use polylock::{Client, LockKind};
+use polylock::kit::inspect_json::{list_of, status_of};
+use polylock::LockKind;
 
 use crate::blocking::{client, wait_for};
 use crate::entry::{entry, read_string, JResult, JniResultExt};
@@ -18,14 +18,6 @@ fn kind_of(env: &mut JNIEnv<'_>, kind: &JString<'_>) -> JResult<Option<LockKind>
         return Ok(None);
     }
     Ok(Some(read_string(env, kind, "kind")?.parse()?))
-}
-
-/// The kind the inspector answers for when given none (as the CLI's `status` names it).
-fn default_kind(client: &Client) -> LockKind {
-    match client.capabilities().lock_kinds {
-        [only] => *only,
-        _ => LockKind::default(),
-    }
 }
 
 /// The status of the mutex `name` of `kind` (null: the backend's default), as the kit's JSON.
@@ -42,9 +34,7 @@ pub extern "system" fn Java_io_polylock_PolylockClient_nativeStatusJson<'l>(
         let native = unsafe { client(handle)? };
         let name = read_string(env, &name, "lock name")?;
         let kind = kind_of(env, &kind)?;
-        let status = wait_for(native, native.client.inspect().status(&name, kind))?;
-        let kind = kind.unwrap_or_else(|| default_kind(&native.client));
-        let json = status_json(&name, kind, native.client.capabilities().backend, &status);
+        let json = wait_for(native, status_of(&native.client, &name, kind))?;
         Ok(env.new_string(json).or_backend()?.into_raw())
     })
 }
@@ -61,8 +51,8 @@ pub extern "system" fn Java_io_polylock_PolylockClient_nativeListJson<'l>(
         // SAFETY: as above.
         let native = unsafe { client(handle)? };
         let prefix = read_string(env, &prefix, "prefix")?;
-        let entries = wait_for(native, native.client.inspect().list(&prefix))?;
-        Ok(env.new_string(list_json(&entries)).or_backend()?.into_raw())
+        let json = wait_for(native, list_of(&native.client, &prefix))?;
+        Ok(env.new_string(json).or_backend()?.into_raw())
     })
 }
 

@@ -163,16 +163,13 @@ impl Client {
         let kind = kind_of(options)?;
         let client = self.client.clone();
         settle::spawn(env, async move {
-            let status = client.inspect().status(&name, kind).await.into_napi()?;
-            // The kind the status was read as: the one given, else the backend's default
-            // (its only kind where it has one), as the CLI's `status --json` names it.
-            let capabilities = client.capabilities();
-            let kind = kind.unwrap_or(match capabilities.lock_kinds {
-                [only] => *only,
-                _ => LockKind::default(),
-            });
+            // The kind the status is read as (the one given, else the backend's default), which
+            // the JSON names as the CLI's `status --json` does.
+            let inspector = client.inspect();
+            let kind = inspector.kind_or_default(kind).into_napi()?;
+            let status = inspector.status(&name, Some(kind)).await.into_napi()?;
             Ok(StatusNative {
-                json: polylock::kit::inspect_json::status_json(&name, kind, capabilities.backend, &status),
+                json: polylock::kit::inspect_json::status_json(&name, kind, client.capabilities().backend, &status),
                 fencing_token: status.fencing_token.map(BigInt::from),
                 token_counter: status.token_counter.map(BigInt::from),
             })
@@ -184,8 +181,7 @@ impl Client {
     pub fn list_json<'env>(&self, env: &'env Env, prefix: Option<String>) -> Result<PromiseRaw<'env, String>> {
         let client = self.client.clone();
         settle::spawn(env, async move {
-            let entries = client.inspect().list(&prefix.unwrap_or_default()).await.into_napi()?;
-            Ok(polylock::kit::inspect_json::list_json(&entries))
+            polylock::kit::inspect_json::list_of(&client, &prefix.unwrap_or_default()).await.into_napi()
         })
     }
 

@@ -76,6 +76,13 @@ test('waits and leases: negative, NaN, infinite, out of range, wrong types', asy
     assertInvalid(await rejection(lock.tryAcquire(options)))
   }
   assertInvalid(await rejection(lock.acquire({ signal: 'stop' })), /AbortSignal/)
+  // A bare number is not an options object: refused, not read as "no bound".
+  for (const bare of [10, '10', true]) {
+    assertInvalid(await rejection(lock.acquire(bare)), /options must be an object/)
+    assertInvalid(await rejection(lock.tryAcquire(bare)), /options must be an object/)
+    assertInvalid(await rejection(client.election(uniqueName()).campaign('v', bare)), /options must be an object/)
+    assertInvalid(await rejection(client.latch(uniqueName()).awaitZero(bare)), /options must be an object/)
+  }
   assertInvalid(await rejection(lock.withLock('not a function')))
   // The lock is untouched by all of that.
   const guard = await lock.tryAcquire()

@@ -20,20 +20,14 @@ fn parse_kind(kind: Option<&str>) -> PyResult<Option<LockKind>> {
     kind.map(str::parse).transpose().into_py_result()
 }
 
-/// The status as `polylock status --json` prints it, with the kind it was read as: the one
-/// asked for, else the backend's default (its only kind, or reentrant), as the CLI names it.
+/// The status as `polylock status --json` prints it (the kit's shape, naming the kind it was
+/// read as).
 async fn status_json(client: polylock::Client, name: String, kind: Option<LockKind>) -> polylock::Result<String> {
-    let status = client.inspect().status(&name, kind).await?;
-    let capabilities = client.capabilities();
-    let kind = kind.unwrap_or(match capabilities.lock_kinds {
-        [only] => *only,
-        _ => LockKind::default(),
-    });
-    Ok(polylock::kit::inspect_json::status_json(&name, kind, capabilities.backend, &status))
+    polylock::kit::inspect_json::status_of(&client, &name, kind).await
 }
 
 async fn list_json(client: polylock::Client, prefix: String) -> polylock::Result<String> {
-    Ok(polylock::kit::inspect_json::list_json(&client.inspect().list(&prefix).await?))
+    polylock::kit::inspect_json::list_of(&client, &prefix).await
 }
 
 #[pymethods]

@@ -170,17 +170,7 @@ impl Client {
         let kind: Option<LockKind> = kind.map(|kind| kind.parse()).transpose()?;
         let client = self.shared.client().clone();
         let what = format!("the status of '{name}'");
-        self.shared
-            .run(what, async move {
-                let status = client.inspect().status(&name, kind).await?;
-                // The kind the inspector answered for: the given one, else the backend's default (as the CLI).
-                let kind = kind.unwrap_or_else(|| match client.capabilities().lock_kinds {
-                    [only] => *only,
-                    _ => LockKind::default(),
-                });
-                Ok(polylock::kit::inspect_json::status_json(&name, kind, client.capabilities().backend, &status))
-            })
-            .await
+        self.shared.run(what, async move { polylock::kit::inspect_json::status_of(&client, &name, kind).await }).await
     }
 
     /// The mutexes whose name starts with `prefix`, sorted, in the kit's JSON shape (`polylock
@@ -188,12 +178,7 @@ impl Client {
     pub async fn list_json(&self, prefix: String) -> Result<String> {
         let client = self.shared.client().clone();
         let what = format!("the list of '{prefix}'");
-        self.shared
-            .run(what, async move {
-                let entries = client.inspect().list(&prefix).await?;
-                Ok(polylock::kit::inspect_json::list_json(&entries))
-            })
-            .await
+        self.shared.run(what, async move { polylock::kit::inspect_json::list_of(&client, &prefix).await }).await
     }
 
     /// Remove the mutex `name` of `kind` (nil: the backend's default) whoever holds it and wake

@@ -66,14 +66,17 @@ pub async fn status(url: &str, args: StatusArgs) -> u8 {
         Ok(client) => client,
         Err(code) => return code,
     };
-    let answer = client.inspect().status(&args.name, args.kind).await;
-    let kind = args.kind.unwrap_or_else(|| default_kind(&client));
+    let inspector = client.inspect();
+    let answer = match inspector.kind_or_default(args.kind) {
+        Ok(kind) => inspector.status(&args.name, Some(kind)).await.map(|status| (kind, status)),
+        Err(err) => Err(err),
+    };
     let code = match answer {
-        Ok(status) if args.json => {
+        Ok((kind, status)) if args.json => {
             println!("{}", status_json(&args.name, kind, client.capabilities().backend, &status));
             0
         }
-        Ok(status) => {
+        Ok((kind, status)) => {
             print!("{}", status_text(&args.name, kind, client.url(), &status));
             0
         }
@@ -142,13 +145,6 @@ pub async fn list(url: &str, args: ListArgs) -> u8 {
     };
     client.close().await;
     code
-}
-
-fn default_kind(client: &Client) -> LockKind {
-    match client.capabilities().lock_kinds {
-        [only] => *only,
-        _ => LockKind::default(),
-    }
 }
 
 fn status_text(name: &str, kind: LockKind, url: &str, status: &LockStatus) -> String {

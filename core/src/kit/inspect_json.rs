@@ -8,8 +8,25 @@
 
 use std::time::Duration;
 
+use crate::error::Result;
 use crate::primitives::{lease_millis, LockEntry};
 use crate::spi::{LockKind, LockStatus};
+use crate::Client;
+
+/// The status of the mutex `name` as `client` reads it, in [`status_json`]'s shape: of
+/// `kind`, else of the backend's default kind, which the object names.
+pub async fn status_of(client: &Client, name: &str, kind: Option<LockKind>) -> Result<String> {
+    let inspector = client.inspect();
+    let kind = inspector.kind_or_default(kind)?;
+    let status = inspector.status(name, Some(kind)).await?;
+    Ok(status_json(name, kind, client.capabilities().backend, &status))
+}
+
+/// The mutexes whose name starts with `prefix`, in [`list_json`]'s shape; `Unsupported`
+/// where the backend cannot enumerate its locks.
+pub async fn list_of(client: &Client, prefix: &str) -> Result<String> {
+    Ok(list_json(&client.inspect().list(prefix).await?))
+}
 
 /// One JSON object: `name`, `kind`, `backend`, `held`, `holder`, `fencing_token`,
 /// `token_counter`, `remaining_lease_ms` (null for no hold or no expiry), `lease_expires`

@@ -35,9 +35,9 @@ impl Inspector {
         Inspector { engine, namespace, store }
     }
 
-    /// The kind a lock of `name` is read as: `kind` if given (refused with `Unsupported` when
-    /// the backend lacks it), else the backend's default (reentrant, or its only kind).
-    fn kind_or_default(&self, kind: Option<LockKind>) -> Result<LockKind> {
+    /// The kind a lock is read as: `kind` if given (refused with `Unsupported` when the
+    /// backend lacks it), else the backend's default (reentrant, or its only kind).
+    pub fn kind_or_default(&self, kind: Option<LockKind>) -> Result<LockKind> {
         let capabilities = self.engine.capabilities();
         let kind = match (kind, capabilities.lock_kinds) {
             (Some(kind), _) => kind,
