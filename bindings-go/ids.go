@@ -59,3 +59,58 @@ func idText(size C.size_t, write func(*C.char, C.size_t) C.polylock_status) (str
 	}
 	return C.GoString(buffer), nil
 }
+
+// UUIDv7TimestampMs is the Unix time in milliseconds inside a UUIDv7's text (its first 48
+// bits). ErrInvalidArgument for text that is no UUID, or a UUID of another version.
+func UUIDv7TimestampMs(uuid string) (uint64, error) {
+	return idTimestamp(uuid, "the UUID", func(text *C.char, out *C.uint64_t) C.polylock_status {
+		return C.polylock_uuid7_timestamp_ms(text, out)
+	})
+}
+
+// ULIDTimestampMs is the Unix time in milliseconds inside a ULID's text (its first 48 bits).
+// ErrInvalidArgument for text that is no ULID.
+func ULIDTimestampMs(ulid string) (uint64, error) {
+	return idTimestamp(ulid, "the ULID", func(text *C.char, out *C.uint64_t) C.polylock_status {
+		return C.polylock_ulid_timestamp_ms(text, out)
+	})
+}
+
+// ULIDToUUID is the UUID with the same 128 bits as ulid (lowercase), as the ULID spec's
+// libraries convert. ErrInvalidArgument for text that is no ULID.
+func ULIDToUUID(ulid string) (string, error) {
+	text, err := cString(ulid, "the ULID")
+	if err != nil {
+		return "", err
+	}
+	defer freeCString(text)
+	return idText(C.POLYLOCK_UUID_TEXT_SIZE, func(out *C.char, size C.size_t) C.polylock_status {
+		return C.polylock_ulid_to_uuid(text, out, size)
+	})
+}
+
+// UUIDToULID is the ULID with the same 128 bits as uuid. ErrInvalidArgument for text that
+// is no UUID.
+func UUIDToULID(uuid string) (string, error) {
+	text, err := cString(uuid, "the UUID")
+	if err != nil {
+		return "", err
+	}
+	defer freeCString(text)
+	return idText(C.POLYLOCK_ULID_TEXT_SIZE, func(out *C.char, size C.size_t) C.polylock_status {
+		return C.polylock_uuid_to_ulid(text, out, size)
+	})
+}
+
+func idTimestamp(id, what string, read func(*C.char, *C.uint64_t) C.polylock_status) (uint64, error) {
+	text, err := cString(id, what)
+	if err != nil {
+		return 0, err
+	}
+	defer freeCString(text)
+	var ms C.uint64_t
+	if err := call(func() C.polylock_status { return read(text, &ms) }); err != nil {
+		return 0, err
+	}
+	return uint64(ms), nil
+}

@@ -54,3 +54,34 @@ func TestUUIDv7AndULID(t *testing.T) {
 		lastUUID, lastULID = uuid, ulid
 	}
 }
+
+// Reading IDs: the vectors every surface checks (tests/conformance/scenarios/ids-vectors.json).
+func TestIDReadings(t *testing.T) {
+	if ms, err := polylock.UUIDv7TimestampMs("017f22e2-79b0-7cc3-98c4-dc0c0c07398f"); ms != 1645557742000 || err != nil {
+		t.Fatalf("UUIDv7TimestampMs: %d, %v", ms, err)
+	}
+	if ms, err := polylock.ULIDTimestampMs("01ARZ3NDEKTSV4RRFFQ69G5FAV"); ms != 1469922850259 || err != nil {
+		t.Fatalf("ULIDTimestampMs: %d, %v", ms, err)
+	}
+	uuid, err := polylock.ULIDToUUID("01ARZ3NDEKTSV4RRFFQ69G5FAV")
+	if uuid != "01563e3a-b5d3-d676-4c61-efb99302bd5b" || err != nil {
+		t.Fatalf("ULIDToUUID: %q, %v", uuid, err)
+	}
+	if ulid, err := polylock.UUIDToULID("017f22e2-79b0-7cc3-98c4-dc0c0c07398f"); ulid != "01FWHE4YDGFK1SHH6W1G60EECF" || err != nil {
+		t.Fatalf("UUIDToULID: %q, %v", ulid, err)
+	}
+	if ulid, err := polylock.UUIDToULID(uuid); ulid != "01ARZ3NDEKTSV4RRFFQ69G5FAV" || err != nil {
+		t.Fatalf("UUIDToULID back: %q, %v", ulid, err)
+	}
+	for what, err := range map[string]error{
+		"not a UUID":      func() error { _, err := polylock.UUIDv7TimestampMs("not-a-uuid"); return err }(),
+		"not version 7":   func() error { _, err := polylock.UUIDv7TimestampMs(uuid); return err }(),
+		"short ULID":      func() error { _, err := polylock.ULIDTimestampMs("01ARZ3NDEKTSV4RRFFQ69G5FA"); return err }(),
+		"ULID over 128":   func() error { _, err := polylock.ULIDToUUID("80000000000000000000000000"); return err }(),
+		"NUL in the UUID": func() error { _, err := polylock.UUIDToULID("017f22e2\x00"); return err }(),
+	} {
+		if !errors.Is(err, polylock.ErrInvalidArgument) {
+			t.Errorf("%s: %v, want ErrInvalidArgument", what, err)
+		}
+	}
+}

@@ -1828,6 +1828,55 @@ polylock_status polylock_uuid7(char *out, size_t out_size);
 polylock_status polylock_ulid(char *out, size_t out_size);
 
 /**
+ * The Unix time in milliseconds inside a UUIDv7's text (its first 48 bits), as every
+ * polylock surface reads it.
+ *
+ * @param uuid  the UUID's 36-character text (either case).
+ * @param out   receives the milliseconds; untouched on failure.
+ * @return `POLYLOCK_INVALID_ARGUMENT` for a NULL argument, text that is no UUID, or a UUID
+ *         of another version than 7.
+ *
+ * # Safety
+ * `uuid` is NULL or NUL-terminated; `out` is NULL or writable.
+ */
+polylock_status polylock_uuid7_timestamp_ms(const char *uuid, uint64_t *out);
+
+/**
+ * The Unix time in milliseconds inside a ULID's text (its first 48 bits).
+ *
+ * @param ulid  the ULID's 26 characters of Crockford base32.
+ * @param out   receives the milliseconds; untouched on failure.
+ * @return `POLYLOCK_INVALID_ARGUMENT` for a NULL argument or text that is no ULID.
+ *
+ * # Safety
+ * `ulid` is NULL or NUL-terminated; `out` is NULL or writable.
+ */
+polylock_status polylock_ulid_timestamp_ms(const char *ulid, uint64_t *out);
+
+/**
+ * Write the UUID with the same 128 bits as the ULID `ulid` (lowercase, and a NUL) into
+ * `out`: the conversion every polylock surface and the ULID spec's libraries make.
+ *
+ * @return `POLYLOCK_INVALID_ARGUMENT` for a NULL argument, text that is no ULID, or an
+ *         `out_size` below `POLYLOCK_UUID_TEXT_SIZE`.
+ *
+ * # Safety
+ * `ulid` is NULL or NUL-terminated; `out` is NULL or writable for `out_size` bytes.
+ */
+polylock_status polylock_ulid_to_uuid(const char *ulid, char *out, size_t out_size);
+
+/**
+ * Write the ULID with the same 128 bits as the UUID `uuid` (and a NUL) into `out`.
+ *
+ * @return `POLYLOCK_INVALID_ARGUMENT` for a NULL argument, text that is no UUID, or an
+ *         `out_size` below `POLYLOCK_ULID_TEXT_SIZE`.
+ *
+ * # Safety
+ * `uuid` is NULL or NUL-terminated; `out` is NULL or writable for `out_size` bytes.
+ */
+polylock_status polylock_uuid_to_ulid(const char *uuid, char *out, size_t out_size);
+
+/**
  * A handle on the value `name`.
  *
  * @param out  receives the handle on success; untouched on failure.

@@ -945,6 +945,34 @@ inline std::string ulid() {
     return std::string(text);
 }
 
+/** The Unix milliseconds inside a UUIDv7's text; throws INVALID_ARGUMENT for another text. */
+inline std::uint64_t uuid7_timestamp_ms(const std::string &uuid) {
+    std::uint64_t ms = 0;
+    detail::check(polylock_uuid7_timestamp_ms(uuid.c_str(), &ms));
+    return ms;
+}
+
+/** The Unix milliseconds inside a ULID's text; throws INVALID_ARGUMENT for another text. */
+inline std::uint64_t ulid_timestamp_ms(const std::string &ulid) {
+    std::uint64_t ms = 0;
+    detail::check(polylock_ulid_timestamp_ms(ulid.c_str(), &ms));
+    return ms;
+}
+
+/** The UUID with the same 128 bits as the ULID `ulid`. */
+inline std::string ulid_to_uuid(const std::string &ulid) {
+    char text[POLYLOCK_UUID_TEXT_SIZE];
+    detail::check(polylock_ulid_to_uuid(ulid.c_str(), text, sizeof text));
+    return std::string(text);
+}
+
+/** The ULID with the same 128 bits as the UUID `uuid`. */
+inline std::string uuid_to_ulid(const std::string &uuid) {
+    char text[POLYLOCK_ULID_TEXT_SIZE];
+    detail::check(polylock_uuid_to_ulid(uuid.c_str(), text, sizeof text));
+    return std::string(text);
+}
+
 }  // namespace polylock
 
 #endif  // POLYLOCK_HPP

@@ -105,7 +105,10 @@ pub use snowflake_lease::{
     polylock_snowflake_lease,
 };
 pub use status::{polylock_status, polylock_status_name};
-pub use uuid_ulid::{polylock_ulid, polylock_uuid7, POLYLOCK_ULID_TEXT_SIZE, POLYLOCK_UUID_TEXT_SIZE};
+pub use uuid_ulid::{
+    polylock_ulid, polylock_ulid_timestamp_ms, polylock_ulid_to_uuid, polylock_uuid7, polylock_uuid7_timestamp_ms,
+    polylock_uuid_to_ulid, POLYLOCK_ULID_TEXT_SIZE, POLYLOCK_UUID_TEXT_SIZE,
+};
 pub use value::{
     polylock_client_value, polylock_value, polylock_value_compare_and_set, polylock_value_create,
     polylock_value_delete, polylock_value_free, polylock_value_get, polylock_value_write_fenced, polylock_versioned,

@@ -1,12 +1,16 @@
 //! `polylock_uuid7`, `polylock_ulid`: UUIDv7 and ULID text from the core's generators, one of
-//! each per process, so every thread's IDs are increasing. No client needed.
+//! each per process, so every thread's IDs are increasing; and the core's readings of them
+//! (timestamps, ULID <-> UUID). No client needed.
 
 use std::ffi::c_char;
 
-use polylock::id::{format_ulid, format_uuid};
+use polylock::id::{
+    format_ulid, format_uuid, parse_ulid, parse_uuid, ulid_timestamp_ms, ulid_to_uuid, uuid7_timestamp_ms, uuid_to_ulid,
+};
 use polylock::kit::ids as process_ids;
 use polylock::Error;
 
+use crate::args;
 use crate::boundary::call;
 use crate::status::polylock_status;
 
@@ -68,5 +72,88 @@ pub unsafe extern "C" fn polylock_ulid(out: *mut c_char, out_size: usize) -> pol
         let text = format_ulid(process_ids::ulid()?);
         // SAFETY: the caller's contract.
         unsafe { write_text(&text, out, out_size, "polylock_ulid") }
+    })
+}
+
+/// The Unix time in milliseconds inside a UUIDv7's text (its first 48 bits), as every
+/// polylock surface reads it.
+///
+/// @param uuid  the UUID's 36-character text (either case).
+/// @param out   receives the milliseconds; untouched on failure.
+/// @return `POLYLOCK_INVALID_ARGUMENT` for a NULL argument, text that is no UUID, or a UUID
+///         of another version than 7.
+///
+/// # Safety
+/// `uuid` is NULL or NUL-terminated; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_uuid7_timestamp_ms(uuid: *const c_char, out: *mut u64) -> polylock_status {
+    call(|| {
+        // SAFETY (both): the caller's contract.
+        let uuid = parse_uuid(unsafe { args::text(uuid, "uuid") }?)?;
+        let out = unsafe { args::out(out, "out") }?;
+        *out = uuid7_timestamp_ms(uuid)?;
+        Ok(())
+    })
+}
+
+/// The Unix time in milliseconds inside a ULID's text (its first 48 bits).
+///
+/// @param ulid  the ULID's 26 characters of Crockford base32.
+/// @param out   receives the milliseconds; untouched on failure.
+/// @return `POLYLOCK_INVALID_ARGUMENT` for a NULL argument or text that is no ULID.
+///
+/// # Safety
+/// `ulid` is NULL or NUL-terminated; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_ulid_timestamp_ms(ulid: *const c_char, out: *mut u64) -> polylock_status {
+    call(|| {
+        // SAFETY (both): the caller's contract.
+        let ulid = parse_ulid(unsafe { args::text(ulid, "ulid") }?)?;
+        let out = unsafe { args::out(out, "out") }?;
+        *out = ulid_timestamp_ms(ulid);
+        Ok(())
+    })
+}
+
+/// Write the UUID with the same 128 bits as the ULID `ulid` (lowercase, and a NUL) into
+/// `out`: the conversion every polylock surface and the ULID spec's libraries make.
+///
+/// @return `POLYLOCK_INVALID_ARGUMENT` for a NULL argument, text that is no ULID, or an
+///         `out_size` below `POLYLOCK_UUID_TEXT_SIZE`.
+///
+/// # Safety
+/// `ulid` is NULL or NUL-terminated; `out` is NULL or writable for `out_size` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_ulid_to_uuid(
+    ulid: *const c_char,
+    out: *mut c_char,
+    out_size: usize,
+) -> polylock_status {
+    call(|| {
+        // SAFETY: the caller's contract.
+        let ulid = parse_ulid(unsafe { args::text(ulid, "ulid") }?)?;
+        // SAFETY: the caller's contract.
+        unsafe { write_text(&format_uuid(ulid_to_uuid(ulid)), out, out_size, "polylock_ulid_to_uuid") }
+    })
+}
+
+/// Write the ULID with the same 128 bits as the UUID `uuid` (and a NUL) into `out`.
+///
+/// @return `POLYLOCK_INVALID_ARGUMENT` for a NULL argument, text that is no UUID, or an
+///         `out_size` below `POLYLOCK_ULID_TEXT_SIZE`.
+///
+/// # Safety
+/// `uuid` is NULL or NUL-terminated; `out` is NULL or writable for `out_size` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_uuid_to_ulid(
+    uuid: *const c_char,
+    out: *mut c_char,
+    out_size: usize,
+) -> polylock_status {
+    call(|| {
+        // SAFETY: the caller's contract.
+        let uuid = parse_uuid(unsafe { args::text(uuid, "uuid") }?)?;
+        // SAFETY: the caller's contract.
+        unsafe { write_text(&format_ulid(uuid_to_ulid(uuid)), out, out_size, "polylock_uuid_to_ulid") }
     })
 }

@@ -380,6 +380,31 @@ static void test_uuid7_ulid(void) {
         memcpy(previous_uuid, uuid, sizeof uuid);
         memcpy(previous_ulid, ulid, sizeof ulid);
     }
+    /* Reading them: the vectors of the spec and of every surface (tests/conformance). */
+    uint64_t ms = 0;
+    CHECK_OK(polylock_uuid7_timestamp_ms("017f22e2-79b0-7cc3-98c4-dc0c0c07398f", &ms));
+    CHECK(ms == UINT64_C(1645557742000));
+    CHECK_OK(polylock_ulid_timestamp_ms("01ARZ3NDEKTSV4RRFFQ69G5FAV", &ms));
+    CHECK(ms == UINT64_C(1469922850259));
+    char uuid[POLYLOCK_UUID_TEXT_SIZE], ulid[POLYLOCK_ULID_TEXT_SIZE];
+    CHECK_OK(polylock_ulid_to_uuid("01ARZ3NDEKTSV4RRFFQ69G5FAV", uuid, sizeof uuid));
+    CHECK(strcmp(uuid, "01563e3a-b5d3-d676-4c61-efb99302bd5b") == 0);
+    CHECK_OK(polylock_uuid_to_ulid("017f22e2-79b0-7cc3-98c4-dc0c0c07398f", ulid, sizeof ulid));
+    CHECK(strcmp(ulid, "01FWHE4YDGFK1SHH6W1G60EECF") == 0);
+    CHECK_OK(polylock_uuid_to_ulid(uuid, ulid, sizeof ulid)); /* and back */
+    CHECK(strcmp(ulid, "01ARZ3NDEKTSV4RRFFQ69G5FAV") == 0);
+    /* Bad input is refused, the output untouched. */
+    ms = 7;
+    CHECK_STATUS(polylock_uuid7_timestamp_ms("not-a-uuid", &ms), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_uuid7_timestamp_ms(uuid /* version 13 */, &ms), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_uuid7_timestamp_ms(NULL, &ms), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_ulid_timestamp_ms("01ARZ3NDEKTSV4RRFFQ69G5FA", &ms), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_ulid_timestamp_ms("01ARZ3NDEKTSV4RRFFQ69G5FAV", NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK(ms == 7);
+    CHECK_STATUS(polylock_ulid_to_uuid("01ARZ3NDEKTSV4RRFFQ69G5FAV", small, sizeof small), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_uuid_to_ulid("017f22e2-79b0-7cc3-98c4-dc0c0c07398f", NULL, 27), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_ulid_to_uuid("U0000000000000000000000000", uuid, sizeof uuid), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_ulid_to_uuid("80000000000000000000000000", uuid, sizeof uuid), POLYLOCK_INVALID_ARGUMENT);
 }
 
 /* ---- holds that are their own owner, cancellation, waiting for loss ---- */

@@ -371,6 +371,16 @@ int main(int argc, char **argv) {
     const std::string first_uuid = polylock::uuid7(), first_ulid = polylock::ulid();
     EXPECT(first_uuid.size() == 36 && first_uuid[14] == '7' && first_uuid < polylock::uuid7());
     EXPECT(first_ulid.size() == 26 && first_ulid < polylock::ulid());
+    EXPECT(polylock::uuid7_timestamp_ms("017f22e2-79b0-7cc3-98c4-dc0c0c07398f") == 1645557742000ULL);
+    EXPECT(polylock::ulid_timestamp_ms("01ARZ3NDEKTSV4RRFFQ69G5FAV") == 1469922850259ULL);
+    EXPECT(polylock::ulid_to_uuid("01ARZ3NDEKTSV4RRFFQ69G5FAV") == "01563e3a-b5d3-d676-4c61-efb99302bd5b");
+    EXPECT(polylock::uuid_to_ulid("017f22e2-79b0-7cc3-98c4-dc0c0c07398f") == "01FWHE4YDGFK1SHH6W1G60EECF");
+    try {
+        polylock::uuid7_timestamp_ms(polylock::ulid_to_uuid(first_ulid));  // no version 7
+        EXPECT(false);
+    } catch (const polylock::Error &err) {
+        EXPECT(err.status() == POLYLOCK_INVALID_ARGUMENT);
+    }
     std::puts("cpp raii: ok");
     return 0;
 }

@@ -939,9 +939,41 @@ static int op_ulid(const jval *r) {
     return 0;
 }
 
-static int op_id_parsing(const jval *r) {
+static int op_uuid7_timestamp(const jval *r) {
+    STR(of, "of");
+    uint64_t ms = 0;
+    CHECK(polylock_uuid7_timestamp_ms(of, &ms));
+    jb_u64(&val, ms);
+    return 0;
+}
+
+static int op_ulid_timestamp(const jval *r) {
+    STR(of, "of");
+    uint64_t ms = 0;
+    CHECK(polylock_ulid_timestamp_ms(of, &ms));
+    jb_u64(&val, ms);
+    return 0;
+}
+
+static int op_ulid_to_uuid(const jval *r) {
+    STR(of, "of");
+    char text[POLYLOCK_UUID_TEXT_SIZE];
+    CHECK(polylock_ulid_to_uuid(of, text, sizeof text));
+    jb_cstr(&val, text);
+    return 0;
+}
+
+static int op_uuid_to_ulid(const jval *r) {
+    STR(of, "of");
+    char text[POLYLOCK_ULID_TEXT_SIZE];
+    CHECK(polylock_uuid_to_ulid(of, text, sizeof text));
+    jb_cstr(&val, text);
+    return 0;
+}
+
+static int op_snowflake_parse(const jval *r) {
     (void)r;
-    return not_offered("C has no calls that parse or convert IDs (only polylock_uuid7, polylock_ulid and Snowflake generators)");
+    return not_offered("C has no call that takes a Snowflake ID apart");
 }
 
 /* ---- dispatch ---- */
@@ -968,8 +1000,8 @@ static const struct {
     {"segment", op_segment}, {"next_id", op_next_id}, {"next_ids", op_next_ids},
     {"snowflake", op_snowflake}, {"snowflake_next", op_snowflake_next}, {"snowflake_close", op_snowflake_close},
     {"uuid7", op_uuid7}, {"ulid", op_ulid},
-    {"uuid7_timestamp", op_id_parsing}, {"ulid_timestamp", op_id_parsing}, {"ulid_to_uuid", op_id_parsing},
-    {"uuid_to_ulid", op_id_parsing}, {"snowflake_parse", op_id_parsing},
+    {"uuid7_timestamp", op_uuid7_timestamp}, {"ulid_timestamp", op_ulid_timestamp}, {"ulid_to_uuid", op_ulid_to_uuid},
+    {"uuid_to_ulid", op_uuid_to_ulid}, {"snowflake_parse", op_snowflake_parse},
 };
 
 int main(void) {

@@ -684,8 +684,12 @@ std::string op_snowflake_close(const jval *r) {
 std::string op_uuid7(const jval *) { return jstr(polylock::uuid7()); }
 std::string op_ulid(const jval *) { return jstr(polylock::ulid()); }
 
-std::string op_id_parsing(const jval *) {
-    throw NotOffered{"the C++ wrapper has no ID parsing or conversion (only uuid7(), ulid() and Snowflake generators)"};
+std::string op_uuid7_timestamp(const jval *r) { return u(polylock::uuid7_timestamp_ms(str(r, "of"))); }
+std::string op_ulid_timestamp(const jval *r) { return u(polylock::ulid_timestamp_ms(str(r, "of"))); }
+std::string op_ulid_to_uuid(const jval *r) { return jstr(polylock::ulid_to_uuid(str(r, "of"))); }
+std::string op_uuid_to_ulid(const jval *r) { return jstr(polylock::uuid_to_ulid(str(r, "of"))); }
+std::string op_snowflake_parse(const jval *) {
+    throw NotOffered{"the C++ wrapper has no call that takes a Snowflake ID apart"};
 }
 
 const std::map<std::string, Op> ops = {
@@ -708,8 +712,8 @@ const std::map<std::string, Op> ops = {
     {"segment", op_segment}, {"next_id", op_next_id}, {"next_ids", op_next_ids},
     {"snowflake", op_snowflake}, {"snowflake_next", op_snowflake_next}, {"snowflake_close", op_snowflake_close},
     {"uuid7", op_uuid7}, {"ulid", op_ulid},
-    {"uuid7_timestamp", op_id_parsing}, {"ulid_timestamp", op_id_parsing}, {"ulid_to_uuid", op_id_parsing},
-    {"uuid_to_ulid", op_id_parsing}, {"snowflake_parse", op_id_parsing},
+    {"uuid7_timestamp", op_uuid7_timestamp}, {"ulid_timestamp", op_ulid_timestamp}, {"ulid_to_uuid", op_ulid_to_uuid},
+    {"uuid_to_ulid", op_uuid_to_ulid}, {"snowflake_parse", op_snowflake_parse},
 };
 
 std::string error_answer(const polylock::Error &e) {

@@ -562,12 +562,29 @@ var ops = map[string]func(r request) any{
 		check(err)
 		return id
 	},
-	"uuid7_timestamp": idParsing, "ulid_timestamp": idParsing, "ulid_to_uuid": idParsing,
-	"uuid_to_ulid": idParsing, "snowflake_parse": idParsing,
-}
-
-func idParsing(request) any {
-	panic(notOffered{"the Go package has no ID parsing or conversion (only UUIDv7(), ULID() and Snowflake generators)"})
+	"uuid7_timestamp": func(r request) any {
+		ms, err := polylock.UUIDv7TimestampMs(str(r, "of"))
+		check(err)
+		return ms
+	},
+	"ulid_timestamp": func(r request) any {
+		ms, err := polylock.ULIDTimestampMs(str(r, "of"))
+		check(err)
+		return ms
+	},
+	"ulid_to_uuid": func(r request) any {
+		uuid, err := polylock.ULIDToUUID(str(r, "of"))
+		check(err)
+		return uuid
+	},
+	"uuid_to_ulid": func(r request) any {
+		ulid, err := polylock.UUIDToULID(str(r, "of"))
+		check(err)
+		return ulid
+	},
+	"snowflake_parse": func(request) any {
+		panic(notOffered{"the Go package has no call that takes a Snowflake ID apart"})
+	},
 }
 
 // acquire: Acquire is the waiting form (ErrTimeout), TryAcquire the form returning nil.
