@@ -90,7 +90,7 @@ int main(int argc, char **argv) {
         EXPECT(operator_client.status_json(name, "reentrant").find("\"held\":true,") != std::string::npos);
         std::string listed = operator_client.list_json(name);
         // SQL session locks have no names to enumerate (list reads the lease table only), and
-        // only their session may release them (force-unlock is refused with BACKEND).
+        // only their session may release them (force-unlock is refused with UNSUPPORTED).
         const bool session_locks = status.find("\"backend\":\"postgres\"") != std::string::npos ||
                                    status.find("\"backend\":\"mysql\"") != std::string::npos;
         if (session_locks) {
@@ -99,7 +99,7 @@ int main(int argc, char **argv) {
                 operator_client.force_unlock(name);
                 EXPECT(false);
             } catch (const polylock::Error &err) {
-                EXPECT(err.status() == POLYLOCK_BACKEND);
+                EXPECT(err.status() == POLYLOCK_UNSUPPORTED);
             }
         } else {
             EXPECT(listed.rfind("[{\"name\":\"" + name + "\",", 0) == 0);
