@@ -354,7 +354,7 @@ impl<D: Dialect> HoldStore for SqlStore<D> {
     /// holder may be any application sharing the database).
     async fn force_unlock(&self, key: &str, kind: LockKind) -> Result<bool> {
         if let Keeping::Session = Keeping::of::<D>(kind)? {
-            return Err(Error::backend(format!(
+            return Err(Error::unsupported(format!(
                 "force_unlock is not offered for {} session locks: only the session holding one can \
                  release it, and ending another client's session would abort all its work; use the lease kind \
                  (ShedLock table) for locks an operator must be able to break, or end the holding session yourself",
