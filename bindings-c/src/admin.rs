@@ -1,10 +1,11 @@
 //! The operator's view on a client: status, list and force-unlock of any holder's mutexes
 //! (`polylock status --json`, `list --json`, `unlock --force`). Status and list leave as the
-//! kit's JSON (`polylock::kit::inspect_json`), the one shape every surface hands out.
+//! kit's JSON (`polylock::kit::inspect_json::status_of`, `list_of`), the one shape every
+//! surface hands out.
 
 use std::ffi::c_char;
 
-use polylock::kit::inspect_json::{list_json, status_json};
+use polylock::kit::inspect_json::{list_of, status_of};
 use polylock::{LockKind, Result};
 
 use crate::args;
@@ -53,16 +54,9 @@ pub unsafe extern "C" fn polylock_client_status_json(
         let kind = unsafe { kind_of(kind) }?;
         let out = unsafe { args::out(out, "out") }?;
         let core = client.shared.client().clone();
-        let inspector = core.inspect();
         let owned = name.to_owned();
-        let status = client.shared.block_on(async move { inspector.status(&owned, kind).await })?;
-        let capabilities = core.capabilities();
-        // The kind the inspector read: the one given, else the backend's only or default one.
-        let shown = kind.unwrap_or_else(|| match capabilities.lock_kinds {
-            [only] => *only,
-            _ => LockKind::default(),
-        });
-        crate::observe::hand_out(out, status_json(name, shown, capabilities.backend, &status));
+        let json = client.shared.block_on(async move { status_of(&core, &owned, kind).await })?;
+        crate::observe::hand_out(out, json);
         Ok(())
     })
 }
@@ -88,9 +82,9 @@ pub unsafe extern "C" fn polylock_client_list_json(
         // SAFETY (both): the caller's contract.
         let prefix = unsafe { args::text(prefix, "prefix") }?.to_owned();
         let out = unsafe { args::out(out, "out") }?;
-        let inspector = client.shared.client().inspect();
-        let entries = client.shared.block_on(async move { inspector.list(&prefix).await })?;
-        crate::observe::hand_out(out, list_json(&entries));
+        let core = client.shared.client().clone();
+        let json = client.shared.block_on(async move { list_of(&core, &prefix).await })?;
+        crate::observe::hand_out(out, json);
         Ok(())
     })
 }
