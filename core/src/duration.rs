@@ -7,7 +7,8 @@ use crate::error::{Error, Result};
 
 /// Parse `what` (named in errors, e.g. "--wait") from text such as `30s`, `250ms`, `1m30s`
 /// or `1.5s` (a part may have up to 9 decimals). A bare number is seconds, as with
-/// `timeout(1)` and `sleep(1)`: `7`, `0.5`.
+/// `timeout(1)` and `sleep(1)`: `7`, `0.5`. A duration too long to represent is read as the
+/// longest one, which [`check_lease`] and [`check_wait`] refuse naming their range.
 pub fn parse_duration(what: &str, text: &str) -> Result<Duration> {
     let text = text.trim();
     let invalid = || {
@@ -20,9 +21,9 @@ pub fn parse_duration(what: &str, text: &str) -> Result<Duration> {
         return Err(invalid());
     }
     if number_len(text) == text.len() {
-        return part_nanos(text, 1_000_000_000).map(Duration::from_nanos).ok_or_else(invalid);
+        return part_nanos(text, 1_000_000_000).map(from_nanos).ok_or_else(invalid);
     }
-    let mut total: u64 = 0;
+    let mut total: u128 = 0;
     let mut rest = text;
     while !rest.is_empty() {
         let digits = number_len(rest);
@@ -41,15 +42,15 @@ pub fn parse_duration(what: &str, text: &str) -> Result<Duration> {
             _ => return Err(invalid()),
         };
         rest = &rest[unit_len..];
-        let part = part_nanos(number, unit_nanos).ok_or_else(invalid)?;
-        total = total.checked_add(part).ok_or_else(invalid)?;
+        total = total.saturating_add(part_nanos(number, unit_nanos).ok_or_else(invalid)?);
     }
-    Ok(Duration::from_nanos(total))
+    Ok(from_nanos(total))
 }
 
 /// `number` (digits, and at most one `.` followed by up to 9 digits) of a unit of
-/// `unit_nanos`, in nanoseconds, exactly; `None` if malformed or beyond `u64`.
-fn part_nanos(number: &str, unit_nanos: u64) -> Option<u64> {
+/// `unit_nanos`, in nanoseconds, exactly (saturating far beyond any range polylock takes);
+/// `None` if malformed.
+fn part_nanos(number: &str, unit_nanos: u64) -> Option<u128> {
     let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
     let well_formed = !whole.is_empty()
         && whole.bytes().all(|b| b.is_ascii_digit())
@@ -59,11 +60,21 @@ fn part_nanos(number: &str, unit_nanos: u64) -> Option<u64> {
     if !well_formed {
         return None;
     }
-    let whole: u128 = whole.parse().ok()?;
+    // Only digits: a parse can fail only by overflowing, which saturates.
+    let whole: u128 = whole.parse().unwrap_or(u128::MAX);
     let fraction_value: u128 = if fraction.is_empty() { 0 } else { fraction.parse().ok()? };
     let scale = 10u128.pow(fraction.len() as u32);
-    let nanos = whole.checked_mul(u128::from(unit_nanos))? + fraction_value * u128::from(unit_nanos) / scale;
-    u64::try_from(nanos).ok()
+    Some(whole.saturating_mul(u128::from(unit_nanos)).saturating_add(fraction_value * u128::from(unit_nanos) / scale))
+}
+
+/// `nanos` as a `Duration`, or `u64::MAX` seconds (not `Duration::MAX`, which means forever
+/// to [`check_wait`]) when it is longer than that.
+fn from_nanos(nanos: u128) -> Duration {
+    const NANOS: u128 = 1_000_000_000;
+    match u64::try_from(nanos / NANOS) {
+        Ok(secs) => Duration::new(secs, (nanos % NANOS) as u32),
+        Err(_) => Duration::from_secs(u64::MAX),
+    }
 }
 
 /// The shortest lease polylock accepts. A shorter one would end before the grant's reply is
@@ -148,6 +159,12 @@ mod tests {
         assert_eq!(parse_duration("x", "2.5ms").unwrap(), Duration::from_micros(2500));
         assert_eq!(parse_duration("x", "1h0.5m").unwrap(), Duration::from_secs(3630));
         assert_eq!(parse_duration("x", "0.000000001s").unwrap(), Duration::from_nanos(1));
+        // Too long for any backend, but a duration: the range checks refuse it by its range.
+        assert_eq!(parse_duration("x", "18446744073709551615").unwrap(), Duration::from_secs(u64::MAX));
+        assert_eq!(parse_duration("x", "99999999999999999999999999d").unwrap(), Duration::from_secs(u64::MAX));
+        assert_eq!(parse_duration("x", "999999d").unwrap(), Duration::from_secs(999_999 * 86_400));
+        let huge = parse_duration("--wait", "18446744073709551615").unwrap();
+        assert!(check_wait("--wait", huge).unwrap_err().to_string().contains("must be at most"));
     }
 
     #[test]
@@ -176,7 +193,7 @@ mod tests {
 
     #[test]
     fn rejects_garbage_with_the_name() {
-        for bad in ["", "s", "-5s", "5x", "ms10", "5 s", "1.s", ".5s", "1.2.3s", "0.0000000001s", "999999d", "NaN"] {
+        for bad in ["", "s", "-5s", "5x", "ms10", "5 s", "1.s", ".5s", "1.2.3s", "0.0000000001s", "NaN"] {
             let err = parse_duration("--lease", bad).unwrap_err();
             assert_eq!(err.kind(), crate::ErrorKind::InvalidArgument, "{bad}");
             assert!(err.to_string().starts_with("--lease:"), "{err}");
