@@ -682,19 +682,25 @@ static void test_admin(void) {
     CHECK(strstr(text, "\"held\":true,") != NULL);
     free(text);
 
-    /* list: both names under the prefix, by name, and nothing else. */
-    CHECK_OK(polylock_client_list_json(operator, name, &json));
-    text = json_text(&json);
-    if (session_locks) {
-        CHECK(strcmp(text, "[]") == 0);
+    /* list: both names under the prefix, by name, and nothing else. A Redis Cluster's keys are
+     * spread over masters one script cannot scan: refused there. */
+    const bool cluster = strncmp(url, "redis+cluster:", 14) == 0 || strncmp(url, "rediss+cluster:", 15) == 0;
+    if (cluster) {
+        CHECK_STATUS(polylock_client_list_json(operator, name, &json), POLYLOCK_UNSUPPORTED);
     } else {
-        snprintf(expect, sizeof expect, "[{\"name\":\"%s\",", a);
-        CHECK(strncmp(text, expect, strlen(expect)) == 0);
-        snprintf(expect, sizeof expect, "{\"name\":\"%s\",", b);
-        CHECK(strstr(text, expect) != NULL);
-        CHECK(occurrences(text, "\"name\":") == 2 && occurrences(text, "\"held\":true") == 2);
+        CHECK_OK(polylock_client_list_json(operator, name, &json));
+        text = json_text(&json);
+        if (session_locks) {
+            CHECK(strcmp(text, "[]") == 0);
+        } else {
+            snprintf(expect, sizeof expect, "[{\"name\":\"%s\",", a);
+            CHECK(strncmp(text, expect, strlen(expect)) == 0);
+            snprintf(expect, sizeof expect, "{\"name\":\"%s\",", b);
+            CHECK(strstr(text, expect) != NULL);
+            CHECK(occurrences(text, "\"name\":") == 2 && occurrences(text, "\"held\":true") == 2);
+        }
+        free(text);
     }
-    free(text);
 
     /* force-unlock: the hold is gone for everyone; a second one finds nothing. A SQL session
      * lock can be released by its session only: refused (ending another client's session

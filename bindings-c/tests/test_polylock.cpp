@@ -88,7 +88,20 @@ int main(int argc, char **argv) {
         EXPECT(status.rfind("{\"name\":\"" + name + "\",\"kind\":\"reentrant\"", 0) == 0);
         EXPECT(status.find("\"held\":true,") != std::string::npos);
         EXPECT(operator_client.status_json(name, "reentrant").find("\"held\":true,") != std::string::npos);
-        std::string listed = operator_client.list_json(name);
+        // A Redis Cluster's keys are spread over masters one script cannot scan: list is refused.
+        const bool cluster = std::string(url).rfind("redis+cluster:", 0) == 0 ||
+                             std::string(url).rfind("rediss+cluster:", 0) == 0;
+        std::string listed;
+        if (cluster) {
+            try {
+                operator_client.list_json(name);
+                EXPECT(false);
+            } catch (const polylock::Error &err) {
+                EXPECT(err.status() == POLYLOCK_UNSUPPORTED);
+            }
+        } else {
+            listed = operator_client.list_json(name);
+        }
         // SQL session locks have no names to enumerate (list reads the lease table only), and
         // only their session may release them (force-unlock is refused with UNSUPPORTED).
         const bool session_locks = status.find("\"backend\":\"postgres\"") != std::string::npos ||
@@ -102,7 +115,7 @@ int main(int argc, char **argv) {
                 EXPECT(err.status() == POLYLOCK_UNSUPPORTED);
             }
         } else {
-            EXPECT(listed.rfind("[{\"name\":\"" + name + "\",", 0) == 0);
+            EXPECT(cluster || listed.rfind("[{\"name\":\"" + name + "\",", 0) == 0);
             EXPECT(operator_client.force_unlock(name) && !lock.is_locked());
             EXPECT(!operator_client.force_unlock(name));
             EXPECT(operator_client.status_json(name).find("\"held\":false,") != std::string::npos);

@@ -114,8 +114,13 @@ module LockContract
       status = other.status(name, kind: kind)
       assert_equal STATUS_FIELDS, status.keys
       assert_equal [name, lock.kind.to_s, true], status.values_at('name', 'kind', 'held')
-      assert_equal [name], other.list(name).select { |entry| entry['held'] }.map { |entry| entry['name'] }
-      assert_equal [], other.list("#{name}-none")
+      if url.start_with?('redis+cluster:', 'rediss+cluster:')
+        # A Redis Cluster's keys are spread over masters one script cannot scan.
+        assert_raises(Polylock::Error::Unsupported) { other.list(name) }
+      else
+        assert_equal [name], other.list(name).select { |entry| entry['held'] }.map { |entry| entry['name'] }
+        assert_equal [], other.list("#{name}-none")
+      end
       assert other.force_unlock(name, kind: kind), 'there was a hold to break'
       refute other.status(name, kind: kind)['held']
       refute other.force_unlock(name, kind: kind), 'nothing left to break'
