@@ -119,7 +119,8 @@ impl InspectStore for RedisBackend {
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<ListedLock>> {
-        if self.link.redacted_url().starts_with("redis+cluster") {
+        // By the topology, not the URL's text: `rediss+cluster://` scanned one master only.
+        if self.link.is_cluster() {
             return Err(Error::unsupported(
                 "listing locks is not offered on Redis Cluster: its keys are spread over the masters, \
                  and a script sees one; use 'polylock status NAME' for a lock you know",

@@ -156,6 +156,12 @@ impl Link {
     pub fn redacted_url(&self) -> &str {
         &self.endpoint.redacted
     }
+
+    /// A Redis Cluster (`redis+cluster://` or `rediss+cluster://`), whose keys are spread
+    /// over its masters.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.endpoint.topology, Topology::Cluster { .. })
+    }
 }
 
 fn manager_config(endpoint: &Endpoint) -> ConnectionManagerConfig {
