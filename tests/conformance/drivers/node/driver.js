@@ -294,8 +294,12 @@ const ops = {
     await get(req.ticket).abandon()
     return null
   },
-  idem_run: (req) =>
-    get(req.idempotency).run(req.key, req.payload, () => req.response, options({ waitMs: ms(req.wait_ms) })),
+  async idem_run(req) {
+    const result = await get(req.idempotency).run(req.key, req.payload, () => req.response, options({ waitMs: ms(req.wait_ms) }))
+    // A response another language stored as bytes (Rust's run) replays as a Buffer: the
+    // protocol's answer is its text.
+    return result instanceof Uint8Array ? Buffer.from(result).toString('utf8') : result
+  },
 
   // IDs
   segment(req) {

@@ -8,6 +8,7 @@ use std::panic::AssertUnwindSafe;
 use std::time::Duration;
 
 use polylock::id::{self, SnowflakeLayout, UlidGenerator, Uuid7Generator};
+use polylock::kit::idempotency_codec::{decode_response, encode_response, StoredResponse};
 use polylock::{
     AcquireOptions, Begin, Client, Election, Error, ErrorDetails, ErrorKind, Guard, Idempotency, Latch, LeaderChanges,
     LeaderRecord, Leadership, LeasedSnowflake, Lock, LockKind, MultiGuard, MultiLock, Permit, RwLock, RwLockSide,
@@ -546,8 +547,19 @@ impl Driver {
                 let response = text(req, "response")?.as_bytes().to_vec();
                 let idempotency = get(&o.idempotency, req, "idempotency")?;
                 let work = || async move { Ok::<_, Error>(response) };
-                let stored = idempotency.run(text(req, "key")?, text(req, "payload")?.as_bytes(), wait, work).await?;
-                Ok(json!(utf8(stored)?))
+                let encoded =
+                    move || async move { Ok::<_, Error>(encode_response(&StoredResponse::Bytes(work().await?))) };
+                let key = text(req, "key")?;
+                let stored = idempotency.run_stored(key, text(req, "payload")?.as_bytes(), wait, encoded).await?;
+                // What `run` hands back, told apart: bytes are the response's text; a response
+                // another language stored as JSON is that JSON value.
+                match decode_response(&stored)? {
+                    StoredResponse::Bytes(bytes) => Ok(json!(utf8(bytes)?)),
+                    StoredResponse::Json(text) => match serde_json::from_str::<Json>(&text) {
+                        Ok(value) => Ok(value),
+                        Err(e) => driver(format!("the stored JSON response: {e}")),
+                    },
+                }
             }
 
             // IDs
