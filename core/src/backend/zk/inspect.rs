@@ -22,6 +22,17 @@ impl ZkBackend {
             Err(err) => Err(map_error(err, &format!("listing the children of {path}"))),
         }
     }
+
+    /// `children`, or `None` for a node whose ACL keeps this session out (another
+    /// application's, or a chroot with digest auth): not a lock an operator's list can show.
+    async fn readable_children(&self, path: &str) -> Result<Option<Vec<String>>> {
+        match self.session().await?.client()?.list_children(path).await {
+            Ok(children) => Ok(Some(children)),
+            Err(zk::Error::NoNode) => Ok(Some(Vec::new())),
+            Err(zk::Error::NoAuth) => Ok(None),
+            Err(err) => Err(map_error(err, &format!("listing the children of {path}"))),
+        }
+    }
 }
 
 #[async_trait]
@@ -65,7 +76,7 @@ impl InspectStore for ZkBackend {
                 continue;
             }
             let path = if parent == "/" { format!("/{child}") } else { format!("{parent}/{child}") };
-            let contenders = self.children(&path).await?;
+            let Some(contenders) = self.readable_children(&path).await? else { continue };
             if contenders.iter().any(|node| node.contains(super::path::LOCK_NAME)) {
                 let key = if prefix.starts_with('/') { path } else { path[1..].to_string() };
                 locks.push(ListedLock { key, kind: LockKind::Reentrant, held: true });
