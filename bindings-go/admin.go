@@ -62,19 +62,9 @@ func (c *Client) Status(ctx context.Context, name string, kind ...Kind) (*LockSt
 	}
 	var bytes C.polylock_bytes
 	err := c.use(func(client *C.polylock_client) error {
-		cName, err := cString(name, "the lock name")
-		if err != nil {
-			return err
-		}
-		defer freeCString(cName)
-		cKind, err := kindArgument(kind)
-		if err != nil {
-			return err
-		}
-		if cKind != nil {
-			defer freeCString(cKind)
-		}
-		return call(func() C.polylock_status { return C.polylock_client_status_json(client, cName, cKind, &bytes) })
+		return withNameAndKind(name, kind, func(cName, cKind *C.char) error {
+			return call(func() C.polylock_status { return C.polylock_client_status_json(client, cName, cKind, &bytes) })
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -122,19 +112,27 @@ func (c *Client) ForceUnlock(ctx context.Context, name string, kind ...Kind) (bo
 	}
 	var removed C.bool
 	err := c.use(func(client *C.polylock_client) error {
-		cName, err := cString(name, "the lock name")
-		if err != nil {
-			return err
-		}
-		defer freeCString(cName)
-		cKind, err := kindArgument(kind)
-		if err != nil {
-			return err
-		}
-		if cKind != nil {
-			defer freeCString(cKind)
-		}
-		return call(func() C.polylock_status { return C.polylock_client_force_unlock(client, cName, cKind, &removed) })
+		return withNameAndKind(name, kind, func(cName, cKind *C.char) error {
+			return call(func() C.polylock_status { return C.polylock_client_force_unlock(client, cName, cKind, &removed) })
+		})
 	})
 	return bool(removed), err
+}
+
+// withNameAndKind runs f with name and the optional kind as C strings (cKind nil for the
+// backend's default), freed after it.
+func withNameAndKind(name string, kind []Kind, f func(cName, cKind *C.char) error) error {
+	cName, err := cString(name, "the lock name")
+	if err != nil {
+		return err
+	}
+	defer freeCString(cName)
+	cKind, err := kindArgument(kind)
+	if err != nil {
+		return err
+	}
+	if cKind != nil {
+		defer freeCString(cKind)
+	}
+	return f(cName, cKind)
 }
