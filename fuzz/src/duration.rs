@@ -1,10 +1,11 @@
 //! Target `duration`: the lease and duration parser (`polylock::duration`) and the URL's
 //! `?lease=` option. Each result is compared with an independent reading of the documented
-//! rule: `30s`, `250ms`, `2m`, `1h30m`, `1d` (units ms, s, m, h, d, parts added up), or a
-//! bare number of seconds; anything else, or a sum past what a `Duration` holds, is an
-//! `InvalidArgument` naming the argument. Then the range checks (`check_lease`,
-//! `check_wait`, `lease_from_millis`, `wait_from_millis`) against their documented bounds,
-//! and `mem://...?lease=<text>` against the client's rule (at least 30 ms, at most 365 days).
+//! rule: `30s`, `1.5s`, `250ms`, `2m`, `1h30m`, `1d` (units ms, s, m, h, d, up to 9 decimals,
+//! parts added up), or a bare number of seconds; anything else is an `InvalidArgument`
+//! naming the argument, and a sum too long to represent saturates (the range checks refuse
+//! it). Then the range checks (`check_lease`, `check_wait`, `lease_from_millis`,
+//! `wait_from_millis`) against their documented bounds, and `mem://...?lease=<text>`
+//! against the client's rule (at least 30 ms, at most 365 days).
 
 use std::time::Duration;
 
@@ -38,43 +39,62 @@ pub fn run(data: &[u8]) {
     check_url_lease(&text, raw_query);
 }
 
-/// The documented rule, written independently of the parser.
+/// The documented rule, written independently of the parser: parts of digits (with at
+/// most one `.` and up to 9 decimals) followed by a unit, added up; or one such number
+/// alone, meaning seconds. A sum longer than `u64::MAX` seconds is read as `u64::MAX`
+/// seconds (which every range check refuses), so only malformed text is `None`.
 fn expected(text: &str) -> Option<Duration> {
     let text = text.trim();
-    // A bare number of seconds (Rust's integer syntax: an optional '+').
-    let digits = text.strip_prefix('+').unwrap_or(text);
-    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
-        if let Ok(seconds) = digits.parse::<u64>() {
-            return Some(Duration::from_secs(seconds));
-        }
-    }
-    // Parts: digits then a unit, one after another; at least one.
-    let mut total_ms: u128 = 0;
-    let mut rest = text.as_bytes();
-    if rest.is_empty() {
+    if text.is_empty() {
         return None;
     }
+    let is_number = |b: &u8| b.is_ascii_digit() || *b == b'.';
+    let mut total_ns: u128 = 0;
+    let mut rest = text.as_bytes();
     while !rest.is_empty() {
-        let n = rest.iter().take_while(|b| b.is_ascii_digit()).count();
-        if n == 0 {
-            return None;
-        }
-        let value: u64 = std::str::from_utf8(&rest[..n]).ok()?.parse().ok()?;
-        rest = &rest[n..];
-        let u = rest.iter().take_while(|b| !b.is_ascii_digit()).count();
-        let unit: u64 = match &rest[..u] {
-            b"ms" => 1,
-            b"s" => 1_000,
-            b"m" => 60_000,
-            b"h" => 3_600_000,
-            b"d" => 86_400_000,
+        let n = rest.iter().take_while(|b| is_number(b)).count();
+        let (number, after) = rest.split_at(n);
+        let u = after.iter().take_while(|b| !is_number(b)).count();
+        let (unit, after) = after.split_at(u);
+        let unit_ns: u128 = match unit {
+            // A bare number is seconds, but only when it is the whole text.
+            b"" if n == text.len() => 1_000_000_000,
+            b"ms" => 1_000_000,
+            b"s" => 1_000_000_000,
+            b"m" => 60_000_000_000,
+            b"h" => 3_600_000_000_000,
+            b"d" => 86_400_000_000_000,
             _ => return None,
         };
-        rest = &rest[u..];
-        total_ms += u128::from(value.checked_mul(unit)?);
+        total_ns = total_ns.saturating_add(number_ns(number, unit_ns)?);
+        rest = after;
     }
-    let seconds = u64::try_from(total_ms / 1000).ok()?;
-    Some(Duration::new(seconds, (total_ms % 1000) as u32 * 1_000_000))
+    let seconds = u64::try_from(total_ns / 1_000_000_000).unwrap_or(u64::MAX);
+    let nanos = if seconds == u64::MAX && total_ns / 1_000_000_000 > u128::from(u64::MAX) {
+        0
+    } else {
+        (total_ns % 1_000_000_000) as u32
+    };
+    Some(Duration::new(seconds, nanos))
+}
+
+/// `number` units of `unit_ns` nanoseconds, the fraction padded to nine digits and what
+/// falls below a nanosecond dropped; `None` unless it is `digits` or `digits.digits`.
+fn number_ns(number: &[u8], unit_ns: u128) -> Option<u128> {
+    let text = std::str::from_utf8(number).ok()?;
+    let (whole, fraction) = match text.split_once('.') {
+        Some((whole, fraction)) if !fraction.is_empty() && fraction.len() <= 9 => (whole, fraction),
+        Some(_) => return None,
+        None => (text, ""),
+    };
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty() || !all_digits(whole) || !all_digits(fraction) {
+        return None;
+    }
+    // Digits only: a parse fails only past u128, which is past every range anyway.
+    let whole: u128 = whole.parse().unwrap_or(u128::MAX);
+    let billionths: u128 = format!("{fraction:0<9}").parse().ok()?;
+    Some(whole.saturating_mul(unit_ns).saturating_add(billionths * unit_ns / 1_000_000_000))
 }
 
 fn check_ranges(d: Duration) {
@@ -128,18 +148,22 @@ fn check_url_lease(text: &str, raw: bool) {
     // trimmed, options decoded, the last `lease` winning, no other option allowed).
     let query = url.trim().split_once('?').map_or("", |(_, q)| q);
     let mut lease_text = None;
+    let mut namespace = String::new();
     let mut unknown = false;
     for (key, value) in form_urlencoded::parse(query.as_bytes()) {
         match key.as_ref() {
             "lease" => lease_text = Some(value.into_owned()),
-            "namespace" => {}
+            "namespace" => namespace = value.into_owned(),
             _ => unknown = true,
         }
     }
+    // An empty namespace is none; any other is a name without ':' (the keys' separator).
+    let bad_namespace = !namespace.is_empty()
+        && (namespace.contains(':') || namespace.contains('\0') || namespace.len() > polylock::MAX_NAME_LEN);
     let want = lease_text
         .as_deref()
         .map_or(Some(polylock::DEFAULT_WATCHDOG_LEASE), expected)
-        .filter(|d| *d >= Duration::from_millis(30) && *d <= MAX_LEASE && !unknown);
+        .filter(|d| *d >= Duration::from_millis(30) && *d <= MAX_LEASE && !unknown && !bad_namespace);
     let got = common::runtime().block_on(async {
         match Client::connect(&url).await {
             Ok(client) => {
