@@ -297,7 +297,9 @@ fn unparsed_parts(text: &str) -> (Option<&str>, String, Option<&str>) {
         None => (text, None),
     };
     match (head.find("//"), head.rfind('@')) {
-        (Some(slashes), Some(at)) if slashes < at => {
+        // An '@' before the "//" may end user info too (`redis:pw@...//...@host`): then
+        // all up to the last '@' is hidden.
+        (Some(slashes), Some(at)) if slashes < at && !head[..slashes].contains('@') => {
             (Some(&head[slashes + 2..at]), format!("{}//***{}", &head[..slashes], &head[at..]), query)
         }
         (_, Some(at)) => (Some(&head[..at]), format!("***{}", &head[at..]), query),
@@ -467,6 +469,8 @@ mod tests {
         }
         assert_eq!(redact_unparsed("1x://u:pa?ss@h:1"), "1x://***@h:1");
         assert_eq!(redact_unparsed("u:p@h"), "***@h");
+        // User info before a later "//...@": hidden with it (a fuzz case).
+        assert_eq!(redact_unparsed("p:s3cret@h:1/x?a=b&c:d//root:pw@h2:1/db"), "***@h2:1/db");
     }
 
     #[test]
