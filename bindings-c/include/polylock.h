@@ -1416,17 +1416,21 @@ void polylock_multi_lock_free(polylock_multi_lock *multi_lock);
  *
  * The callback runs on whichever thread logged, usually one of the library's threads,
  * possibly several at once: it must be thread-safe and must not block (hand the record to
- * a queue and return). After this call returns, a record already being delivered may
- * still reach the previous callback with the previous `user_data`: keep both valid.
+ * a queue and return). This call returns once no call of the previous callback is in
+ * progress, and none starts after it: the previous `user_data` may be freed then. So do
+ * not call it while holding something the callback waits for. From inside the callback,
+ * NULL turns logging off without waiting, and a new callback is
+ * `POLYLOCK_INVALID_ARGUMENT`.
  *
  * @param callback   the function, or NULL to stop.
  * @param user_data  passed to every call of `callback`, untouched.
  * @param level      `"off"`, `"error"`, `"warn"` (or `"warning"`), `"info"`, `"debug"`,
  *                   `"trace"`, in any case; NULL means `"warn"`. Ignored when `callback`
  *                   is NULL.
- * @return `POLYLOCK_OK`; `POLYLOCK_INVALID_ARGUMENT` for an unknown level name (nothing
- *         changes); `POLYLOCK_UNSUPPORTED` if the process already has another `tracing`
- *         subscriber (a Rust program that installed its own).
+ * @return `POLYLOCK_OK`; `POLYLOCK_INVALID_ARGUMENT` for an unknown level name or a new
+ *         callback set from inside the callback (nothing changes); `POLYLOCK_UNSUPPORTED`
+ *         if the process already has another `tracing` subscriber (a Rust program that
+ *         installed its own).
  *
  * # Safety
  * `level` is NULL or NUL-terminated; `callback` is NULL or a function that may be called

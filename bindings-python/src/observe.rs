@@ -43,7 +43,7 @@ pub fn log_level_from_env() -> PyResult<Option<&'static str>> {
 /// Hand the core's records at `level` and above to `emit(levelno, logger_name, target, line, message,
 /// fields)`, called with the GIL on the thread that logged.
 #[pyfunction]
-pub fn route_logging(emit: Py<PyAny>, level: &str) -> PyResult<()> {
+pub fn route_logging(py: Python<'_>, emit: Py<PyAny>, level: &str) -> PyResult<()> {
     let level = LogLevel::parse(level).into_py_result()?;
     let sink = move |record: &LogRecord| {
         if !ROUTED.load(Relaxed) {
@@ -74,10 +74,12 @@ pub fn route_logging(emit: Py<PyAny>, level: &str) -> PyResult<()> {
         });
     };
     ROUTED.store(true, Relaxed);
-    log_bridge::route(Arc::new(sink), level).into_py_result()
+    // Without the GIL: route waits for calls of a previous sink, which may wait for it.
+    py.detach(|| log_bridge::route(Arc::new(sink), level)).into_py_result()
 }
 
-/// Stop handing records to Python (registered with `atexit`).
+/// Stop handing records to Python (registered with `atexit`). It returns once no record is
+/// on its way to Python, so nothing is logged after it.
 #[pyfunction]
 pub fn unroute_logging(py: Python<'_>) {
     ROUTED.store(false, Relaxed);

@@ -172,7 +172,15 @@ pub type LogSink = Arc<dyn Fn(&LogRecord) + Send + Sync>;
 /// first call installs polylock's subscriber as the process's global one; later calls swap
 /// the sink and the level. Fails with `Unsupported` if something else installed a global
 /// subscriber first (a Rust program embedding the core picks its own, as the CLI does).
+///
+/// It returns once no call of the previous sink is in progress (see [`unroute`]), so it
+/// must not be called with something held that the previous sink waits for (a binding
+/// releases its interpreter's lock first). From inside a sink it fails with
+/// `InvalidArgument`: the sink's own call would never end.
 pub fn route(sink: LogSink, level: Option<LogLevel>) -> Result<(), Error> {
+    if IN_SINK.with(Cell::get) {
+        return Err(Error::invalid_argument("the log sink cannot be replaced from inside a call of it"));
+    }
     let bridge = bridge()?;
     *bridge.sink.write().unwrap_or_else(|e| e.into_inner()) = Some(sink);
     set_level(level);
@@ -191,9 +199,16 @@ pub fn level() -> Option<LogLevel> {
     level_of(LEVEL.load(Relaxed))
 }
 
-/// Stop handing records on and drop the sink (a binding's interpreter shutting down).
+/// Stop handing records on and drop the sink (a binding's interpreter shutting down, a C
+/// program about to free its callback's data). When it returns, no call of the sink is in
+/// progress and none will start: each call runs under a read guard of the sink, which this
+/// waits for. So it must not be called with something held that a sink waits for (Python's
+/// GIL). Called from inside a sink it turns records off and returns without waiting.
 pub fn unroute() {
     set_level(None);
+    if IN_SINK.with(Cell::get) {
+        return;
+    }
     if let Some(Ok(bridge)) = BRIDGE.get() {
         bridge.sink.write().unwrap_or_else(|e| e.into_inner()).take();
     }
@@ -345,7 +360,9 @@ impl Subscriber for Forward {
         if !Self::wants(metadata) || IN_SINK.with(Cell::get) {
             return;
         }
-        let Some(sink) = self.0.sink.read().unwrap_or_else(|e| e.into_inner()).clone() else { return };
+        // The guard is held until the sink returns, so `unroute` can wait for calls in flight.
+        let guard = self.0.sink.read().unwrap_or_else(|e| e.into_inner());
+        let Some(sink) = guard.as_ref() else { return };
         let mut record = LogRecord {
             level: LogLevel::of(metadata.level()),
             target: metadata.target().to_string(),
@@ -356,6 +373,7 @@ impl Subscriber for Forward {
         IN_SINK.with(|flag| flag.set(true));
         let outcome = catch_unwind(AssertUnwindSafe(|| sink(&record)));
         IN_SINK.with(|flag| flag.set(false));
+        drop(guard);
         if outcome.is_err() {
             SINK_PANICS.fetch_add(1, Relaxed);
         }
@@ -495,5 +513,51 @@ mod tests {
         assert_eq!(seen[0].message, "connected");
         assert_eq!(seen[0].fields, vec![("op".into(), "connect".into()), ("backend".into(), "mem".into())]);
         assert_eq!(level(), None);
+        drop(seen);
+        unroute_waits_for_calls_in_flight();
+    }
+
+    /// `unroute` returns only once a call of the sink running on another thread has ended
+    /// (what lets Python's atexit hook, or a C program freeing its callback's data, be sure
+    /// nothing more arrives); from inside the sink, `route` is refused and `unroute` does
+    /// not wait for itself.
+    fn unroute_waits_for_calls_in_flight() {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::mpsc;
+        use std::time::Duration;
+        let finished = Arc::new(AtomicBool::new(false));
+        let (entered_tx, entered) = mpsc::channel();
+        let entered_tx = Mutex::new(entered_tx);
+        let done = finished.clone();
+        let sink = move |r: &LogRecord| {
+            if r.message != "slow" {
+                return;
+            }
+            let refused = route(stderr_sink(), Some(LogLevel::Debug)).unwrap_err();
+            assert_eq!(refused.kind(), crate::ErrorKind::InvalidArgument);
+            entered_tx.lock().unwrap().send(()).unwrap();
+            std::thread::sleep(Duration::from_millis(200));
+            done.store(true, Relaxed);
+        };
+        route(Arc::new(sink), Some(LogLevel::Info)).unwrap();
+        let logger = std::thread::spawn(|| tracing::info!("slow"));
+        entered.recv_timeout(Duration::from_secs(10)).expect("the sink was called");
+        unroute();
+        assert!(finished.load(Relaxed), "unroute returned while the sink was still running");
+        logger.join().unwrap();
+        assert_eq!(level(), None);
+        // From inside a sink: off at once, no wait for the call it is part of.
+        route(
+            Arc::new(|r: &LogRecord| {
+                if r.message == "inside" {
+                    unroute()
+                }
+            }),
+            Some(LogLevel::Info),
+        )
+        .unwrap();
+        tracing::info!("inside");
+        assert_eq!(level(), None);
+        unroute();
     }
 }
