@@ -11,6 +11,9 @@
 //! - [`ids`]: the process's one UUIDv7 and one ULID generator;
 //! - [`idempotency_codec`]: how fingerprints and `run`'s stored responses are written, so
 //!   services in different languages share an idempotency namespace;
+//! - [`http_idempotency`]: the `Idempotency-Key` HTTP middleware's rules (which requests,
+//!   the key, the request's fingerprint, the stored response, the 400/409/422 answers), so
+//!   every framework's middleware is an adapter and they replay each other's records;
 //! - [`redlock_url`]: the `redlock://` URL of a list of Redis servers;
 //! - [`runtime`]: the one runtime and close policy: worker threads, and how closing gives
 //!   holds back and stops the runtime;
@@ -25,6 +28,7 @@
 
 pub mod cancel;
 pub mod fork;
+pub mod http_idempotency;
 // The stored form of `run`'s responses is the primitive's own (Idempotency::run writes it too).
 pub use crate::primitives::idempotency_codec;
 pub mod ids;
