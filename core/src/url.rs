@@ -114,6 +114,7 @@ impl ConnectUrl {
 /// the PEM file of the CA that signed the server's certificate (default: the system's or the
 /// web's roots), and `cert` with `key`, a client certificate for a server that asks for one.
 /// TLS here always checks the server's certificate and name; there is no option to skip it.
+#[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper", feature = "postgres", feature = "mysql"))]
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct TlsFiles {
     pub ca: Option<String>,
@@ -122,12 +123,14 @@ pub(crate) struct TlsFiles {
 }
 
 /// What [`TlsFiles::read`] read: PEM bytes.
+#[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper", feature = "postgres", feature = "mysql"))]
 pub(crate) struct TlsPem {
     pub ca: Option<Vec<u8>>,
     /// The client certificate and its key.
     pub identity: Option<(Vec<u8>, Vec<u8>)>,
 }
 
+#[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper", feature = "postgres", feature = "mysql"))]
 impl TlsFiles {
     /// Take `ca`, `cert` and `key` from `url`: `Some` when `tls` (the scheme asks for TLS),
     /// an error naming `tls_scheme` when the options come without it, or when `cert` and
@@ -169,6 +172,7 @@ impl TlsFiles {
 /// Whether `host` (a name, an IP address, bracketed or not, or a Unix socket's path) is
 /// this machine: `localhost` (and `*.localhost`), 127.0.0.0/8, `::1`. Names are not
 /// resolved: a name that is not `localhost` counts as another machine.
+#[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper", feature = "postgres", feature = "mysql"))]
 pub(crate) fn is_loopback(host: &str) -> bool {
     let host = host.trim().trim_start_matches('[').trim_end_matches(']').trim_end_matches('.');
     let lower = host.to_ascii_lowercase();
@@ -181,6 +185,7 @@ pub(crate) fn is_loopback(host: &str) -> bool {
 /// The decision behind [`warn_unverified_password`]: a password is exposed when it is sent
 /// (`password`) without verified TLS (`verified`: the server's certificate checked against
 /// trusted roots) to at least one host that is not this machine. Returns that host.
+#[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper", feature = "postgres", feature = "mysql"))]
 pub(crate) fn exposed_host<'a>(
     hosts: impl IntoIterator<Item = &'a str>,
     password: bool,
@@ -196,6 +201,7 @@ pub(crate) fn exposed_host<'a>(
 /// machine without verified TLS, log one warning naming the host, the backend and `how` to
 /// turn verification on. Returns whether it warned. Never fails the connect: libpq's and the
 /// servers' own meanings of the URL are kept.
+#[cfg(any(feature = "redis", feature = "etcd", feature = "zookeeper", feature = "postgres", feature = "mysql"))]
 pub(crate) fn warn_unverified_password<'a>(
     backend: &'static str,
     redacted: &str,
