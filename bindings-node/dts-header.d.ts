@@ -49,6 +49,21 @@ export interface Lock {
   withLock<T>(fn: (guard: Guard) => T | PromiseLike<T>, options?: AcquireOptions): Promise<T>
 }
 
+/** `client.withLock`'s options: the lock's `kind`, and the acquisition's `waitMs`, `leaseMs`, `signal`. */
+export interface WithLockOptions extends AcquireOptions {
+  kind?: 'reentrant' | 'fair' | 'token' | 'lease'
+  waitMs?: number
+  leaseMs?: number
+}
+
+export interface Client {
+  /**
+   * Acquire the lock `name`, run `fn(guard)`, and release even if `fn` throws. Resolves to what
+   * `fn` returns. (`await using guard = await client.lock(name).acquire()` is the scoped form.)
+   */
+  withLock<T>(name: string, fn: (guard: Guard) => T | PromiseLike<T>, options?: WithLockOptions): Promise<T>
+}
+
 export interface MultiLock {
   /** Acquire every part, run `fn(guard)`, and release even if `fn` throws. Resolves to what `fn` returns. */
   withLock<T>(fn: (guard: MultiGuard) => T | PromiseLike<T>, options?: AcquireOptions): Promise<T>

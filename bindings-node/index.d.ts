@@ -49,6 +49,21 @@ export interface Lock {
   withLock<T>(fn: (guard: Guard) => T | PromiseLike<T>, options?: AcquireOptions): Promise<T>
 }
 
+/** `client.withLock`'s options: the lock's `kind`, and the acquisition's `waitMs`, `leaseMs`, `signal`. */
+export interface WithLockOptions extends AcquireOptions {
+  kind?: 'reentrant' | 'fair' | 'token' | 'lease'
+  waitMs?: number
+  leaseMs?: number
+}
+
+export interface Client {
+  /**
+   * Acquire the lock `name`, run `fn(guard)`, and release even if `fn` throws. Resolves to what
+   * `fn` returns. (`await using guard = await client.lock(name).acquire()` is the scoped form.)
+   */
+  withLock<T>(name: string, fn: (guard: Guard) => T | PromiseLike<T>, options?: WithLockOptions): Promise<T>
+}
+
 export interface MultiLock {
   /** Acquire every part, run `fn(guard)`, and release even if `fn` throws. Resolves to what `fn` returns. */
   withLock<T>(fn: (guard: MultiGuard) => T | PromiseLike<T>, options?: AcquireOptions): Promise<T>
@@ -417,6 +432,23 @@ export declare class Guard {
   reenter(): Promise<Guard>
 }
 
+/**
+ * The middleware's options, checked by the core: which requests it applies to and how long
+ * their responses replay.
+ */
+export declare class HttpIdempotencyRules {
+  /** Throws `POLYLOCK_INVALID_ARGUMENT` naming the option that is wrong. */
+  constructor(options?: HttpIdempotencyRulesOptions | undefined | null)
+  /** The header that carries the key, as given. */
+  get header(): string
+  /** How long a completed key replays its response, in ms. */
+  get lifetimeMs(): number
+  /** The methods, upper case. */
+  get methods(): Array<string>
+  /** Whether a request of `method` goes through the middleware. */
+  appliesTo(method: string): boolean
+}
+
 /** Idempotency keys of one namespace. */
 export declare class Idempotency {
   get namespace(): string
@@ -750,11 +782,65 @@ export interface CampaignOptions {
  */
 export declare function connect(url?: string | undefined | null): Promise<Client>
 
+/**
+ * A stored response read back; `POLYLOCK_INVALID_ARGUMENT` if the key's record holds
+ * something else.
+ */
+export declare function decodeHttpResponse(stored: Buffer): HttpResponse
+
 /** The URL `connect()` uses when neither the caller nor `$POLYLOCK_URL` names one. */
 export declare const DEFAULT_URL: string
 
+/**
+ * The stored form of `response` (the kit's, shared by every language's middleware),
+ * without the per-connection headers. `POLYLOCK_INVALID_ARGUMENT` for a status outside
+ * 100..=599 or a header that is not a `[name, value]` pair.
+ */
+export declare function encodeHttpResponse(response: HttpResponse): Buffer
+
 /** Every code, in the order of the core's table: `index.js` and the tests read it. */
 export declare function errorCodes(): Array<string>
+
+/** The header a replayed response carries, with the value `true`. */
+export declare const HTTP_REPLAYED_HEADER: string
+
+/** The default fingerprint of a request: its method, its path with the query, its body. */
+export declare function httpIdempotencyFingerprint(method: string, path: string, body: Buffer | Uint8Array | string): Buffer
+
+/** The key a header value carries: trimmed, without the quotes of the draft's string form. */
+export declare function httpIdempotencyKeyOf(headerValue: string): string
+
+/** `null` if `key` can key a request, else why not (for a 400). */
+export declare function httpIdempotencyKeyProblem(key: string): string | null
+
+export interface HttpIdempotencyRulesOptions {
+  /** The request header that carries the key (default `Idempotency-Key`). */
+  header?: string
+  /** How long a completed key replays its response, in ms (default 24 h). */
+  lifetimeMs?: number
+  /** The methods the middleware applies to (default `['POST', 'PATCH']`). */
+  methods?: Array<string>
+}
+
+/** Whether a response of `status` is stored (a server error is not: a retry runs again). */
+export declare function httpIdempotencyStores(status: number): boolean
+
+/**
+ * The response for a request that is not run: `'badKey'` (400), `'inProgress'` (409, with
+ * `Retry-After` from `retryAfterMs`) or `'mismatch'` (422), as a problem document naming
+ * the key.
+ */
+export declare function httpRefusalResponse(refusal: 'badKey' | 'inProgress' | 'mismatch', key: string, retryAfterMs?: number | undefined | null): HttpResponse
+
+/**
+ * A response as the middleware stores and replays it. Header names are lower case; a
+ * name may repeat (`set-cookie`).
+ */
+export interface HttpResponse {
+  status: number
+  headers: Array<[string, string]>
+  body: Buffer
+}
 
 export interface IdempotencyOptions {
   /** How long a completed key replays its response, in ms (default 24 h). */

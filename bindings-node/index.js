@@ -248,6 +248,16 @@ for (const prototype of [Lock.prototype, MultiLock.prototype]) {
   defineMethod(prototype, 'withLock', withLock)
 }
 
+// client.withLock(name, fn, options): the lock `name` (of `options.kind`), held around
+// `fn(guard)`; the other options (waitMs, leaseMs, signal) are the acquisition's.
+defineMethod(Client.prototype, 'withLock', async function withClientLock(name, fn, options) {
+  if (options != null && typeof options !== 'object') {
+    throw new PolylockError('POLYLOCK_INVALID_ARGUMENT', `options must be an object such as { waitMs: 500 }, got ${typeof options}`)
+  }
+  const { kind, ...acquire } = options ?? {}
+  return this.lock(name, kind === undefined ? undefined : { kind }).withLock(fn, acquire)
+})
+
 // The guard's loss as a Promise, made on first use. It resolves (never rejects, so nobody
 // has to handle it) with a PolylockError of code POLYLOCK_LOST. It stays pending if the
 // guard is released first; the native side then lets go of it, so it keeps the process
@@ -449,6 +459,34 @@ async function redlock(urls, name) {
   return lock
 }
 
+// The Idempotency-Key middleware's rules (src/http_idempotency.rs), for polylock/express,
+// polylock/fastify and any other framework's adapter.
+class HttpIdempotencyRules extends native.HttpIdempotencyRules {
+  constructor(options) {
+    if (options != null && typeof options !== 'object') {
+      throw new PolylockError('POLYLOCK_INVALID_ARGUMENT', `options must be an object such as { header: 'Idempotency-Key' }, got ${typeof options}`)
+    }
+    try {
+      super(options)
+    } catch (err) {
+      throw translate(err)
+    }
+  }
+}
+const httpFunctions = {}
+for (const name of [
+  'httpIdempotencyKeyOf',
+  'httpIdempotencyKeyProblem',
+  'httpIdempotencyFingerprint',
+  'httpIdempotencyStores',
+  'encodeHttpResponse',
+  'decodeHttpResponse',
+  'httpRefusalResponse',
+]) {
+  const call = native[name]
+  httpFunctions[name] = (...args) => translated(() => call(...args))
+}
+
 function parseSnowflake(id, epochMs) {
   return translated(() => native.parseSnowflake(id, epochMs))
 }
@@ -540,6 +578,16 @@ const { MAX_NAME_LEN, DEFAULT_URL, VERSION } = native
 // Shorthand names only: Node's ESM loader finds a CommonJS module's named exports by scanning
 // this literal (cjs-module-lexer), and stops at the first value that is not a plain name.
 const { uuid7, uuid7Batch, ulid, ulidBatch, uuid7TimestampMs, ulidTimestampMs, ulidToUuid, uuidToUlid } = idFunctions
+const {
+  httpIdempotencyKeyOf,
+  httpIdempotencyKeyProblem,
+  httpIdempotencyFingerprint,
+  httpIdempotencyStores,
+  encodeHttpResponse,
+  decodeHttpResponse,
+  httpRefusalResponse,
+} = httpFunctions
+const { HTTP_REPLAYED_HEADER } = native
 const errorCodes = native.errorCodes
 const version = VERSION
 
@@ -576,6 +624,15 @@ module.exports = {
   Latch,
   ValueChanges,
   AcquireCancel,
+  HttpIdempotencyRules,
+  httpIdempotencyKeyOf,
+  httpIdempotencyKeyProblem,
+  httpIdempotencyFingerprint,
+  httpIdempotencyStores,
+  encodeHttpResponse,
+  decodeHttpResponse,
+  httpRefusalResponse,
+  HTTP_REPLAYED_HEADER,
   errorCodes,
   setLogger,
   setLogLevel,

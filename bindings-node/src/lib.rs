@@ -9,6 +9,7 @@ mod convert;
 mod election;
 mod errors;
 mod guard;
+mod http_idempotency;
 mod idempotency;
 mod latch;
 mod leased_snowflake;
@@ -30,6 +31,10 @@ pub use client::{connect, Client, LockOptions, SemaphoreOptions};
 pub use election::{CampaignOptions, Election, Leader, LeaderChange, LeaderChanges, Leadership};
 pub use errors::error_codes;
 pub use guard::Guard;
+pub use http_idempotency::{
+    decode_http_response, encode_http_response, http_idempotency_fingerprint, http_idempotency_key_of,
+    http_idempotency_key_problem, http_idempotency_stores, http_refusal_response, HttpIdempotencyRules, HttpResponse,
+};
 pub use idempotency::{decode_run_response, throw_run_error, BeginResult, Idempotency, IdempotencyOptions, Ticket};
 pub use latch::Latch;
 pub use leased_snowflake::{LeasedSnowflake, LeasedSnowflakeOptions, SnowflakeLayoutOptions};
