@@ -31,6 +31,23 @@
 #define POLYLOCK_LEASE_WATCHDOG -1
 
 /**
+ * `refusal` of `polylock_http_refusal_response()`: the key is malformed (400).
+ */
+#define POLYLOCK_HTTP_REFUSAL_BAD_KEY 0
+
+/**
+ * `refusal` of `polylock_http_refusal_response()`: another request with the key is under
+ * way (409, with `Retry-After`).
+ */
+#define POLYLOCK_HTTP_REFUSAL_IN_PROGRESS 1
+
+/**
+ * `refusal` of `polylock_http_refusal_response()`: the key was used with another request
+ * (422).
+ */
+#define POLYLOCK_HTTP_REFUSAL_MISMATCH 2
+
+/**
  * Bytes a UUID's text needs: 36 characters and the terminating NUL.
  */
 #define POLYLOCK_UUID_TEXT_SIZE 37
@@ -194,6 +211,13 @@ typedef struct polylock_election polylock_election;
 typedef struct polylock_hold polylock_hold;
 
 /**
+ * A middleware's options, checked by the core: the header that carries the key, how long
+ * a completed key replays its response, and the methods the middleware applies to.
+ * Immutable, so safe to share between threads; free it with `polylock_http_options_free()`.
+ */
+typedef struct polylock_http_options polylock_http_options;
+
+/**
  * Idempotency keys of one namespace. Safe to share between threads; free it with
  * `polylock_idempotency_free()`.
  */
@@ -342,6 +366,38 @@ typedef struct {
    */
   uint64_t term;
 } polylock_leader;
+
+/**
+ * One header of a response: a name and a value, NUL-terminated UTF-8 (HTTP forbids NUL in
+ * both). Handed in, they are borrowed for the call; in a `polylock_http_response` they are
+ * owned by the response.
+ */
+typedef struct {
+  const char *name;
+  const char *value;
+} polylock_http_header;
+
+/**
+ * A response to write to the client (a replay or a refusal). Owned by the caller: free it
+ * with `polylock_http_response_free()`, which frees the headers and the body and resets the
+ * struct.
+ */
+typedef struct {
+  /**
+   * The status code (100..=599).
+   */
+  uint16_t status;
+  /**
+   * `headers_count` headers, names lower case, in the stored order (a name may repeat,
+   * as `set-cookie` does); NULL when there are none.
+   */
+  polylock_http_header *headers;
+  size_t headers_count;
+  /**
+   * The body.
+   */
+  polylock_bytes body;
+} polylock_http_response;
 
 /**
  * The result of `polylock_idempotency_begin()`.
@@ -924,6 +980,197 @@ polylock_status polylock_hold_release(const polylock_hold *hold);
  * `hold` is NULL or from this library, not freed yet, and no call on it is still running.
  */
 void polylock_hold_free(polylock_hold *hold);
+
+/**
+ * The header name of a replayed response, `Idempotent-Replayed` (its value is `true`).
+ * Static: do not free it.
+ */
+const char *polylock_http_replayed_header(void);
+
+/**
+ * Check a middleware's options.
+ *
+ * @param header         the request header that carries the key; NULL for the default,
+ *                       `Idempotency-Key`.
+ * @param lifetime_ms    how long a completed key replays its response, in milliseconds;
+ *                       NULL for the default (24 h).
+ * @param methods        `methods_count` method names the middleware applies to (any case);
+ *                       NULL (with count 0) for the default, POST and PATCH. A non-NULL
+ *                       array with count 0 is an empty list, which is refused.
+ * @param out            receives the options on success; untouched on failure.
+ * @return `POLYLOCK_INVALID_ARGUMENT` naming the option for a header that is no header
+ *         name, a lifetime that is no lease (negative, below 10 ms, over 365 days), an empty
+ *         list or a method that is no method.
+ *
+ * # Safety
+ * `header` is NULL or NUL-terminated; `lifetime_ms` is NULL or readable; `methods` is NULL
+ * or points to `methods_count` NUL-terminated strings; `out` is NULL or writable.
+ */
+polylock_status polylock_http_options_new(const char *header,
+                                          const int64_t *lifetime_ms,
+                                          const char *const *methods,
+                                          size_t methods_count,
+                                          polylock_http_options **out);
+
+/**
+ * The header that carries the key (match it without regard to case), owned by the options
+ * (valid until they are freed). NULL for NULL.
+ *
+ * # Safety
+ * `options` is NULL or live.
+ */
+const char *polylock_http_options_header(const polylock_http_options *options);
+
+/**
+ * How long a completed key replays its response, in milliseconds (pass it as the
+ * idempotency namespace's retention). 0 for NULL.
+ *
+ * # Safety
+ * `options` is NULL or live.
+ */
+uint64_t polylock_http_options_lifetime_ms(const polylock_http_options *options);
+
+/**
+ * Whether a request of `method` goes through the middleware (compared without regard to
+ * case). False for a NULL argument or a method that is not UTF-8.
+ *
+ * # Safety
+ * `options` is NULL or live; `method` is NULL or NUL-terminated.
+ */
+bool polylock_http_options_applies_to(const polylock_http_options *options, const char *method);
+
+/**
+ * Free options. NULL is ignored.
+ *
+ * # Safety
+ * `options` is NULL or from `polylock_http_options_new()` and not freed yet.
+ */
+void polylock_http_options_free(polylock_http_options *options);
+
+/**
+ * The key a header value carries: trimmed, and without the draft's quotes (`"abc"` is the
+ * key `abc`). Check it with `polylock_http_key_problem()` before using it.
+ *
+ * @param key  receives the key, owned by the caller (free it with `polylock_bytes_free()`;
+ *             not NUL-terminated).
+ *
+ * # Safety
+ * `value` is NULL (with `len` 0) or readable for `len` bytes; `key` is NULL or writable.
+ */
+polylock_status polylock_http_key_of(const uint8_t *value, size_t len, polylock_bytes *key);
+
+/**
+ * Whether `key` can key a request: 1 to 255 visible ASCII characters.
+ *
+ * @param problem  receives `{NULL, 0}` if it can; else why not (UTF-8 text, not
+ *                 NUL-terminated, the 400's detail), owned by the caller (free it with
+ *                 `polylock_bytes_free()`).
+ *
+ * # Safety
+ * `key` is NULL (with `len` 0) or readable for `len` bytes; `problem` is NULL or writable.
+ */
+polylock_status polylock_http_key_problem(const uint8_t *key, size_t len, polylock_bytes *problem);
+
+/**
+ * The default fingerprint of a request, as every language's middleware computes it: its
+ * method, its path with the query (the request target as sent, `/orders?x=1`) and its body,
+ * length-prefixed and hashed (`sha256:` and 32 bytes). Pass it to
+ * `polylock_idempotency_begin()`.
+ *
+ * @param out  receives the fingerprint, owned by the caller (free it with
+ *             `polylock_bytes_free()`).
+ *
+ * # Safety
+ * `method` and `path` are NULL or NUL-terminated; `body` is NULL (with `body_len` 0) or
+ * readable for `body_len` bytes; `out` is NULL or writable.
+ */
+polylock_status polylock_http_fingerprint(const char *method,
+                                          const char *path,
+                                          const uint8_t *body,
+                                          size_t body_len,
+                                          polylock_bytes *out);
+
+/**
+ * Whether a response of `status` is stored: everything but a server error (5xx), whose
+ * attempt is abandoned (`polylock_ticket_abandon()`) so that the client's retry runs again.
+ */
+bool polylock_http_stores(uint16_t status);
+
+/**
+ * The stored form of a response (the idempotency codec's JSON form, the same in every
+ * language), without the headers that describe one connection or transfer
+ * (`content-length`, `transfer-encoding`, `date`, ...). Pass it to
+ * `polylock_ticket_complete()`.
+ *
+ * @param headers  `headers_count` headers (borrowed for the call); NULL with count 0 for
+ *                 none.
+ * @param out      receives the stored form, owned by the caller (free it with
+ *                 `polylock_bytes_free()`).
+ * @return `POLYLOCK_INVALID_ARGUMENT` for a status outside 100..=599, or a NULL or non-UTF-8
+ *         header name or value.
+ *
+ * # Safety
+ * `headers` is NULL (with count 0) or readable for `headers_count` headers whose strings
+ * are NUL-terminated; `body` is NULL (with `body_len` 0) or readable for `body_len` bytes;
+ * `out` is NULL or writable.
+ */
+polylock_status polylock_http_encode_response(uint16_t status,
+                                              const polylock_http_header *headers,
+                                              size_t headers_count,
+                                              const uint8_t *body,
+                                              size_t body_len,
+                                              polylock_bytes *out);
+
+/**
+ * A stored response read back (a `POLYLOCK_BEGIN_REPLAY`'s `response`), to write to the
+ * client with the header `Idempotent-Replayed: true` (`polylock_http_replayed_header()`).
+ *
+ * @param out  receives the response, owned by the caller (free it with
+ *             `polylock_http_response_free()`); untouched on failure.
+ * @return `POLYLOCK_INVALID_ARGUMENT` if the record holds something other than a
+ *         middleware's response (a `run` helper of the same namespace stored it).
+ *
+ * # Safety
+ * `stored` is NULL (with `len` 0) or readable for `len` bytes; `out` is NULL or writable.
+ */
+polylock_status polylock_http_decode_response(const uint8_t *stored,
+                                              size_t len,
+                                              polylock_http_response *out);
+
+/**
+ * The response for a request that is not run: an RFC 9457 problem document
+ * (`application/problem+json`) naming the key.
+ *
+ * @param refusal         `POLYLOCK_HTTP_REFUSAL_BAD_KEY` (400; the detail says what is wrong
+ *                        with `key`), `POLYLOCK_HTTP_REFUSAL_IN_PROGRESS` (409 with
+ *                        `retry-after` in whole seconds, at least 1) or
+ *                        `POLYLOCK_HTTP_REFUSAL_MISMATCH` (422).
+ * @param key, key_len    the key as read (`polylock_http_key_of()`), borrowed for the call.
+ * @param retry_after_ms  for 409, the `retry_after_ms` of the begin that found the key in
+ *                        progress; ignored otherwise.
+ * @param out             receives the response, owned by the caller (free it with
+ *                        `polylock_http_response_free()`); untouched on failure.
+ * @return `POLYLOCK_INVALID_ARGUMENT` for an unknown `refusal`.
+ *
+ * # Safety
+ * `key` is NULL (with `key_len` 0) or readable for `key_len` bytes; `out` is NULL or
+ * writable.
+ */
+polylock_status polylock_http_refusal_response(int32_t refusal,
+                                               const uint8_t *key,
+                                               size_t key_len,
+                                               uint64_t retry_after_ms,
+                                               polylock_http_response *out);
+
+/**
+ * Free a response's headers and body, and reset it to `{0, NULL, 0, {NULL, 0}}` (so freeing
+ * twice is harmless). NULL is ignored.
+ *
+ * # Safety
+ * `response` is NULL or points to a response this library filled and that was not freed
+ * since (or that is reset).
+ */
+void polylock_http_response_free(polylock_http_response *response);
 
 /**
  * Idempotency keys of `namespace`.

@@ -7,7 +7,8 @@
 //! `polylock_cancel` (for languages whose threads are no owners, such as Go). Leader
 //! elections (`polylock_election`) and countdown latches (`polylock_latch`) wait the same way.
 //! Logs reach a C callback through the kit's log bridge, metrics leave as the kit's JSON or
-//! Prometheus text (`observe.rs`).
+//! Prometheus text (`observe.rs`). The `Idempotency-Key` HTTP middleware's rules are the kit's,
+//! for middlewares written over C (`http_idempotency.rs`, Go's net/http one).
 //! The header `include/polylock.h` is generated from these sources by `build.rs`.
 
 mod admin;
@@ -19,6 +20,7 @@ mod client;
 mod details;
 mod election;
 mod hold;
+mod http_idempotency;
 mod idempotency;
 mod idempotency_codec;
 mod last_error;
@@ -58,6 +60,14 @@ pub use hold::{
     polylock_hold, polylock_hold_fencing_token, polylock_hold_free, polylock_hold_is_lost, polylock_hold_permit_id,
     polylock_hold_reenter, polylock_hold_release, polylock_hold_wait_lost, polylock_lock_acquire_hold,
     polylock_rwlock_read_acquire_hold, polylock_rwlock_write_acquire_hold, polylock_semaphore_acquire_hold,
+};
+pub use http_idempotency::{
+    polylock_http_decode_response, polylock_http_encode_response, polylock_http_fingerprint, polylock_http_header,
+    polylock_http_key_of, polylock_http_key_problem, polylock_http_options, polylock_http_options_applies_to,
+    polylock_http_options_free, polylock_http_options_header, polylock_http_options_lifetime_ms,
+    polylock_http_options_new, polylock_http_refusal_response, polylock_http_replayed_header, polylock_http_response,
+    polylock_http_response_free, polylock_http_stores, POLYLOCK_HTTP_REFUSAL_BAD_KEY,
+    POLYLOCK_HTTP_REFUSAL_IN_PROGRESS, POLYLOCK_HTTP_REFUSAL_MISMATCH,
 };
 pub use idempotency::{
     polylock_begin, polylock_begin_outcome, polylock_client_idempotency, polylock_idempotency,
@@ -132,5 +142,6 @@ const _: () = {
     shared_between_threads::<polylock_snowflake>();
     shared_between_threads::<polylock_leased_snowflake>();
     shared_between_threads::<polylock_idempotency>();
+    shared_between_threads::<polylock_http_options>();
     shared_between_threads::<polylock_cancel>();
 };
