@@ -7,6 +7,7 @@ mod convert;
 mod election;
 mod error_details;
 mod errors;
+mod http_idempotency;
 mod idempotency;
 mod latch;
 mod lock;
@@ -26,6 +27,11 @@ use pyo3::prelude::*;
 mod _polylock {
     #[pymodule_export]
     use crate::election::{NativeElection, NativeLeaderChanges, NativeLeadership};
+    #[pymodule_export]
+    use crate::http_idempotency::{
+        http_decode_response, http_encode_response, http_fingerprint, http_key_of, http_key_problem,
+        http_refusal_response, http_stores, NativeHttpOptions,
+    };
     #[pymodule_export]
     use crate::idempotency::{NativeIdempotency, NativeTicket};
     #[pymodule_export]
@@ -91,6 +97,7 @@ mod _polylock {
         module.add("MAX_NAME_LEN", polylock::MAX_NAME_LEN)?;
         module.add("DEFAULT_URL", polylock::url::DEFAULT_URL)?;
         module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+        crate::http_idempotency::add_constants(module)?;
         Ok(())
     }
 }

@@ -7,7 +7,10 @@
         with lock:                      # owned by this thread, renewed by a watchdog
             write(data, token=lock.fencing_token)
 
-See ``polylock.aio`` for asyncio.
+    @polylock.locked("orders:{order_id}", timeout=10)   # one call per order at a time
+    def ship(order_id): ...
+
+See ``polylock.aio`` for asyncio, ``polylock.contrib`` for ASGI, Django and Celery.
 """
 
 from __future__ import annotations
@@ -56,6 +59,7 @@ from ._latch import Latch, MultiLock, RedLock, redlock
 from ._latch import install as _install_latch
 from ._election import Election, Leader, Leadership
 from ._election import install as _install_election
+from ._locked import locked
 
 _install_values(Client, aio.Client)  # client.value(), .idempotency(), .idempotent()
 _install_latch(Client, aio.Client)  # client.latch(), .multi_lock()
@@ -63,6 +67,7 @@ _install_election(Client, aio.Client)  # client.election()
 
 __all__ = [
     "connect",
+    "locked",
     "Client",
     "Lock",
     "Hold",
