@@ -2,7 +2,9 @@
 # The JVM binding's test suite: Maven builds the native library with cargo (release), packs it
 # into the jar and runs the JUnit 5 suite against mem://, SQLite files, the Redis of
 # tests/services (with real Redisson for the interop tests) and any other server whose
-# POLYLOCK_TEST_*_URL is set.
+# POLYLOCK_TEST_*_URL is set; then, in the same reactor (frameworks/pom.xml), the framework
+# modules shedlock/, spring-integration/ and spring-boot-starter/ (real ShedLock, Spring
+# Integration and Spring Boot; ShedLock's JDBC provider on PostgreSQL and MariaDB when set).
 #
 #   bindings-jvm/run-tests.sh [MAVEN_ARGS...]     e.g. -Dtest=RedissonInteropTest
 #
@@ -29,18 +31,25 @@ if [[ -z "${POLYLOCK_TEST_REDIS_URL:-}" ]]; then
   export POLYLOCK_TEST_REDIS_URL
 fi
 
-step "mvn verify (cargo build, jar, JUnit)"
+step "mvn verify (cargo build, jar, JUnit; the ShedLock, Spring Integration and Spring Boot modules)"
 cd "$here"
-mvn -B -q verify "$@"
-# Surefire fails the build on zero tests too (failIfNoSpecifiedTests); print the tally.
-python3 - "$here/target/surefire-reports" <<'PY'
+# One reactor: the binding's pom.xml unchanged, then the modules that depend on its jar. A -Dtest=
+# filter may match no test of some module; the tally below still fails when none ran at all.
+mvn -B -q -f frameworks/pom.xml verify -Dsurefire.failIfNoSpecifiedTests=false "$@"
+python3 - "$here" <<'PY'
 import glob, sys, xml.etree.ElementTree as ET
+root = sys.argv[1]
 total = failed = skipped = 0
-for report in glob.glob(sys.argv[1] + "/TEST-*.xml"):
-    suite = ET.parse(report).getroot()
-    total += int(suite.get("tests", 0))
-    failed += int(suite.get("failures", 0)) + int(suite.get("errors", 0))
-    skipped += int(suite.get("skipped", 0))
+for module in ["", "shedlock/", "spring-integration/", "spring-boot-starter/"]:
+    n = f = s = 0
+    for report in glob.glob(f"{root}/{module}target/surefire-reports/TEST-*.xml"):
+        suite = ET.parse(report).getroot()
+        n += int(suite.get("tests", 0))
+        f += int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+        s += int(suite.get("skipped", 0))
+    if module:
+        print(f"jvm {module.rstrip('/')}: {n - f - s} passed, {f} failed, {s} skipped")
+    total, failed, skipped = total + n, failed + f, skipped + s
 if total == 0:
     sys.exit("run-tests.sh: surefire ran no tests")
 print(f"jvm: {total - failed - skipped} passed, {failed} failed, {skipped} skipped")
