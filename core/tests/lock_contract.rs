@@ -250,6 +250,33 @@ async fn explicit_lease_expires_and_the_guard_knows() {
     }
 }
 
+/// A holder whose fixed lease ran out and who never releases (paused, or leaking its
+/// guard) must not keep the lock from anyone once the owner that took it over has released:
+/// every later try-once gets it, from the same client and another. (The JVM's ShedLock
+/// contract test of this case fails on SQLite through the binding; this core-level form of
+/// it passes there, so the difference is still to be found: issue 38's note.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_that_ran_out_leaves_the_lock_to_every_try_once_taken_and_released() {
+    for store in stores("") {
+        // Owners of one client (threads of a binding) and of another.
+        let (client, other) = (connect(&store).await, connect(&store).await);
+        let lease = AcquireOptions::default().lease(Duration::from_millis(200));
+        let stale = store.lock(&client, "ran-out").with_local_id(1).acquire_with(lease).await.unwrap();
+        assert_eq!(timeout(Duration::from_secs(5), stale.lost()).await.unwrap(), LostReason::LeaseExpired);
+        let mut last = stale.fencing_token();
+        for (owner, client) in [(2, &client), (3, &client), (4, &other), (2, &client)] {
+            let lock = store.lock(client, "ran-out").with_local_id(owner);
+            let once = lock.try_acquire_with(AcquireOptions::default()).await.unwrap();
+            let guard = once
+                .unwrap_or_else(|| panic!("{}: owner {owner}'s try after the lease ran out got nothing", store.url));
+            assert!(guard.fencing_token() > last, "{}", store.url);
+            last = guard.fencing_token();
+            guard.release().await.unwrap();
+        }
+        assert_eq!(stale.release().await.unwrap_err().kind(), ErrorKind::Lost, "{}", store.url);
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_counts_from_the_grant_not_from_the_start_of_the_wait() {
     for store in stores("") {

@@ -115,7 +115,12 @@ pub fn ulid_timestamp_ms(ulid: u128) -> u64 {
 
 /// The 26-character text form.
 pub fn format_ulid(ulid: u128) -> String {
-    (0..26).map(|i| ALPHABET[((ulid >> (125 - 5 * i)) & 0x1f) as usize] as char).collect()
+    let mut text = [0u8; 26];
+    for (i, slot) in text.iter_mut().enumerate() {
+        *slot = ALPHABET[((ulid >> (125 - 5 * i)) & 0x1f) as usize];
+    }
+    // Only characters of the ASCII alphabet were written.
+    String::from_utf8(text.to_vec()).expect("ASCII")
 }
 
 /// Parse the 26-character form, in either case, reading `I`/`L` as 1 and `O` as 0 as

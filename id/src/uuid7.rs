@@ -117,8 +117,20 @@ pub fn uuid7_timestamp_ms(uuid: u128) -> Result<u64> {
 
 /// The canonical text form: 36 lowercase characters, `8-4-4-4-12`.
 pub fn format_uuid(uuid: u128) -> String {
-    let hex = format!("{uuid:032x}");
-    format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..])
+    // Written digit by digit into one buffer: two `format!` calls made text 0.67x of
+    // `Uuid::to_string` (bench `ids`, 2026-11-29).
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut text = [b'-'; 36];
+    let mut digit = 0;
+    for (at, slot) in text.iter_mut().enumerate() {
+        if matches!(at, 8 | 13 | 18 | 23) {
+            continue;
+        }
+        *slot = HEX[(uuid >> (124 - 4 * digit)) as usize & 0xf];
+        digit += 1;
+    }
+    // Only ASCII hex digits and dashes were written.
+    String::from_utf8(text.to_vec()).expect("ASCII")
 }
 
 /// Parse `8-4-4-4-12` hex (either case), or 32 hex digits without dashes.
