@@ -23,7 +23,7 @@ int main(int argc, char **argv) {
         uint64_t token = 0;
         if (polylock_connect(argv[i], &client) != POLYLOCK_OK ||
             polylock_client_lock(client, argv[2], &lock) != POLYLOCK_OK ||
-            polylock_lock_acquire(lock, 10000, 0, &token) != POLYLOCK_OK || token == 0 ||
+            polylock_lock_acquire(lock, 10000, POLYLOCK_LEASE_WATCHDOG, &token) != POLYLOCK_OK || token == 0 ||
             polylock_lock_release(lock) != POLYLOCK_OK) {
             fprintf(stderr, "c: %s\n", polylock_last_error());
             return 1;
