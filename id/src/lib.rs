@@ -24,9 +24,9 @@ pub mod worker_lease;
 pub use clock::SystemClock;
 pub use clock::{Clock, ManualClock};
 pub use error::{IdError, IdErrorKind, Result};
+pub use random::{CountingRandom, Random};
 #[cfg(not(target_arch = "wasm32"))]
 pub use random::{OsRandom, POOL_BYTES};
-pub use random::{CountingRandom, Random};
 pub use snowflake::{parse_snowflake, Snowflake, SnowflakeLayout, SnowflakeParts, DEFAULT_MAX_ROLLBACK};
 pub use ulid::{format_ulid, parse_ulid, ulid_timestamp_ms, ulid_to_uuid, uuid_to_ulid, UlidGenerator, UlidOverflow};
 pub use uuid7::{format_uuid, parse_uuid, uuid7_at, uuid7_timestamp_ms, Uuid7Generator};
