@@ -15,6 +15,8 @@ use crate::errors::{invalid_argument, IntoNapiResult};
 use crate::values::bytes_of;
 
 /// The header a replayed response carries, with the value `true`.
+// Read from JavaScript only; the unit-test build of this crate registers no exports.
+#[cfg_attr(test, allow(dead_code))]
 #[napi]
 pub const HTTP_REPLAYED_HEADER: &str = http::REPLAYED_HEADER;
 
