@@ -25,6 +25,9 @@ pub struct ConnectUrl {
     target: String,
     options: Vec<(String, String)>,
     redacted: String,
+    /// What `redact` hides, kept out of the messages of `take_duration`, whose value may be
+    /// a password's tail when the query holds an '@' (a fuzz case).
+    secrets: Vec<String>,
 }
 
 /// Written by hand: the target and the options may hold a password, so only the redacted
@@ -63,6 +66,7 @@ impl ConnectUrl {
             target: target.to_string(),
             options,
             redacted: redact(text),
+            secrets: secrets(text),
         })
     }
 
@@ -95,7 +99,11 @@ impl ConnectUrl {
     }
 
     pub fn take_duration(&mut self, key: &str) -> Result<Option<Duration>> {
-        self.take_option(key).map(|v| parse_duration(&format!("URL option '{key}'"), &v)).transpose()
+        self.take_option(key)
+            .map(|v| {
+                parse_duration(&format!("URL option '{key}'"), &v).map_err(|err| err.without_secrets(&self.secrets))
+            })
+            .transpose()
     }
 
     /// Fail if any option was not taken by the backend or the client.
@@ -316,15 +324,25 @@ fn unparsed_parts(text: &str) -> (Option<&str>, String, Option<&str>) {
 /// `?` and the options of `query`, the values of secret-named ones hidden.
 fn push_options(out: &mut String, query: Option<&str>) {
     if let Some(query) = query {
-        let pairs: Vec<String> = query
-            .split('&')
-            .map(|pair| match pair.split_once('=') {
-                Some((k, _)) if is_secret_option(k) => format!("{k}=***"),
-                _ => pair.to_string(),
-            })
-            .collect();
         out.push('?');
-        out.push_str(&pairs.join("&"));
+        // A '?' inside a value starts options as well as '&' does, for this purpose: in a
+        // text that is no URL a later `?password=...` is still a password (a fuzz case).
+        let mut rest = query;
+        loop {
+            let end = rest.find(['&', '?']).unwrap_or(rest.len());
+            match rest[..end].split_once('=') {
+                Some((key, _)) if is_secret_option(key) => {
+                    out.push_str(key);
+                    out.push_str("=***");
+                }
+                _ => out.push_str(&rest[..end]),
+            }
+            if end == rest.len() {
+                break;
+            }
+            out.push_str(&rest[end..=end]);
+            rest = &rest[end + 1..];
+        }
     }
 }
 
@@ -371,7 +389,7 @@ pub(crate) fn secrets(url: &str) -> Vec<String> {
             query
         }
     };
-    for pair in query.unwrap_or("").split('&') {
+    for pair in query.unwrap_or("").split(['&', '?']) {
         if let Some((key, value)) = pair.split_once('=') {
             if is_secret_option(key) {
                 found.push(value.to_string());
@@ -475,6 +493,11 @@ mod tests {
         }
         assert_eq!(redact_unparsed("1x://u:pa?ss@h:1"), "1x://***@h:1");
         assert_eq!(redact_unparsed("u:p@h"), "***@h");
+        // A secret option after a '?' inside another option's value (a fuzz case).
+        assert_eq!(
+            redact_unparsed("app:s3t@db?ca=file:///1?password=s3cret&x=1"),
+            "***@db?ca=file:///1?password=***&x=1"
+        );
         // User info before a later "//...@": hidden with it (a fuzz case).
         assert_eq!(redact_unparsed("p:s3cret@h:1/x?a=b&c:d//root:pw@h2:1/db"), "***@h2:1/db");
     }
