@@ -574,7 +574,6 @@ defineMethod(Client.prototype, 'metrics', function () {
 
 const { MAX_NAME_LEN, DEFAULT_URL, VERSION } = native
 
-// Shorthand names only, so that Node's ESM loader sees them as named exports.
 // Shorthand names only: Node's ESM loader finds a CommonJS module's named exports by scanning
 // this literal (cjs-module-lexer), and stops at the first value that is not a plain name.
 const { uuid7, uuid7Batch, ulid, ulidBatch, uuid7TimestampMs, ulidTimestampMs, ulidToUuid, uuidToUlid } = idFunctions
