@@ -25,8 +25,9 @@ pub struct ConnectUrl {
     target: String,
     options: Vec<(String, String)>,
     redacted: String,
-    /// What `redact` hides, kept out of the messages of `take_duration`, whose value may be
-    /// a password's tail when the query holds an '@' (a fuzz case).
+    /// What `redact` hides, kept out of the messages of `take_duration` and
+    /// `ensure_no_options_left`, whose value or key may be a password's tail when the query
+    /// holds an '@' (fuzz cases).
     secrets: Vec<String>,
 }
 
@@ -110,10 +111,12 @@ impl ConnectUrl {
     pub fn ensure_no_options_left(&self) -> Result<()> {
         match self.options.first() {
             None => Ok(()),
+            // The key may hold a password's tail when the query holds an '@' (a fuzz case).
             Some((key, _)) => Err(Error::invalid_argument(format!(
                 "unknown option '{key}' in {}; check its spelling against the backend's documented options",
                 self.redacted
-            ))),
+            ))
+            .without_secrets(&self.secrets)),
         }
     }
 }
@@ -297,53 +300,82 @@ pub(crate) fn split_query(rest: &str) -> (&str, Option<&str>) {
 /// no `//` before it, everything before the last '@') replaced, so no password it may hold
 /// shows; secret options after it are hidden as [`redact`] hides them.
 pub(crate) fn redact_unparsed(text: &str) -> String {
-    let (_, mut out, query) = unparsed_parts(text);
-    push_options(&mut out, query);
+    let (_, mut out, tail, query) = unparsed_parts(text);
+    push_masked(&mut out, tail);
+    if let Some(query) = query {
+        out.push('?');
+        push_masked(&mut out, query);
+    }
     out
 }
 
-/// `text` read as no URL: the part hidden (to the last '@'), the head shown in its place, and
-/// the query after the last '@'.
-fn unparsed_parts(text: &str) -> (Option<&str>, String, Option<&str>) {
+/// `text` read as no URL: the part hidden (to the last '@'), the head shown in its place, the
+/// text from the last '@' to the query, and the query. That middle text is read for options
+/// too: an '@' in an earlier option's value (`?a=x@y&password=...`) leaves later options
+/// after the last '@' with no '?' of their own.
+fn unparsed_parts(text: &str) -> (Option<&str>, String, &str, Option<&str>) {
     let from = text.rfind('@').unwrap_or(0);
     let (head, query) = match text[from..].find('?') {
         Some(q) => (&text[..from + q], Some(&text[from + q + 1..])),
         None => (text, None),
     };
-    match (head.find("//"), head.rfind('@')) {
-        // An '@' before the "//" may end user info too (`redis:pw@...//...@host`): then
-        // all up to the last '@' is hidden.
-        (Some(slashes), Some(at)) if slashes < at && !head[..slashes].contains('@') => {
-            (Some(&head[slashes + 2..at]), format!("{}//***{}", &head[..slashes], &head[at..]), query)
+    let Some(at) = head.rfind('@') else { return (None, String::new(), head, query) };
+    // Only a scheme that is one (letters, digits, `+-.`) stays in sight: anything else before
+    // a "//" may be user info too (`redis:pw@...//...@host`, `:pw...//...@host`).
+    match head[..at].split_once("://") {
+        Some((scheme, _)) if is_scheme(scheme) => {
+            (Some(&head[scheme.len() + 3..at]), format!("{scheme}://***"), &head[at..], query)
         }
-        (_, Some(at)) => (Some(&head[..at]), format!("***{}", &head[at..]), query),
-        _ => (None, head.to_string(), query),
+        _ => (Some(&head[..at]), "***".to_string(), &head[at..], query),
     }
+}
+
+/// Letters, digits, '+', '-' and '.', at least one: what may stand before "://" in sight.
+fn is_scheme(text: &str) -> bool {
+    !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
 }
 
 /// `?` and the options of `query`, the values of secret-named ones hidden.
 fn push_options(out: &mut String, query: Option<&str>) {
     if let Some(query) = query {
         out.push('?');
-        // A '?' inside a value starts options as well as '&' does, for this purpose: in a
-        // text that is no URL a later `?password=...` is still a password (a fuzz case).
-        let mut rest = query;
-        loop {
-            let end = rest.find(['&', '?']).unwrap_or(rest.len());
-            match rest[..end].split_once('=') {
-                Some((key, _)) if is_secret_option(key) => {
-                    out.push_str(key);
-                    out.push_str("=***");
-                }
-                _ => out.push_str(&rest[..end]),
-            }
-            if end == rest.len() {
-                break;
-            }
-            out.push_str(&rest[end..=end]);
-            rest = &rest[end + 1..];
-        }
+        push_masked(out, query);
     }
+}
+
+/// `text` read as options, the values of secret-named ones hidden.
+fn push_masked(out: &mut String, text: &str) {
+    let mut shown = 0;
+    for (start, end) in secret_values(text) {
+        out.push_str(&text[shown..start]);
+        out.push_str("***");
+        shown = end;
+    }
+    out.push_str(&text[shown..]);
+}
+
+/// The byte ranges of `query` that hold a secret option's value, in order. Read generously,
+/// so that every way of splitting a malformed query is covered: the value after an '=' runs
+/// to the next '&', and it is a secret's if the text before that '=', back to the '=' or
+/// '&' before it, names a secret. So `password=x`, `ca=1?password=x` (in a text that is no
+/// URL a '?' inside a value may start options too) and `passw/?y=x` all hide `x`.
+fn secret_values(query: &str) -> Vec<(usize, usize)> {
+    let mut found = Vec::new();
+    let mut key_start = 0;
+    let mut at = 0;
+    while let Some(offset) = query[at..].find(['=', '&']) {
+        let sign = at + offset;
+        if query.as_bytes()[sign] == b'=' && is_secret_option(&query[key_start..sign]) {
+            let end = query[sign..].find('&').map_or(query.len(), |amp| sign + amp);
+            found.push((sign + 1, end));
+            at = end;
+            key_start = end;
+            continue;
+        }
+        at = sign + 1;
+        key_start = at;
+    }
+    found
 }
 
 /// Hide the password of a `user:password@host` authority, and the value of any option whose
@@ -382,33 +414,32 @@ pub(crate) fn secrets(url: &str) -> Vec<String> {
             query
         }
         _ => {
-            let (hidden, _, query) = unparsed_parts(url);
+            let (hidden, _, tail, query) = unparsed_parts(url);
             found.extend(hidden.map(str::to_string));
             // The password inside what is hidden, which a backend may quote alone.
             found.extend(hidden.and_then(|h| h.split_once(':')).map(|(_, p)| p.to_string()));
+            found.extend(secret_values(tail).into_iter().map(|(start, end)| tail[start..end].to_string()));
             query
         }
     };
-    for pair in query.unwrap_or("").split(['&', '?']) {
-        if let Some((key, value)) = pair.split_once('=') {
-            if is_secret_option(key) {
-                found.push(value.to_string());
-            }
-        }
-    }
+    let query = query.unwrap_or("");
+    found.extend(secret_values(query).into_iter().map(|(start, end)| query[start..end].to_string()));
     let decoded: Vec<String> = found.iter().map(|text| percent_decode(text)).collect();
     found.extend(decoded);
     found.retain(|secret| !secret.is_empty());
     found
 }
 
-/// An option whose name, percent-decoded as `take_option` sees it, names a secret.
+/// An option whose name, as written or percent-decoded as `take_option` sees it, names a
+/// secret (both: decoding can join or split a word, as `%3auth` does).
 fn is_secret_option(key: &str) -> bool {
-    let key = form_urlencoded::parse(format!("{key}=").as_bytes())
+    let decoded = form_urlencoded::parse(format!("{key}=").as_bytes())
         .next()
-        .map_or_else(|| key.to_string(), |(k, _)| k.into_owned())
-        .to_ascii_lowercase();
-    ["password", "passwd", "pass", "secret", "token", "auth"].iter().any(|s| key.contains(s))
+        .map_or_else(|| key.to_string(), |(k, _)| k.into_owned());
+    [key, decoded.as_str()].iter().any(|key| {
+        let key = key.to_ascii_lowercase();
+        ["password", "passwd", "pass", "secret", "token", "auth"].iter().any(|s| key.contains(s))
+    })
 }
 
 #[cfg(test)]
@@ -498,6 +529,24 @@ mod tests {
             redact_unparsed("app:s3t@db?ca=file:///1?password=s3cret&x=1"),
             "***@db?ca=file:///1?password=***&x=1"
         );
+        // Options after the last '@' with no '?' of their own (an '@' in an earlier value).
+        assert_eq!(
+            redact("zk://h:1/?ttl=1?&x-@'9]&sentinel_password=B45Bcb&c#1"),
+            "zk://***@'9]&sentinel_password=***&c#1"
+        );
+        // A key with a '?' in it that names a secret: its value is hidden (fuzz cases).
+        assert_eq!(
+            redact_unparsed("a@b?ca=file:///1?passwo/[/?leeserd=s3cret4&x=1"),
+            "***@b?ca=file:///1?passwo/[/?leeserd=***&x=1"
+        );
+        assert_eq!(
+            redact_unparsed("h:1?passwob:5432/ls://h:1?ockA?ca=file:///ca.pemrd=s3cre&x=1"),
+            "h:1?passwob:5432/ls://h:1?ockA?ca=***&x=1"
+        );
+        // A ':' before a "//" that follows no scheme: all up to the last '@' is hidden (a fuzz case).
+        assert_eq!(redact_unparsed(":s3cret.x?a=b&c mysql:1;0m//root:pw@h:1/db"), "***@h:1/db");
+        assert_eq!(redact_unparsed("redis://h?x=%3auth@h2"), "redis://***@h2");
+        assert!(is_secret_option("x%3auth") && is_secret_option("p%61ss"));
         // User info before a later "//...@": hidden with it (a fuzz case).
         assert_eq!(redact_unparsed("p:s3cret@h:1/x?a=b&c:d//root:pw@h2:1/db"), "***@h2:1/db");
     }
@@ -533,6 +582,13 @@ mod tests {
         assert_eq!(url.take_option("namespace").as_deref(), Some("orders"));
         assert_eq!(url.take_duration("lease").unwrap(), Some(Duration::from_secs(10)));
         url.ensure_no_options_left().unwrap();
+    }
+
+    #[test]
+    fn an_unknown_option_holding_a_password_is_not_quoted_with_it() {
+        let url = ConnectUrl::parse("mem://x?namespace=o&/Y@127.0.0.1:1w43sqlite21@127.lease").unwrap();
+        let err = url.ensure_no_options_left().unwrap_err().to_string();
+        assert!(!err.contains("1w43sqlite21"), "{err}");
     }
 
     #[test]
