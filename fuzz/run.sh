@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Run every fuzz target, bounded; exit non-zero on a crash. One line per target.
 #
-#   fuzz/run.sh [--quick] [TARGET...]        CI: the stable runner (10 s a target with --quick)
+#   fuzz/run.sh [--quick] [TARGET...]        CI: the stable runner (a fixed count a target with --quick)
 #   fuzz/run.sh --long SECONDS [TARGET...]   local: cargo fuzz (libFuzzer), SECONDS a target
 #
 # --quick (and no option) uses the stable runner (src/bin/stable.rs) on stable Rust: the
-# committed crash cases, the seed corpus, then deterministic mutations (a fixed sequence,
-# as much of it as the time allows). It is built in the main workspace's target dir from the
+# committed crash cases, the seed corpus, then deterministic mutations (a fixed sequence:
+# with --quick a fixed number of them a target, so every machine runs the same inputs;
+# with no option as many as 120 s a target allow). It is built in the main workspace's target dir from the
 # dependency builds every other member uses (polylock-fuzz is a workspace member; one feature
 # set, tools/feature-union), so after `cargo test --workspace --release` only polylock-c-abi
 # and polylock-fuzz themselves compile.
@@ -18,8 +19,8 @@
 # POLYLOCK_CARGO_TARGET (the stable runner's cargo target dir, the workspace's; default
 # ~/.cache/polylock/target), POLYLOCK_FUZZ_TARGET_DIR (cargo fuzz's: its instrumented build
 # shares nothing with the others; default ~/.cache/polylock/target-fuzz), POLYLOCK_FUZZ_SECONDS
-# (stable runner: seconds a target; 10 with --quick, else 120), POLYLOCK_FUZZ_EXECS (stable
-# runner: a number of inputs instead, the same run on every machine), POLYLOCK_FUZZ_SANITIZER
+# (stable runner: seconds a target instead of --quick's counts; else 120), POLYLOCK_FUZZ_EXECS (stable
+# runner: a number of inputs a target instead of --quick's own counts), POLYLOCK_FUZZ_SANITIZER
 # (cargo fuzz --sanitizer: address, the default, or none).
 #
 # The targets run in a network namespace of their own with loopback only (`unshare -rn`)
@@ -75,18 +76,26 @@ fi
 
 cd "$here"
 if [ "$mode" = stable ]; then
-    # 10 s a target in CI: the crash cases and seeds replay in well under a second, and the
-    # deterministic mutations after them are the same sequence every run, so a longer budget
-    # only repeats what earlier runs of the same commit already fed (coverage-guided search
-    # is --long's job).
-    if [ $quick = 1 ]; then seconds=10; else seconds=120; fi
-    execs=1000000000
-    if [ -n "${POLYLOCK_FUZZ_EXECS:-}" ]; then execs=$POLYLOCK_FUZZ_EXECS seconds=1000000; fi
-    seconds="${POLYLOCK_FUZZ_SECONDS:-$seconds}"
     # The workspace's release profile and features: every dependency is already built by
     # `cargo test --workspace --release` (tests/run-all.sh builds this runner in its Rust build).
     cargo build --release --locked -p polylock-fuzz --bin stable
-    exec ${isolate[@]+"${isolate[@]}"} "$CARGO_TARGET_DIR/release/stable" --execs "$execs" --seconds "$seconds" --dir "$here" "${targets[@]}"
+    run() { ${isolate[@]+"${isolate[@]}"} "$CARGO_TARGET_DIR/release/stable" --dir "$here" "$@"; }
+    if [ -n "${POLYLOCK_FUZZ_EXECS:-}" ]; then
+        run --execs "$POLYLOCK_FUZZ_EXECS" --seconds 1000000 "${targets[@]}"; exit $?
+    elif [ -n "${POLYLOCK_FUZZ_SECONDS:-}" ] || [ $quick = 0 ]; then
+        run --execs 1000000000 --seconds "${POLYLOCK_FUZZ_SECONDS:-120}" "${targets[@]}"; exit $?
+    fi
+    # --quick, in CI: the crash cases, the seeds, then a fixed number of deterministic
+    # mutations a target (about 10 s each on 2 cores), so that CI runs exactly the inputs a
+    # local `fuzz/run.sh --quick` of the same commit ran, however fast the machine. A time
+    # budget made each machine run a different prefix of the sequence, and CI found what the
+    # local run had not reached. Longer searches are --long's (or POLYLOCK_FUZZ_SECONDS').
+    status=0
+    for t in "${targets[@]}"; do
+        case "$t" in url) n=800 ;; duration) n=600000 ;; c_api) n=3000 ;; *) n=2000 ;; esac
+        run --execs "$n" --seconds 1000000 "$t" || status=1
+    done
+    exit $status
 fi
 
 # --long: cargo fuzz, from fuzz/ (it finds the workspace above and builds with its Cargo.lock).
