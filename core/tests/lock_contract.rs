@@ -492,6 +492,20 @@ async fn bad_input_gets_typed_errors() {
         assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{url}");
         assert!(err.to_string().contains(needle), "{url}: {err}");
     }
+    // A misspelt option leaves nothing behind: the file is not created (SQL and RedLock
+    // refuse it before connecting, the network backends before their first round trip).
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("never-created.db");
+    let err = Client::connect(&format!("sqlite://{}?bogus=1", file.display())).await.unwrap_err();
+    assert!(err.to_string().contains("unknown option 'bogus'"), "{err}");
+    assert!(!file.exists() && std::fs::read_dir(dir.path()).unwrap().next().is_none(), "a file was made");
+    for url in
+        ["postgres://u@127.0.0.1:1/db?bogus=1", "mysql://u@127.0.0.1:1/db?bogus=1", "redlock://127.0.0.1:1?bogus=1"]
+    {
+        let err = Client::connect(url).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidArgument, "{url}: {err}");
+        assert!(err.to_string().contains("unknown option 'bogus'"), "{url}: {err}");
+    }
     let err = Client::connect("sqlite:///nonexistent-dir/deeper/locks.db").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Connection);
     assert!(err.to_string().contains("/nonexistent-dir/deeper/locks.db"), "{err}");

@@ -135,6 +135,8 @@ pub(crate) struct MemBackend {
 
 impl MemBackend {
     pub(crate) fn open(url: &mut ConnectUrl) -> Result<Self> {
+        // mem takes no option of its own: an unknown one is refused before a store is made.
+        url.ensure_no_options_left()?;
         Ok(MemBackend { store: store_named(url.target()) })
     }
 

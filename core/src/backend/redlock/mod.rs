@@ -74,6 +74,8 @@ impl RedLockBackend {
         }
         let bad = |why: String| Error::invalid_argument(format!("{why} in {redacted}"));
         let tls = TlsFiles::take(url, url.scheme() == "redlocks", "redlocks")?;
+        // Every option is taken by now: an unknown one is refused before any connection.
+        url.ensure_no_options_left()?;
         let certs = tls.as_ref().map(crate::backend::redis::certificates).transpose()?;
         let target = url.target().to_string();
         let (userinfo, hosts) = match target.rsplit_once('@') {

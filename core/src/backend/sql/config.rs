@@ -63,6 +63,8 @@ impl SqlConfig {
                 any = true;
             }
         }
+        // Every option is taken by now: an unknown one is refused before any connection.
+        url.ensure_no_options_left()?;
         let target = url.target();
         if target.is_empty() || target.starts_with('/') {
             return Err(Error::invalid_argument(format!(

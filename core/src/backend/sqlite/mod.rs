@@ -143,6 +143,9 @@ impl SqliteBackend {
                 "sqlite:// needs a file path, such as sqlite://polylock.db or sqlite:///var/lib/app/locks.db",
             ));
         }
+        // sqlite takes no option of its own: an unknown one is refused before the file is
+        // created (a misspelt option must leave nothing behind).
+        url.ensure_no_options_left()?;
         let conn = run_blocking({
             let path = path.clone();
             move || open_connection(&path)
