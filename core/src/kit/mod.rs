@@ -24,6 +24,8 @@
 //! - [`metrics_json`]: the metrics snapshot as the one JSON shape every binding hands out;
 //! - [`inspect_json`]: a lock's status and the list of locks (`Inspector`) as the one JSON
 //!   shape the CLI prints and every binding hands out;
+//! - [`value_watch`]: a value's watch shared by a handle, waited on with a bound, closed
+//!   from any thread;
 //! - the error table is [`crate::ErrorKind::ALL`] with its stable names and numbers.
 
 pub mod cancel;
@@ -39,5 +41,6 @@ pub mod owner_ids;
 pub mod redlock_url;
 pub mod runtime;
 mod target;
+pub mod value_watch;
 
 pub use target::{AnyGuard, LockTarget, Reentering};
