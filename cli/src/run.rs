@@ -147,6 +147,27 @@ pub(crate) async fn run_holding<H: Held>(guard: H, what: String, command: Vec<St
             None => to_run.env_remove(name),
         };
     }
+    // Listening before the spawn: a SIGINT or SIGTERM that came between the spawn and the
+    // handlers would have killed polylock and left the command running, its lock held to
+    // the end of the lease. A signal polylock was started with ignored (a background job of
+    // a script, nohup) stays ignored, for polylock and the command alike: the command then
+    // inherits it ignored, as it would without polylock in between.
+    let listen = |sig: libc::c_int, kind: SignalKind| -> std::io::Result<Option<tokio::signal::unix::Signal>> {
+        if ignored_at_start(sig) {
+            Ok(None)
+        } else {
+            signal(kind).map(Some)
+        }
+    };
+    let (mut interrupts, mut terminations) =
+        match (listen(libc::SIGINT, SignalKind::interrupt()), listen(libc::SIGTERM, SignalKind::terminate())) {
+            (Ok(i), Ok(t)) => (i, t),
+            (Err(err), _) | (_, Err(err)) => {
+                eprintln!("polylock: cannot install signal handlers: {err}");
+                let _ = guard.release().await;
+                return exit::SOFTWARE;
+            }
+        };
     let mut child = match to_run.spawn() {
         Ok(child) => child,
         Err(err) => {
@@ -165,22 +186,12 @@ pub(crate) async fn run_holding<H: Held>(guard: H, what: String, command: Vec<St
             unsafe { libc::kill(pid, sig) };
         }
     };
-    let (mut interrupts, mut terminations) = match (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) {
-        (Ok(i), Ok(t)) => (i, t),
-        (Err(err), _) | (_, Err(err)) => {
-            eprintln!("polylock: cannot install signal handlers: {err}");
-            send(libc::SIGTERM);
-            let _ = child.wait().await;
-            let _ = guard.release().await;
-            return exit::SOFTWARE;
-        }
-    };
     let mut lost_reported = false;
     let status = loop {
         tokio::select! {
             status = child.wait() => break status,
-            _ = interrupts.recv() => send(libc::SIGINT),
-            _ = terminations.recv() => send(libc::SIGTERM),
+            Some(()) = next(&mut interrupts) => send(libc::SIGINT),
+            Some(()) = next(&mut terminations) => send(libc::SIGTERM),
             reason = guard.lost(), if !lost_reported => {
                 lost_reported = true;
                 eprintln!("polylock: lost {what} while the command ran: {reason}; sending it SIGTERM");
@@ -203,5 +214,22 @@ pub(crate) async fn run_holding<H: Held>(guard: H, what: String, command: Vec<St
             eprintln!("polylock: lost track of the command: {err}");
             exit::SOFTWARE
         }
+    }
+}
+
+/// Whether `sig` was ignored when polylock started (it has installed no handler for it yet).
+fn ignored_at_start(sig: libc::c_int) -> bool {
+    // SAFETY: sigaction(2) with a null new action only reads the current one into `old`.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+    }
+}
+
+/// The next delivery of a signal polylock listens for; never, for one it does not.
+async fn next(signal: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
+    match signal {
+        Some(signal) => signal.recv().await,
+        None => std::future::pending().await,
     }
 }

@@ -150,15 +150,87 @@ fn sigterm_and_sigint_reach_the_command_and_the_lock_is_released() {
             "trap 'touch {m}; exit {expected}' {signal}; touch {m}.ready; while true; do sleep 0.05; done",
             m = marker.display()
         );
-        let mut holder =
-            polylock().args(["--url", &db.url(), "run", "--lock", "job", "--", "sh", "-c", &script]).spawn().unwrap();
+        // As from an interactive shell: SIGINT and SIGTERM at their defaults, whatever this
+        // test was started with (a background job of a script has SIGINT ignored).
+        let mut holder = with_default_signals(polylock())
+            .args(["--url", &db.url(), "run", "--lock", "job", "--", "sh", "-c", &script])
+            .spawn()
+            .unwrap();
         let ready = PathBuf::from(format!("{}.ready", marker.display()));
         wait_until("the command is running", Duration::from_secs(10), || ready.exists());
         kill(&holder, signal);
-        let status = holder.wait().unwrap();
+        let status = wait_bounded(&mut holder, Duration::from_secs(20));
         assert_eq!(status.code(), Some(expected), "SIG{signal} not forwarded, or status not passed on");
         assert!(marker.exists());
         assert!(!db.is_held(&db.url()), "lock still held after SIG{signal}");
+    }
+}
+
+/// Started with SIGINT ignored (as a script's background job is), polylock ignores it too and
+/// the command inherits it ignored, as it would without polylock in between; SIGTERM, at its
+/// default, is still passed on.
+#[test]
+fn a_signal_ignored_at_start_stays_ignored_for_the_command() {
+    let db = Db::new();
+    let marker = db.path("trapped-TERM");
+    let ignored = db.path("sigign");
+    let script = format!(
+        "grep SigIgn /proc/$$/status > {i}; trap 'touch {m}; exit 42' TERM; touch {m}.ready; \
+         while true; do sleep 0.05; done",
+        i = ignored.display(),
+        m = marker.display()
+    );
+    let mut command = with_default_signals(polylock());
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+            libc::signal(libc::SIGINT, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut holder =
+        command.args(["--url", &db.url(), "run", "--lock", "job", "--", "sh", "-c", &script]).spawn().unwrap();
+    let ready = PathBuf::from(format!("{}.ready", marker.display()));
+    wait_until("the command is running", Duration::from_secs(10), || ready.exists());
+    let mask = std::fs::read_to_string(&ignored).unwrap();
+    let bits = u64::from_str_radix(mask.trim().trim_start_matches("SigIgn:").trim(), 16).unwrap();
+    assert_ne!(bits & (1 << (libc::SIGINT - 1)), 0, "SIGINT not ignored in the command: {mask}");
+    assert_eq!(bits & (1 << (libc::SIGTERM - 1)), 0, "SIGTERM ignored in the command: {mask}");
+    kill(&holder, "INT");
+    sleep(Duration::from_millis(300));
+    assert!(holder.try_wait().unwrap().is_none(), "an ignored SIGINT ended polylock or the command");
+    kill(&holder, "TERM");
+    let status = wait_bounded(&mut holder, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(42), "SIGTERM not forwarded, or status not passed on");
+    assert!(!db.is_held(&db.url()), "lock still held after SIGTERM");
+}
+
+/// `command` with SIGINT and SIGTERM reset to their default actions in the child.
+fn with_default_signals(mut command: Command) -> Command {
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    command
+}
+
+/// Wait for `child` at most `limit`; past it, kill it and fail (a test never hangs).
+fn wait_bounded(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the process did not end within {limit:?}");
+        }
+        sleep(Duration::from_millis(20));
     }
 }
 
