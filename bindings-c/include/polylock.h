@@ -185,6 +185,28 @@ typedef enum {
 } polylock_log_level;
 
 /**
+ * How `polylock_watch_changed()` ended.
+ */
+typedef enum {
+  /**
+   * The value changed: `state` is its new version (`state.found` is true).
+   */
+  POLYLOCK_WATCH_CHANGED = 0,
+  /**
+   * The value was deleted (`state.found` is false).
+   */
+  POLYLOCK_WATCH_DELETED = 1,
+  /**
+   * Nothing changed within `wait_ms`; nothing is missed (the next call gives the change).
+   */
+  POLYLOCK_WATCH_NO_CHANGE = 2,
+  /**
+   * The watch was closed (before or during the wait); every later call says so too.
+   */
+  POLYLOCK_WATCH_CLOSED = 3,
+} polylock_watch_outcome;
+
+/**
  * A one-way cancel signal, safe to share between threads. Free it with
  * `polylock_cancel_free()` once no call that was given it is still running.
  */
@@ -304,6 +326,22 @@ typedef struct polylock_ticket polylock_ticket;
 typedef struct polylock_value polylock_value;
 
 /**
+ * The changes of one value, from `polylock_value_watch()`. Safe to share between threads:
+ * one `polylock_watch_changed()` waits at a time (a second one queues behind it,
+ * within its own wait), `polylock_watch_current()` answers at once, and
+ * `polylock_watch_close()` from any thread ends a wait in progress. Free it with
+ * `polylock_watch_free()`.
+ */
+typedef struct polylock_watch polylock_watch;
+
+/**
+ * The response an idempotent work gives `polylock_idempotency_run()`: set it with
+ * `polylock_work_response_set()` from inside the work. Owned by the library and valid only
+ * during the work's call.
+ */
+typedef struct polylock_work_response polylock_work_response;
+
+/**
  * Bytes allocated by this library and owned by the caller: free them with
  * `polylock_bytes_free()` (which also resets the struct). An empty string is
  * `{NULL, 0}`.
@@ -421,6 +459,18 @@ typedef struct {
 } polylock_begin;
 
 /**
+ * The work `polylock_idempotency_run()` runs when this call claims the key.
+ *
+ * It is called at most once, on the thread that called `polylock_idempotency_run()` (so it
+ * may call polylock itself, for example to write with the attempt's fencing token), with
+ * that call's `user_data`. It sets its response with `polylock_work_response_set()` (left
+ * unset, the response is empty) and returns `POLYLOCK_OK`; any other value says the work
+ * failed: the key is abandoned (a retry runs the work again) and `polylock_idempotency_run()`
+ * returns that status (a value that is no `polylock_status` is returned as `POLYLOCK_BACKEND`).
+ */
+typedef int32_t (*polylock_idempotency_work)(void *user_data, polylock_work_response *response);
+
+/**
  * One log record, as `polylock_set_log_callback()`'s callback receives it. Every string is
  * NUL-terminated UTF-8, valid only during the call: copy what you keep.
  */
@@ -482,6 +532,18 @@ typedef struct {
   bool fenced;
   uint64_t fencing_token;
 } polylock_versioned;
+
+/**
+ * The result of `polylock_watch_changed()`.
+ */
+typedef struct {
+  polylock_watch_outcome outcome;
+  /**
+   * CHANGED: the new state, whose bytes are the caller's to free with
+   * `polylock_bytes_free(&step.state.value)`; otherwise `found` is false and it is empty.
+   */
+  polylock_versioned state;
+} polylock_watch_step;
 
 #ifdef __cplusplus
 extern "C" {
@@ -1257,6 +1319,57 @@ polylock_status polylock_ticket_abandon(const polylock_ticket *ticket);
  * `ticket` is NULL or live.
  */
 polylock_status polylock_ticket_extend(const polylock_ticket *ticket);
+
+/**
+ * Set the response of the work in progress to `len` bytes at `data` (copied; NULL is fine
+ * with 0). Setting it again replaces it.
+ *
+ * @return `POLYLOCK_INVALID_ARGUMENT` for a NULL `response`, or NULL `data` with a length.
+ *
+ * # Safety
+ * `response` is NULL or the one the work was called with, during that call; `data` is NULL
+ * (with `len` 0) or readable for `len` bytes.
+ */
+polylock_status polylock_work_response_set(polylock_work_response *response,
+                                           const uint8_t *data,
+                                           size_t len);
+
+/**
+ * Do `work` once for `key`: run it if this call claims the key (storing its response for
+ * every later run of the key to replay, or abandoning the key if it fails, so a retry runs
+ * it again), or give the stored response of the attempt that finished. An attempt under way
+ * elsewhere is waited for, up to `wait_ms` (polling from 20 ms to 1 s apart), and its
+ * response given. The response is stored in the tagged form every language's `run` reads,
+ * so a key is replayed across languages (a response another language stored as JSON comes
+ * back as its text).
+ *
+ * @param fingerprint, fingerprint_len  identify the payload, as for
+ *                   `polylock_idempotency_begin()` (`polylock_idempotency_fingerprint()`
+ *                   makes one as every binding does; borrowed for the call).
+ * @param wait_ms    how long to wait for an attempt under way: `POLYLOCK_WAIT_FOREVER`
+ *                   until it ends, 0 not at all; any other negative value is
+ *                   `POLYLOCK_INVALID_ARGUMENT`.
+ * @param work       the work (see `polylock_idempotency_work`), called with `user_data`.
+ * @param out        receives the response (the work's, or the stored one), owned by the
+ *                   caller: free it with `polylock_bytes_free()`; untouched on failure.
+ * @return `POLYLOCK_IN_PROGRESS` when an attempt is still under way after `wait_ms`
+ *         (details: the retry-after), `POLYLOCK_MISMATCH` when the key was used with another
+ *         fingerprint, the work's own status when it failed (the key is abandoned),
+ *         `POLYLOCK_LOST` when the work finished but another attempt had taken the key over.
+ *
+ * # Safety
+ * `idempotency` is NULL or live; `key` is NULL or NUL-terminated; `fingerprint` is NULL
+ * (with length 0) or readable for `fingerprint_len` bytes; `work` may be called with
+ * `user_data` on this thread; `out` is NULL or writable.
+ */
+polylock_status polylock_idempotency_run(polylock_idempotency *idempotency,
+                                         const char *key,
+                                         const uint8_t *fingerprint,
+                                         size_t fingerprint_len,
+                                         int64_t wait_ms,
+                                         polylock_idempotency_work work,
+                                         void *user_data,
+                                         polylock_bytes *out);
 
 /**
  * Free a ticket. An attempt neither completed nor abandoned stays in progress until its
@@ -2215,6 +2328,82 @@ polylock_status polylock_value_write_fenced(polylock_value *value,
  * `value` is NULL or from `polylock_client_value()` and not freed yet.
  */
 void polylock_value_free(polylock_value *value);
+
+/**
+ * Start watching the value: the watch's current state is the value now, and each
+ * `polylock_watch_changed()` gives the next state after the one it last gave.
+ *
+ * @param out  receives the watch on success; untouched on failure.
+ * @return `POLYLOCK_INVALID_ARGUMENT` for a NULL argument, `POLYLOCK_CONNECTION` when the
+ *         store cannot be reached (or the client was closed or freed).
+ *
+ * # Safety
+ * `value` is NULL or live; `out` is NULL or writable.
+ */
+polylock_status polylock_value_watch(polylock_value *value, polylock_watch **out);
+
+/**
+ * Wait for the value's next state: the first change after the state this watch last gave
+ * (a change made while nobody waited is the next call's answer). `out->state.value` is the
+ * caller's to free with `polylock_bytes_free()`.
+ *
+ * @param wait_ms  how long to wait: `POLYLOCK_WAIT_FOREVER` without limit, 0 only what is
+ *                 there already; any other negative value is `POLYLOCK_INVALID_ARGUMENT`.
+ * @param cancel   NULL, or a token another thread may fire to stop waiting (the watch stays
+ *                 usable, unlike `polylock_watch_close()`).
+ * @param out      receives the step (see `polylock_watch_outcome`); untouched on failure.
+ * @return `POLYLOCK_OK` for every outcome (read `out->outcome`), `POLYLOCK_CANCELLED` when
+ *         `cancel` fired first, `POLYLOCK_CONNECTION` once the client is closed or the store
+ *         could not answer (the watch stays open: a later call may succeed).
+ *
+ * # Safety
+ * `watch` and `cancel` are NULL or live for the whole call; `out` is NULL or writable.
+ */
+polylock_status polylock_watch_changed(polylock_watch *watch,
+                                       int64_t wait_ms,
+                                       const polylock_cancel *cancel,
+                                       polylock_watch_step *out);
+
+/**
+ * The state this watch last gave: the value when the watch started, or the last change
+ * `polylock_watch_changed()` returned. Answers at once, also while another thread
+ * waits. `out->found` is false when there was no value (or it was deleted); `out->value` is
+ * the caller's to free with `polylock_bytes_free()`.
+ *
+ * # Safety
+ * `watch` is NULL or live; `out` is NULL or writable.
+ */
+polylock_status polylock_watch_current(const polylock_watch *watch, polylock_versioned *out);
+
+/**
+ * Whether the watch was closed; false for NULL.
+ *
+ * # Safety
+ * `watch` is NULL or live.
+ */
+bool polylock_watch_is_closed(const polylock_watch *watch);
+
+/**
+ * Close the watch, from any thread: a `polylock_watch_changed()` in progress ends with
+ * `POLYLOCK_WATCH_CLOSED`, as every later one does, and the store's change feed is let go
+ * of. Closing twice is harmless. Free the watch afterwards with `polylock_watch_free()`.
+ *
+ * @return `POLYLOCK_CONNECTION` if the client was freed (free the watch then: that lets go
+ *         of everything).
+ *
+ * # Safety
+ * `watch` is NULL or live.
+ */
+polylock_status polylock_watch_close(const polylock_watch *watch);
+
+/**
+ * Free a watch (closing it first if it is open). NULL is ignored.
+ *
+ * # Safety
+ * `watch` is NULL or from `polylock_value_watch()`, not freed yet, and no call on it is
+ * still running (close it from another thread first to end a wait).
+ */
+void polylock_watch_free(polylock_watch *watch);
 
 /**
  * polylock's version, such as `"0.1.0"`: a static NUL-terminated string, never freed, the

@@ -21,6 +21,7 @@
 #define POLYLOCK_HPP
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -127,6 +128,9 @@ struct LeasedSnowflakeFree {
 };
 struct ValueFree {
     void operator()(polylock_value *value) const noexcept { polylock_value_free(value); }
+};
+struct ValueWatchFree {
+    void operator()(polylock_watch *watch) const noexcept { polylock_watch_free(watch); }
 };
 struct IdempotencyFree {
     void operator()(polylock_idempotency *keys) const noexcept { polylock_idempotency_free(keys); }
@@ -424,6 +428,59 @@ struct Versioned {
     std::optional<std::uint64_t> fencing_token;
 };
 
+namespace detail {
+/** A state the C library filled in: nullopt when there is none (its bytes freed either way). */
+inline std::optional<Versioned> take_versioned(polylock_versioned &found) {
+    std::string value = take_bytes(found.value);
+    if (!found.found) return std::nullopt;
+    Versioned result;
+    result.value = std::move(value);
+    result.version = found.version;
+    if (found.fenced) result.fencing_token = found.fencing_token;
+    return result;
+}
+}  // namespace detail
+
+/** How ValueWatch::changed() ended: `outcome` says which (POLYLOCK_WATCH_CHANGED,
+ *  _DELETED, _NO_CHANGE, _CLOSED); `value` is the new state after a change, else nullopt. */
+struct WatchStep {
+    polylock_watch_outcome outcome = POLYLOCK_WATCH_CLOSED;
+    std::optional<Versioned> value;  // CHANGED
+};
+
+/** The changes of one value, from Value::watch(). Any thread may wait on it (one wait at a
+ *  time, the others queue); close() from another thread ends a wait in progress. Closed and
+ *  freed when destroyed (no wait may still run on it then). */
+class ValueWatch {
+  public:
+    explicit ValueWatch(polylock_watch *raw) : raw_(raw) {}
+    /** The next state after the one this watch last gave, waiting at most `wait_ms`
+     *  (POLYLOCK_WAIT_FOREVER: no limit; 0: only what is there): a change, a delete, no change
+     *  within the wait (nothing is missed: the next call gives it), or closed. */
+    WatchStep changed(std::int64_t wait_ms = POLYLOCK_WAIT_FOREVER) {
+        polylock_watch_step step;
+        detail::check(polylock_watch_changed(raw_.get(), wait_ms, nullptr, &step));
+        WatchStep result;
+        result.outcome = step.outcome;
+        result.value = detail::take_versioned(step.state);
+        return result;
+    }
+    /** The state this watch last gave (the value when it started, or the last change);
+     *  nullopt when there was none or it was deleted. Answers at once, also during a wait. */
+    std::optional<Versioned> current() const {
+        polylock_versioned found;
+        detail::check(polylock_watch_current(raw_.get(), &found));
+        return detail::take_versioned(found);
+    }
+    /** End the watch, from any thread: a changed() in progress returns POLYLOCK_WATCH_CLOSED,
+     *  as every later one does. Closing twice is harmless. */
+    void close() { detail::check(polylock_watch_close(raw_.get())); }
+    bool is_closed() const noexcept { return polylock_watch_is_closed(raw_.get()); }
+
+  private:
+    std::unique_ptr<polylock_watch, detail::ValueWatchFree> raw_;
+};
+
 /** A named versioned value. Refused writes throw Error with status CONFLICT (current value
  *  and version in the error) or FENCED (the winning token in the error). */
 class Value {
@@ -432,12 +489,7 @@ class Value {
     std::optional<Versioned> get() {
         polylock_versioned found;
         detail::check(polylock_value_get(raw_.get(), &found));
-        if (!found.found) return std::nullopt;
-        Versioned result;
-        result.value = detail::take_bytes(found.value);
-        result.version = found.version;
-        if (found.fenced) result.fencing_token = found.fencing_token;
-        return result;
+        return detail::take_versioned(found);
     }
     std::uint64_t create(const std::string &bytes) {
         std::uint64_t version = 0;
@@ -455,6 +507,12 @@ class Value {
         std::uint64_t written = 0;
         detail::check(polylock_value_write_fenced(raw_.get(), token, detail::data_of(bytes), bytes.size(), &written));
         return written;
+    }
+    /** Start watching the value: the watch's current() is the value now. */
+    ValueWatch watch() {
+        polylock_watch *raw = nullptr;
+        detail::check(polylock_value_watch(raw_.get(), &raw));
+        return ValueWatch(raw);
     }
 
   private:
@@ -504,8 +562,40 @@ class Idempotency {
         result.retry_after_ms = found.retry_after_ms;
         return result;
     }
+    /** Do `work` once for `key` (the core's run): call it if this call claims the key and
+     *  store what it returns for later runs to replay, or return the response stored by the
+     *  attempt that finished (in any language). An attempt under way is waited for up to
+     *  `wait_ms` (POLYLOCK_WAIT_FOREVER: until it ends; 0: not at all, Error IN_PROGRESS).
+     *  An exception from `work` abandons the key (a retry runs it again) and is rethrown;
+     *  a key used with another fingerprint throws Error MISMATCH. `work` runs on this thread
+     *  and may use polylock. */
+    std::string run(const std::string &key, const std::string &fingerprint, std::int64_t wait_ms,
+                    const std::function<std::string()> &work) {
+        RunContext context{&work, nullptr};
+        polylock_bytes out{nullptr, 0};
+        polylock_status status = polylock_idempotency_run(raw_.get(), key.c_str(), detail::data_of(fingerprint),
+                                                          fingerprint.size(), wait_ms, &run_work, &context, &out);
+        if (context.thrown) std::rethrow_exception(context.thrown);
+        detail::check(status);
+        return detail::take_bytes(out);
+    }
 
   private:
+    struct RunContext {
+        const std::function<std::string()> *work;
+        std::exception_ptr thrown;
+    };
+    /** The C callback: no exception may leave it, so it keeps one for run() to rethrow. */
+    static std::int32_t run_work(void *user_data, polylock_work_response *response) noexcept {
+        RunContext *context = static_cast<RunContext *>(user_data);
+        try {
+            const std::string produced = (*context->work)();
+            return polylock_work_response_set(response, detail::data_of(produced), produced.size());
+        } catch (...) {
+            context->thrown = std::current_exception();
+            return POLYLOCK_INTERNAL;  // a failure: the key is abandoned
+        }
+    }
     std::unique_ptr<polylock_idempotency, detail::IdempotencyFree> raw_;
 };
 

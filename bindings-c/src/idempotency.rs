@@ -1,12 +1,13 @@
 //! `polylock_idempotency` and `polylock_ticket`: idempotency keys step by step (begin, then
-//! complete, abandon or extend the ticket). A `run(key, fingerprint, fn)` helper is each
-//! language's own (it calls a function of that language); C composes these calls.
+//! complete, abandon or extend the ticket), and `polylock_idempotency_run()`, the core's
+//! `Idempotency::run` with a C callback as the work: the begin, the wait for an attempt under
+//! way, the replay, the complete and the abandon are the core's; this file calls the callback.
 
-use std::ffi::c_char;
+use std::ffi::{c_char, c_void};
 use std::sync::Arc;
 use std::time::Duration;
 
-use polylock::{Begin, Idempotency, Ticket};
+use polylock::{Begin, Error, ErrorKind, Idempotency, Ticket};
 
 use crate::args;
 use crate::boundary::{call, quietly};
@@ -230,6 +231,122 @@ pub unsafe extern "C" fn polylock_ticket_extend(ticket: *const polylock_ticket) 
         let handle = unsafe { args::handle(ticket, "ticket") }?;
         let ticket = handle.ticket.clone();
         handle.shared.block_on(async move { ticket.extend().await })
+    })
+}
+
+/// The response an idempotent work gives `polylock_idempotency_run()`: set it with
+/// `polylock_work_response_set()` from inside the work. Owned by the library and valid only
+/// during the work's call.
+#[allow(non_camel_case_types)]
+pub struct polylock_work_response {
+    bytes: Vec<u8>,
+}
+
+/// The work `polylock_idempotency_run()` runs when this call claims the key.
+///
+/// It is called at most once, on the thread that called `polylock_idempotency_run()` (so it
+/// may call polylock itself, for example to write with the attempt's fencing token), with
+/// that call's `user_data`. It sets its response with `polylock_work_response_set()` (left
+/// unset, the response is empty) and returns `POLYLOCK_OK`; any other value says the work
+/// failed: the key is abandoned (a retry runs the work again) and `polylock_idempotency_run()`
+/// returns that status (a value that is no `polylock_status` is returned as `POLYLOCK_BACKEND`).
+#[allow(non_camel_case_types)]
+pub type polylock_idempotency_work =
+    Option<unsafe extern "C" fn(user_data: *mut c_void, response: *mut polylock_work_response) -> i32>;
+
+/// Set the response of the work in progress to `len` bytes at `data` (copied; NULL is fine
+/// with 0). Setting it again replaces it.
+///
+/// @return `POLYLOCK_INVALID_ARGUMENT` for a NULL `response`, or NULL `data` with a length.
+///
+/// # Safety
+/// `response` is NULL or the one the work was called with, during that call; `data` is NULL
+/// (with `len` 0) or readable for `len` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn polylock_work_response_set(
+    response: *mut polylock_work_response,
+    data: *const u8,
+    len: usize,
+) -> polylock_status {
+    call(|| {
+        // SAFETY (both): the caller's contract.
+        let response = unsafe { args::out(response, "response") }?;
+        let bytes = unsafe { borrowed(data, len, "data") }?;
+        response.bytes = bytes.to_vec();
+        Ok(())
+    })
+}
+
+/// Do `work` once for `key`: run it if this call claims the key (storing its response for
+/// every later run of the key to replay, or abandoning the key if it fails, so a retry runs
+/// it again), or give the stored response of the attempt that finished. An attempt under way
+/// elsewhere is waited for, up to `wait_ms` (polling from 20 ms to 1 s apart), and its
+/// response given. The response is stored in the tagged form every language's `run` reads,
+/// so a key is replayed across languages (a response another language stored as JSON comes
+/// back as its text).
+///
+/// @param fingerprint, fingerprint_len  identify the payload, as for
+///                   `polylock_idempotency_begin()` (`polylock_idempotency_fingerprint()`
+///                   makes one as every binding does; borrowed for the call).
+/// @param wait_ms    how long to wait for an attempt under way: `POLYLOCK_WAIT_FOREVER`
+///                   until it ends, 0 not at all; any other negative value is
+///                   `POLYLOCK_INVALID_ARGUMENT`.
+/// @param work       the work (see `polylock_idempotency_work`), called with `user_data`.
+/// @param out        receives the response (the work's, or the stored one), owned by the
+///                   caller: free it with `polylock_bytes_free()`; untouched on failure.
+/// @return `POLYLOCK_IN_PROGRESS` when an attempt is still under way after `wait_ms`
+///         (details: the retry-after), `POLYLOCK_MISMATCH` when the key was used with another
+///         fingerprint, the work's own status when it failed (the key is abandoned),
+///         `POLYLOCK_LOST` when the work finished but another attempt had taken the key over.
+///
+/// # Safety
+/// `idempotency` is NULL or live; `key` is NULL or NUL-terminated; `fingerprint` is NULL
+/// (with length 0) or readable for `fingerprint_len` bytes; `work` may be called with
+/// `user_data` on this thread; `out` is NULL or writable.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)] // the begin's arguments, the wait, the work and the answer
+pub unsafe extern "C" fn polylock_idempotency_run(
+    idempotency: *mut polylock_idempotency,
+    key: *const c_char,
+    fingerprint: *const u8,
+    fingerprint_len: usize,
+    wait_ms: i64,
+    work: polylock_idempotency_work,
+    user_data: *mut c_void,
+    out: *mut polylock_bytes,
+) -> polylock_status {
+    call(|| {
+        // SAFETY (all four): the caller's contract.
+        let handle = unsafe { args::handle(idempotency, "idempotency") }?;
+        let key = unsafe { args::text(key, "key") }?;
+        let fingerprint = unsafe { borrowed(fingerprint, fingerprint_len, "fingerprint") }?;
+        let out = unsafe { args::out(out, "out") }?;
+        let work = work.ok_or_else(|| Error::invalid_argument("work is NULL"))?;
+        let wait = args::wait("wait_ms", wait_ms)?;
+        let keys = handle.keys.clone();
+        let response = handle.shared.block_on(keys.run(key, fingerprint, wait, || async move {
+            let mut response = polylock_work_response { bytes: Vec::new() };
+            // Outside the runtime's context for the call, so the work may call polylock (a
+            // nested wait on the runtime) on this thread.
+            // SAFETY: the caller's contract: `work` may be called with `user_data` here.
+            let returned = tokio::task::block_in_place(|| unsafe { work(user_data, &mut response) });
+            if returned == polylock_status::POLYLOCK_OK as i32 {
+                return Ok(response.bytes);
+            }
+            let kind = ErrorKind::ALL.into_iter().find(|kind| i32::from(kind.code()) == returned);
+            let named =
+                kind.map_or_else(|| format!("{returned}, which is no polylock_status"), |kind| kind.to_string());
+            Err(Error::new(
+                kind.unwrap_or(ErrorKind::Backend),
+                format!(
+                    "the idempotent work of key '{}' failed (it returned {named}); the key was abandoned, so a \
+                     retry runs the work again",
+                    key.escape_debug()
+                ),
+            ))
+        }))?;
+        *out = polylock_bytes::from_vec(response);
+        Ok(())
     })
 }
 

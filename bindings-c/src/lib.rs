@@ -38,6 +38,7 @@ mod snowflake_lease;
 mod status;
 mod uuid_ulid;
 mod value;
+mod value_watch;
 mod version;
 
 pub use admin::{polylock_client_force_unlock, polylock_client_list_json, polylock_client_status_json};
@@ -71,8 +72,9 @@ pub use http_idempotency::{
 };
 pub use idempotency::{
     polylock_begin, polylock_begin_outcome, polylock_client_idempotency, polylock_idempotency,
-    polylock_idempotency_begin, polylock_idempotency_free, polylock_ticket, polylock_ticket_abandon,
-    polylock_ticket_complete, polylock_ticket_extend, polylock_ticket_free, polylock_ticket_token,
+    polylock_idempotency_begin, polylock_idempotency_free, polylock_idempotency_run, polylock_idempotency_work,
+    polylock_ticket, polylock_ticket_abandon, polylock_ticket_complete, polylock_ticket_extend, polylock_ticket_free,
+    polylock_ticket_token, polylock_work_response, polylock_work_response_set,
 };
 pub use idempotency_codec::{
     polylock_idempotency_decode_response, polylock_idempotency_encode_response, polylock_idempotency_fingerprint,
@@ -123,6 +125,10 @@ pub use value::{
     polylock_client_value, polylock_value, polylock_value_compare_and_set, polylock_value_create,
     polylock_value_delete, polylock_value_free, polylock_value_get, polylock_value_write_fenced, polylock_versioned,
 };
+pub use value_watch::{
+    polylock_value_watch, polylock_watch, polylock_watch_changed, polylock_watch_close, polylock_watch_current,
+    polylock_watch_free, polylock_watch_is_closed, polylock_watch_outcome, polylock_watch_step,
+};
 pub use version::polylock_version;
 
 /// The handles C may share between threads (the header says so of each): checked at compile
@@ -138,6 +144,7 @@ const _: () = {
     shared_between_threads::<polylock_election>();
     shared_between_threads::<polylock_latch>();
     shared_between_threads::<polylock_value>();
+    shared_between_threads::<polylock_watch>();
     shared_between_threads::<polylock_segment>();
     shared_between_threads::<polylock_snowflake>();
     shared_between_threads::<polylock_leased_snowflake>();

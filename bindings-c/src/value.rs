@@ -6,7 +6,7 @@
 use std::ffi::c_char;
 use std::sync::Arc;
 
-use polylock::Value;
+use polylock::{Value, VersionedValue};
 
 use crate::args;
 use crate::boundary::{call, quietly};
@@ -19,8 +19,8 @@ use crate::status::polylock_status;
 /// share between threads. Free it with `polylock_value_free()`.
 #[allow(non_camel_case_types)]
 pub struct polylock_value {
-    shared: Arc<Shared>,
-    value: Value,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) value: Value,
 }
 
 /// A value as `polylock_value_get()` found it.
@@ -38,6 +38,28 @@ pub struct polylock_versioned {
     /// it has accepted).
     pub fenced: bool,
     pub fencing_token: u64,
+}
+
+impl polylock_versioned {
+    /// A state of the value as C reads it (`None`: there is none).
+    pub(crate) fn from_core(found: Option<VersionedValue>) -> polylock_versioned {
+        match found {
+            Some(found) => polylock_versioned {
+                found: true,
+                value: polylock_bytes::from_vec(found.value),
+                version: found.version,
+                fenced: found.fencing_token.is_some(),
+                fencing_token: found.fencing_token.unwrap_or(0),
+            },
+            None => polylock_versioned {
+                found: false,
+                value: polylock_bytes::EMPTY,
+                version: 0,
+                fenced: false,
+                fencing_token: 0,
+            },
+        }
+    }
 }
 
 /// A handle on the value `name`.
@@ -81,22 +103,7 @@ pub unsafe extern "C" fn polylock_value_get(
         let out = unsafe { args::out(out, "out") }?;
         let core = handle.value.clone();
         let found = handle.shared.block_on(async move { core.get().await })?;
-        *out = match found {
-            Some(found) => polylock_versioned {
-                found: true,
-                value: polylock_bytes::from_vec(found.value),
-                version: found.version,
-                fenced: found.fencing_token.is_some(),
-                fencing_token: found.fencing_token.unwrap_or(0),
-            },
-            None => polylock_versioned {
-                found: false,
-                value: polylock_bytes::EMPTY,
-                version: 0,
-                fenced: false,
-                fencing_token: 0,
-            },
-        };
+        *out = polylock_versioned::from_core(found);
         Ok(())
     })
 }

@@ -1,6 +1,6 @@
 /*
  * The C tests of the primitives beyond locks: segment IDs, Snowflake on a leased worker id,
- * versioned values with fenced writes, idempotency keys, multi-locks, and RedLock through
+ * versioned values with fenced writes and watches, idempotency keys and runs, multi-locks, and RedLock through
  * its URL. Usage: test_primitives <test> <url>; each test is its own ctest entry, run
  * against every backend CMake was told about (redlock starts its own three servers).
  */
@@ -171,6 +171,133 @@ static void test_value(void) {
     polylock_client_free(client);
 }
 
+/* ---- a value's watch: another client's changes, a bounded wait, cancel, close ---- */
+
+struct watch_waiter {
+    polylock_watch *watch;
+    polylock_cancel *cancel;
+    polylock_status status;
+    polylock_watch_step step;
+};
+
+static void *wait_for_change(void *arg) {
+    struct watch_waiter *waiter = arg;
+    waiter->status = polylock_watch_changed(waiter->watch, POLYLOCK_WAIT_FOREVER, waiter->cancel, &waiter->step);
+    return NULL;
+}
+
+/* The next step is a change to `text` (at a version above `after`); returns its version. */
+static uint64_t expect_change(polylock_watch *watch, const char *text, uint64_t after) {
+    polylock_watch_step step;
+    CHECK_OK(polylock_watch_changed(watch, 10000, NULL, &step));
+    CHECK(step.outcome == POLYLOCK_WATCH_CHANGED && step.state.found);
+    CHECK(bytes_are(&step.state.value, text) && step.state.version > after);
+    uint64_t version = step.state.version;
+    polylock_bytes_free(&step.state.value);
+    return version;
+}
+
+static void test_value_watch(void) {
+    polylock_client *client = connect_to(url), *writer_client = connect_to(url);
+    unique_name("value-watch");
+    polylock_value *value = NULL, *writer = NULL;
+    CHECK_OK(polylock_client_value(client, name, &value));
+    CHECK_OK(polylock_client_value(writer_client, name, &writer));
+
+    /* Bad arguments name themselves and leave the out-parameters alone. */
+    polylock_watch *watch = NULL;
+    CHECK_STATUS(polylock_value_watch(NULL, &watch), POLYLOCK_INVALID_ARGUMENT);
+    CHECK(strstr(polylock_last_error(), "value is NULL") != NULL);
+    CHECK_STATUS(polylock_value_watch(value, NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK(watch == NULL);
+    CHECK_OK(polylock_value_watch(value, &watch));
+    polylock_watch_step step;
+    polylock_versioned now;
+    CHECK_STATUS(polylock_watch_changed(NULL, 0, NULL, &step), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_watch_changed(watch, 0, NULL, NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_watch_changed(watch, -2, NULL, &step), POLYLOCK_INVALID_ARGUMENT);
+    CHECK(strstr(polylock_last_error(), "wait_ms") != NULL);
+    CHECK_STATUS(polylock_watch_current(NULL, &now), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_watch_current(watch, NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_watch_close(NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK(!polylock_watch_is_closed(NULL));
+
+    /* Nothing there yet; a bounded wait with no change says so, and loses nothing. */
+    CHECK_OK(polylock_watch_current(watch, &now));
+    CHECK(!now.found && now.value.data == NULL);
+    CHECK_OK(polylock_watch_changed(watch, 100, NULL, &step));
+    CHECK(step.outcome == POLYLOCK_WATCH_NO_CHANGE && !step.state.found);
+    CHECK_OK(polylock_watch_changed(watch, 0, NULL, &step));
+    CHECK(step.outcome == POLYLOCK_WATCH_NO_CHANGE);
+
+    /* Another client's writes: each is seen, and current() follows. */
+    uint64_t v1 = 0, v2 = 0;
+    CHECK_OK(polylock_value_create(writer, (const uint8_t *)"x", 1, &v1));
+    CHECK(expect_change(watch, "x", 0) == v1);
+    CHECK_OK(polylock_watch_current(watch, &now));
+    CHECK(now.found && now.version == v1 && bytes_are(&now.value, "x"));
+    polylock_bytes_free(&now.value);
+    /* A change made while nobody waited is the next wait's answer. */
+    CHECK_OK(polylock_value_compare_and_set(writer, v1, (const uint8_t *)"yy", 2, &v2));
+    sleep_ms(50);
+    CHECK(expect_change(watch, "yy", v1) == v2);
+
+    /* A delete is a change with no value. */
+    CHECK_OK(polylock_value_delete(writer, v2));
+    CHECK_OK(polylock_watch_changed(watch, 10000, NULL, &step));
+    CHECK(step.outcome == POLYLOCK_WATCH_DELETED && !step.state.found && step.state.value.data == NULL);
+    CHECK_OK(polylock_watch_current(watch, &now));
+    CHECK(!now.found);
+
+    /* A cancel ends one wait; the watch stays usable and still sees the next change. */
+    struct watch_waiter waiter = {watch, NULL, POLYLOCK_INTERNAL, {0}};
+    CHECK_OK(polylock_cancel_new(&waiter.cancel));
+    pthread_t thread;
+    CHECK(pthread_create(&thread, NULL, wait_for_change, &waiter) == 0);
+    sleep_ms(150);
+    CHECK_OK(polylock_cancel_fire(waiter.cancel));
+    CHECK(pthread_join(thread, NULL) == 0);
+    CHECK(waiter.status == POLYLOCK_CANCELLED);
+    polylock_cancel_free(waiter.cancel);
+    CHECK(!polylock_watch_is_closed(watch));
+    CHECK_OK(polylock_value_create(writer, (const uint8_t *)"z", 1, NULL));
+    expect_change(watch, "z", v2);
+
+    /* A close from another thread ends a wait without limit, and every later one. */
+    waiter = (struct watch_waiter){watch, NULL, POLYLOCK_INTERNAL, {0}};
+    CHECK(pthread_create(&thread, NULL, wait_for_change, &waiter) == 0);
+    sleep_ms(150);
+    CHECK_OK(polylock_watch_close(watch));
+    CHECK(pthread_join(thread, NULL) == 0);
+    CHECK_OK(waiter.status);
+    CHECK(waiter.step.outcome == POLYLOCK_WATCH_CLOSED && !waiter.step.state.found);
+    CHECK(polylock_watch_is_closed(watch));
+    CHECK_OK(polylock_watch_changed(watch, POLYLOCK_WAIT_FOREVER, NULL, &step));
+    CHECK(step.outcome == POLYLOCK_WATCH_CLOSED);
+    CHECK_OK(polylock_watch_close(watch));
+    /* current() keeps the last state seen. */
+    CHECK_OK(polylock_watch_current(watch, &now));
+    CHECK(now.found && bytes_are(&now.value, "z"));
+    polylock_bytes_free(&now.value);
+    polylock_watch_free(watch);
+    polylock_watch_free(NULL);
+
+    /* A watch freed open lets go of everything (LeakSanitizer and valgrind check). */
+    CHECK_OK(polylock_value_watch(value, &watch));
+    CHECK_OK(polylock_watch_current(watch, &now));
+    CHECK(now.found && bytes_are(&now.value, "z"));
+    polylock_bytes_free(&now.value);
+    polylock_watch_free(watch);
+    /* A watch that outlives its client: its calls fail with CONNECTION, its free is safe. */
+    CHECK_OK(polylock_value_watch(writer, &watch));
+    polylock_client_free(writer_client);
+    CHECK_STATUS(polylock_watch_changed(watch, 0, NULL, &step), POLYLOCK_CONNECTION);
+    polylock_watch_free(watch);
+    polylock_value_free(writer);
+    polylock_value_free(value);
+    polylock_client_free(client);
+}
+
 /* ---- idempotency keys, step by step, and the codec a run helper uses ---- */
 
 static void test_idempotency(void) {
@@ -253,6 +380,141 @@ static void test_idempotency(void) {
                  POLYLOCK_INVALID_ARGUMENT);
     polylock_idempotency_free(keys);
     polylock_idempotency_free(NULL);
+    polylock_client_free(client);
+}
+
+/* ---- idempotency run: the core's loop with a C callback as the work ---- */
+
+struct work {
+    int calls;
+    const char *response; /* NULL: set none */
+    int32_t returns;
+    polylock_value *write_to; /* non-NULL: the work writes this value first (polylock from inside) */
+};
+
+static int32_t do_work(void *user_data, polylock_work_response *response) {
+    struct work *work = user_data;
+    work->calls++;
+    if (work->write_to != NULL) {
+        polylock_status written = polylock_value_create(work->write_to, (const uint8_t *)"side effect", 11, NULL);
+        if (written != POLYLOCK_OK) return written;
+    }
+    if (work->response != NULL) {
+        polylock_status set = polylock_work_response_set(response, (const uint8_t *)work->response, strlen(work->response));
+        if (set != POLYLOCK_OK) return set;
+    }
+    return work->returns;
+}
+
+struct completer {
+    polylock_ticket *ticket;
+    polylock_status status;
+};
+
+static void *complete_later(void *arg) {
+    struct completer *completer = arg;
+    sleep_ms(300);
+    polylock_bytes stored = {NULL, 0};
+    completer->status = polylock_idempotency_encode_response((const uint8_t *)"{\"paid\":true}", 13, true, &stored);
+    if (completer->status == POLYLOCK_OK) {
+        completer->status = polylock_ticket_complete(completer->ticket, stored.data, stored.len);
+    }
+    polylock_bytes_free(&stored);
+    return NULL;
+}
+
+static void test_idempotency_run(void) {
+    polylock_client *client = connect_to(url);
+    unique_name("idem-run");
+    polylock_idempotency *keys = NULL;
+    CHECK_OK(polylock_client_idempotency(client, name, 0, 0, &keys));
+    const uint8_t *fp = (const uint8_t *)"amount=10";
+    polylock_bytes out = {NULL, 0};
+
+    /* Bad arguments: nothing is called, nothing is written. */
+    struct work work = {0, "first", POLYLOCK_OK, NULL};
+    CHECK_STATUS(polylock_idempotency_run(NULL, "k", fp, 9, 0, do_work, &work, &out), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_idempotency_run(keys, NULL, fp, 9, 0, do_work, &work, &out), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_idempotency_run(keys, "", fp, 9, 0, do_work, &work, &out), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_idempotency_run(keys, "k", NULL, 9, 0, do_work, &work, &out), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_idempotency_run(keys, "k", fp, 9, 0, NULL, &work, &out), POLYLOCK_INVALID_ARGUMENT);
+    CHECK(strstr(polylock_last_error(), "work is NULL") != NULL);
+    CHECK_STATUS(polylock_idempotency_run(keys, "k", fp, 9, 0, do_work, &work, NULL), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_idempotency_run(keys, "k", fp, 9, -2, do_work, &work, &out), POLYLOCK_INVALID_ARGUMENT);
+    CHECK_STATUS(polylock_work_response_set(NULL, fp, 9), POLYLOCK_INVALID_ARGUMENT);
+    CHECK(work.calls == 0 && out.data == NULL);
+
+    /* The first run works; later ones replay its response without working. */
+    CHECK_OK(polylock_idempotency_run(keys, "k", fp, 9, POLYLOCK_WAIT_FOREVER, do_work, &work, &out));
+    CHECK(work.calls == 1 && bytes_are(&out, "first"));
+    polylock_bytes_free(&out);
+    struct work second = {0, "second", POLYLOCK_OK, NULL};
+    CHECK_OK(polylock_idempotency_run(keys, "k", fp, 9, 0, do_work, &second, &out));
+    CHECK(second.calls == 0 && bytes_are(&out, "first"));
+    polylock_bytes_free(&out);
+    /* The step-by-step begin reads the same record: the stored (tagged) form. */
+    polylock_begin began;
+    CHECK_OK(polylock_idempotency_begin(keys, "k", fp, 9, &began));
+    CHECK(began.outcome == POLYLOCK_BEGIN_REPLAY);
+    bool is_json = true;
+    CHECK_OK(polylock_idempotency_decode_response(began.response.data, began.response.len, &is_json, &out));
+    CHECK(!is_json && bytes_are(&out, "first"));
+    polylock_bytes_free(&out);
+    polylock_bytes_free(&began.response);
+    /* The key with another payload. */
+    CHECK_STATUS(polylock_idempotency_run(keys, "k", (const uint8_t *)"amount=11", 9, 0, do_work, &second, &out),
+                 POLYLOCK_MISMATCH);
+    CHECK(second.calls == 0 && out.data == NULL);
+
+    /* A failing work: its status comes back, the key is abandoned, and a retry works. */
+    struct work failing = {0, "half done", POLYLOCK_CONFLICT, NULL};
+    CHECK_STATUS(polylock_idempotency_run(keys, "f", fp, 9, 0, do_work, &failing, &out), POLYLOCK_CONFLICT);
+    CHECK(failing.calls == 1 && out.data == NULL);
+    CHECK(strstr(polylock_last_error(), "CONFLICT") != NULL && strstr(polylock_last_error(), "abandoned") != NULL);
+    struct work odd = {0, NULL, 4242, NULL};
+    CHECK_STATUS(polylock_idempotency_run(keys, "f", fp, 9, 0, do_work, &odd, &out), POLYLOCK_BACKEND);
+    CHECK(odd.calls == 1 && strstr(polylock_last_error(), "4242") != NULL);
+    /* No response set: an empty one is stored and replayed. */
+    struct work quiet = {0, NULL, POLYLOCK_OK, NULL};
+    CHECK_OK(polylock_idempotency_run(keys, "f", fp, 9, 0, do_work, &quiet, &out));
+    CHECK(quiet.calls == 1 && out.data == NULL && out.len == 0);
+    CHECK_OK(polylock_idempotency_run(keys, "f", fp, 9, 0, do_work, &work, &out));
+    CHECK(work.calls == 1 && out.len == 0);
+
+    /* The work may call polylock on this thread (a nested call on the same client). */
+    char side_name[200];
+    snprintf(side_name, sizeof side_name, "%s-side", name);
+    polylock_value *side = NULL;
+    CHECK_OK(polylock_client_value(client, side_name, &side));
+    struct work writing = {0, "written", POLYLOCK_OK, side};
+    CHECK_OK(polylock_idempotency_run(keys, "w", fp, 9, 0, do_work, &writing, &out));
+    CHECK(writing.calls == 1 && bytes_are(&out, "written"));
+    polylock_bytes_free(&out);
+    polylock_versioned found;
+    CHECK_OK(polylock_value_get(side, &found));
+    CHECK(found.found && bytes_are(&found.value, "side effect"));
+    polylock_bytes_free(&found.value);
+    polylock_value_free(side);
+
+    /* An attempt under way: refused at once without a wait (IN_PROGRESS, with a retry-after),
+     * waited for with one, and its response (stored as JSON by another language) replayed. */
+    CHECK_OK(polylock_idempotency_begin(keys, "p", fp, 9, &began));
+    CHECK(began.outcome == POLYLOCK_BEGIN_ACQUIRED);
+    CHECK_STATUS(polylock_idempotency_run(keys, "p", fp, 9, 0, do_work, &second, &out), POLYLOCK_IN_PROGRESS);
+    polylock_error_details details;
+    CHECK_OK(polylock_last_error_details(&details));
+    CHECK(details.kind == POLYLOCK_DETAILS_RETRY_AFTER && details.retry_after_ms > 0);
+    struct completer completer = {began.ticket, POLYLOCK_INTERNAL};
+    pthread_t thread;
+    CHECK(pthread_create(&thread, NULL, complete_later, &completer) == 0);
+    CHECK_OK(polylock_idempotency_run(keys, "p", fp, 9, 20000, do_work, &second, &out));
+    CHECK(pthread_join(thread, NULL) == 0);
+    CHECK_OK(completer.status);
+    CHECK(second.calls == 0 && bytes_are(&out, "{\"paid\":true}"));
+    polylock_bytes_free(&out);
+    polylock_ticket_free(began.ticket);
+
+    polylock_idempotency_free(keys);
     polylock_client_free(client);
 }
 
@@ -519,6 +781,7 @@ int main(int argc, char **argv) {
         {"segment", test_segment},         {"snowflake_lease", test_snowflake_lease},
         {"value", test_value},             {"idempotency", test_idempotency},
         {"multi_lock", test_multi_lock},   {"redlock", test_redlock},
+        {"value_watch", test_value_watch}, {"idempotency_run", test_idempotency_run},
     };
     return run_named_test(argc, argv, tests, sizeof tests / sizeof tests[0]);
 }
