@@ -20,7 +20,8 @@ typedef struct {
     char *label;
     okind kind;
     void *p;         /* the C handle */
-    void *aux;       /* O_G_LOCK: its lock; O_G_READ/WRITE and O_RWSIDE: the rwlock; O_ELECTION: its observer */
+    void *aux;       /* O_G_LOCK: its lock; O_G_READ/WRITE and O_RWSIDE: the rwlock; O_ELECTION: its observer;
+                        O_VALUE: its watch */
     bool write;      /* O_RWSIDE */
     bool released;   /* guards: released through the driver */
     uint64_t token;  /* O_G_LOCK, O_G_READ, O_G_WRITE: the token the acquisition reported */
@@ -234,7 +235,7 @@ static void free_all(void) {
             break;
         case O_ELECTION: polylock_observer_free(o->aux); polylock_election_free(o->p); break;
         case O_LATCH: polylock_latch_free(o->p); break;
-        case O_VALUE: polylock_value_free(o->p); break;
+        case O_VALUE: polylock_watch_free(o->aux); polylock_value_free(o->p); break;
         case O_IDEM: polylock_idempotency_free(o->p); break;
         case O_SEGMENT: polylock_segment_free(o->p); break;
         case O_SNOWFLAKE: polylock_leased_snowflake_free(o->p); break;
@@ -773,9 +774,32 @@ static int op_value_write_fenced(const jval *r) {
     return 0;
 }
 
+/* The watch started by the first value_watch on this value: its next change, or "no change". */
 static int op_value_watch(const jval *r) {
-    (void)r;
-    return not_offered("C has no watch on a value");
+    FIND(v, "value", BIT(O_VALUE));
+    DURATION(wait, "wait_ms", WAIT_FOREVER_MS);
+    if (!v->aux) {
+        polylock_watch *w = NULL;
+        CHECK(polylock_value_watch(v->p, &w));
+        v->aux = w;
+    }
+    polylock_watch_step step;
+    memset(&step, 0, sizeof step);
+    CHECK(polylock_watch_changed(v->aux, wait, NULL, &step));
+    switch (step.outcome) {
+    case POLYLOCK_WATCH_CHANGED:
+        jb_s(&val, "{\"value\":");
+        jb_str(&val, (const char *)step.state.value.data, step.state.value.len);
+        jb_s(&val, ",\"version\":");
+        jb_u64(&val, step.state.version);
+        jb_s(&val, "}");
+        break;
+    case POLYLOCK_WATCH_DELETED: jb_s(&val, "null"); break;
+    case POLYLOCK_WATCH_NO_CHANGE: jb_s(&val, "\"no change\""); break;
+    case POLYLOCK_WATCH_CLOSED: return driver_error("the watch of this value was closed");
+    }
+    polylock_bytes_free(&step.state.value);
+    return 0;
 }
 
 /* ---- idempotency ---- */
@@ -850,9 +874,27 @@ static int op_idem_abandon(const jval *r) {
     return 0;
 }
 
+/* idem_run's work: the request's response. */
+static int32_t respond(void *user_data, polylock_work_response *response) {
+    const jval *text = user_data;
+    return polylock_work_response_set(response, (const uint8_t *)text->text, text->len);
+}
+
 static int op_idem_run(const jval *r) {
-    (void)r;
-    return not_offered("C has no idempotency run helper (only begin, complete and abandon)");
+    FIND(i, "idempotency", BIT(O_IDEM));
+    STR(key, "key");
+    STR(payload, "payload");
+    STR(response, "response");
+    (void)response;
+    DURATION(wait, "wait_ms", WAIT_FOREVER_MS);
+    polylock_bytes fp = {NULL, 0}, out = {NULL, 0};
+    CHECK(polylock_idempotency_fingerprint((const uint8_t *)payload, payload_v->len, false, &fp));
+    polylock_status status = polylock_idempotency_run(i->p, key, fp.data, fp.len, wait, respond, (void *)response_v, &out);
+    polylock_bytes_free(&fp);
+    CHECK(status);
+    jb_str(&val, (const char *)out.data, out.len);
+    polylock_bytes_free(&out);
+    return 0;
 }
 
 /* ---- IDs ---- */

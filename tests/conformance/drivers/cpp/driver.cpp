@@ -56,6 +56,7 @@ struct Obj {
     std::unique_ptr<polylock::Leadership> leadership;
     std::unique_ptr<polylock::Latch> latch;
     std::unique_ptr<polylock::Value> value;
+    std::unique_ptr<polylock::ValueWatch> watch;  // Value: its first value_watch's (freed before it)
     std::unique_ptr<polylock::Idempotency> idem;
     std::unique_ptr<polylock::Ticket> ticket;
     std::unique_ptr<polylock::Segment> segment;
@@ -591,7 +592,23 @@ std::string op_value_write_fenced(const jval *r) {
     return u(v.value->write_fenced(u64(r, "token"), str(r, "data")));
 }
 
-std::string op_value_watch(const jval *) { throw NotOffered{"the C++ wrapper has no watch on a value"}; }
+// The watch started by the first value_watch on this value: its next change, or "no change".
+std::string op_value_watch(const jval *r) {
+    Obj &v = find(r, "value", {K::Value});
+    std::int64_t wait = duration(r, "wait_ms", kWaitForever);
+    if (!v.watch) v.watch = std::make_unique<polylock::ValueWatch>(v.value->watch());
+    polylock::WatchStep step = v.watch->changed(wait);
+    switch (step.outcome) {
+    case POLYLOCK_WATCH_CHANGED:
+        return "{\"value\":" + jstr(step.value->value) + ",\"version\":" + u(step.value->version) + "}";
+    case POLYLOCK_WATCH_DELETED:
+        return "null";
+    case POLYLOCK_WATCH_NO_CHANGE:
+        return "\"no change\"";
+    default:
+        throw DriverError{"the watch of this value was closed"};
+    }
+}
 
 // ---- idempotency ----
 
@@ -636,7 +653,15 @@ std::string op_idem_abandon(const jval *r) {
     return "null";
 }
 
-std::string op_idem_run(const jval *) { throw NotOffered{"the C++ wrapper has no idempotency run helper"}; }
+std::string op_idem_run(const jval *r) {
+    Obj &i = find(r, "idempotency", {K::Idem});
+    std::string key = str(r, "key"), payload = str(r, "payload"), response = str(r, "response");
+    std::int64_t wait = duration(r, "wait_ms", kWaitForever);
+    polylock_bytes fp{nullptr, 0};
+    polylock::detail::check(polylock_idempotency_fingerprint(polylock::detail::data_of(payload), payload.size(), false, &fp));
+    std::string fingerprint = polylock::detail::take_bytes(fp);
+    return jstr(i.idem->run(key, fingerprint, wait, [&response] { return response; }));
+}
 
 // ---- IDs ----
 
