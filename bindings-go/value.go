@@ -62,12 +62,7 @@ func (v *Value) Get(ctx context.Context) (*Versioned, error) {
 	if err != nil {
 		return nil, err
 	}
-	value := goBytes(&found.value)
-	if !bool(found.found) {
-		return nil, nil
-	}
-	return &Versioned{Value: value, Version: uint64(found.version), Fenced: bool(found.fenced),
-		FencingToken: uint64(found.fencing_token)}, nil
+	return goVersioned(&found), nil
 }
 
 // write runs one C write that reports a version.

@@ -53,7 +53,8 @@ type entry struct {
 
 var (
 	objects []entry
-	rwLocks = map[string]*polylock.RWLock{} // one per (client label object, name)
+	rwLocks = map[string]*polylock.RWLock{}              // one per (client label object, name)
+	watches = map[*polylock.Value]*polylock.ValueWatch{} // started by the first value_watch
 	ctx     = context.Background()
 )
 
@@ -97,6 +98,9 @@ func reset() {
 			_ = o.Close()
 		}
 	}
+	for _, watch := range watches {
+		_ = watch.Close()
+	}
 	for i := len(objects) - 1; i >= 0; i-- {
 		if c, ok := objects[i].obj.(*polylock.Client); ok {
 			_ = c.Close()
@@ -104,6 +108,7 @@ func reset() {
 	}
 	objects = nil
 	rwLocks = map[string]*polylock.RWLock{}
+	watches = map[*polylock.Value]*polylock.ValueWatch{}
 }
 
 // ---- arguments ----
@@ -459,7 +464,34 @@ var ops = map[string]func(r request) any{
 		check(err)
 		return version
 	},
-	"value_watch": func(request) any { panic(notOffered{"the Go package has no watch on a value"}) },
+	"value_watch": func(r request) any {
+		v := find[*polylock.Value](r, "value")
+		watch := watches[v]
+		if watch == nil {
+			var err error
+			watch, err = v.Watch(ctx)
+			check(err)
+			watches[v] = watch
+		}
+		waitCtx := ctx
+		if wait, ok := duration(r, "wait_ms"); ok {
+			var cancel context.CancelFunc
+			waitCtx, cancel = context.WithTimeout(ctx, wait)
+			defer cancel()
+		}
+		state, open, err := watch.Changed(waitCtx)
+		if errors.Is(err, context.DeadlineExceeded) {
+			return "no change" // the context's deadline is Go's bound on the wait
+		}
+		check(err)
+		if !open {
+			panic(driverError{"the watch of this value was closed"})
+		}
+		if state == nil {
+			return nil // deleted
+		}
+		return map[string]any{"value": string(state.Value), "version": state.Version}
+	},
 
 	"idempotency": func(r request) any {
 		i, err := find[*polylock.Client](r, "client").Idempotency(str(r, "namespace"))
