@@ -14,6 +14,7 @@ uniffi::setup_scaffolding!();
 mod client;
 mod election;
 mod errors;
+mod http_idempotency;
 mod id_generators;
 mod idempotency;
 mod ids;

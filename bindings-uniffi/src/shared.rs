@@ -70,6 +70,17 @@ impl ClientShared {
         }
     }
 
+    /// Drop `value` inside this client's runtime (what it holds may need the runtime to let
+    /// go, as a Redis subscription does); in a forked child, abandon it (kit::fork).
+    pub fn let_go<T: Send + 'static>(&self, value: T) {
+        if self.connected_in.is_inherited() {
+            polylock::kit::fork::abandon(value);
+        } else {
+            let _inside = self.runtime.enter();
+            drop(value);
+        }
+    }
+
     /// Start `work` on this client's runtime without waiting for it (in a forked child,
     /// nothing: there is no runtime thread to run it, and what it would touch is the parent's).
     pub fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {

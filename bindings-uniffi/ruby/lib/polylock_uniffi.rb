@@ -313,6 +313,47 @@ private_constant :UniffiHandleMap
     end
   end
 
+  # The Record type HttpHeader.
+
+  def self.check_lower_TypeHttpHeader(v)
+    
+    
+  end
+
+  def self.alloc_from_TypeHttpHeader(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_TypeHttpHeader(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_TypeHttpHeader
+    consumeWithStream do |stream|
+      return stream.read_TypeHttpHeader
+    end
+  end
+
+  # The Record type HttpResponse.
+
+  def self.check_lower_TypeHttpResponse(v)
+    
+    RustBuffer.check_lower_SequenceTypeHttpHeader(v.headers)
+    
+  end
+
+  def self.alloc_from_TypeHttpResponse(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_TypeHttpResponse(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_TypeHttpResponse
+    consumeWithStream do |stream|
+      return stream.read_TypeHttpResponse
+    end
+  end
+
   # The Record type LeaderChange.
 
   def self.check_lower_TypeLeaderChange(v)
@@ -454,6 +495,26 @@ private_constant :UniffiHandleMap
   def consume_into_TypeSnowflakeParts
     consumeWithStream do |stream|
       return stream.read_TypeSnowflakeParts
+    end
+  end
+
+  # The Record type ValueWatchStep.
+
+  def self.check_lower_TypeValueWatchStep(v)
+    
+    RustBuffer.check_lower_OptionalTypeVersionedValue(v.state)
+  end
+
+  def self.alloc_from_TypeValueWatchStep(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_TypeValueWatchStep(v)
+      return builder.finalize
+    end
+  end
+
+  def consume_into_TypeValueWatchStep
+    consumeWithStream do |stream|
+      return stream.read_TypeValueWatchStep
     end
   end
 
@@ -683,6 +744,27 @@ private_constant :UniffiHandleMap
     end
   end
 
+  # The Optional<T> type for Sequencestring.
+
+  def self.check_lower_OptionalSequencestring(v)
+    if !v.nil?
+      RustBuffer.check_lower_Sequencestring(v)
+    end
+  end
+
+  def self.alloc_from_OptionalSequencestring(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_OptionalSequencestring(v)
+      return builder.finalize()
+    end
+  end
+
+  def consume_into_OptionalSequencestring
+    consumeWithStream do |stream|
+      return stream.read_OptionalSequencestring
+    end
+  end
+
   # The Optional<T> type for SequenceTypeMultiPart.
 
   def self.check_lower_OptionalSequenceTypeMultiPart(v)
@@ -764,6 +846,27 @@ private_constant :UniffiHandleMap
   def consume_into_SequenceTypeErrorKindInfo
     consumeWithStream do |stream|
       return stream.read_SequenceTypeErrorKindInfo
+    end
+  end
+
+  # The Sequence<T> type for TypeHttpHeader.
+
+  def self.check_lower_SequenceTypeHttpHeader(v)
+    v.each do |item|
+      RustBuffer.check_lower_TypeHttpHeader(item)
+    end
+  end
+
+  def self.alloc_from_SequenceTypeHttpHeader(v)
+    RustBuffer.allocWithBuilder do |builder|
+      builder.write_SequenceTypeHttpHeader(v)
+      return builder.finalize()
+    end
+  end
+
+  def consume_into_SequenceTypeHttpHeader
+    consumeWithStream do |stream|
+      return stream.read_SequenceTypeHttpHeader
     end
   end
 
@@ -935,6 +1038,13 @@ class RustBufferStream
     return Election.uniffi_lift(handle)
   end
 
+  # The Object type HttpIdempotencyOptions.
+
+  def read_TypeHttpIdempotencyOptions
+    handle = unpack_from 8, 'Q>'
+    return HttpIdempotencyOptions.uniffi_lift(handle)
+  end
+
   # The Object type Idempotency.
 
   def read_TypeIdempotency
@@ -1033,6 +1143,13 @@ class RustBufferStream
     return Value.uniffi_lift(handle)
   end
 
+  # The Object type ValueWatch.
+
+  def read_TypeValueWatch
+    handle = unpack_from 8, 'Q>'
+    return ValueWatch.uniffi_lift(handle)
+  end
+
   # The Record type AcquireOptions.
 
   def read_TypeAcquireOptions
@@ -1068,6 +1185,25 @@ class RustBufferStream
     ErrorKindInfo.new(
       name: read_string,
       code: read_u8
+    )
+  end
+
+  # The Record type HttpHeader.
+
+  def read_TypeHttpHeader
+    HttpHeader.new(
+      name: read_string,
+      value: read_string
+    )
+  end
+
+  # The Record type HttpResponse.
+
+  def read_TypeHttpResponse
+    HttpResponse.new(
+      status: read_u32,
+      headers: read_SequenceTypeHttpHeader,
+      body: read_bytes
     )
   end
 
@@ -1135,6 +1271,15 @@ class RustBufferStream
       timestamp_ms: read_u64,
       worker: read_u64,
       sequence: read_u64
+    )
+  end
+
+  # The Record type ValueWatchStep.
+
+  def read_TypeValueWatchStep
+    ValueWatchStep.new(
+      outcome: read_string,
+      state: read_OptionalTypeVersionedValue
     )
   end
 
@@ -1377,6 +1522,21 @@ class RustBufferStream
   end
 
   
+  # The Optional<T> type for Sequencestring.
+
+  def read_OptionalSequencestring
+    flag = unpack_from 1, 'c'
+
+    if flag == 0
+      return nil
+    elsif flag == 1
+      return read_Sequencestring
+    else
+      raise InternalError, 'Unexpected flag byte for OptionalSequencestring'
+    end
+  end
+
+  
   # The Optional<T> type for SequenceTypeMultiPart.
 
   def read_OptionalSequenceTypeMultiPart
@@ -1434,6 +1594,22 @@ class RustBufferStream
 
     count.times do
       items.append read_TypeErrorKindInfo
+    end
+
+    items
+  end
+
+  # The Sequence<T> type for TypeHttpHeader.
+
+  def read_SequenceTypeHttpHeader
+    count = unpack_from 4, 'l>'
+
+    raise InternalError, 'Unexpected negative sequence length' if count.negative?
+
+    items = []
+
+    count.times do
+      items.append read_TypeHttpHeader
     end
 
     items
@@ -1587,6 +1763,13 @@ class RustBufferBuilder
     pack_into(8, 'Q>', handle)
   end
 
+  # The Object type HttpIdempotencyOptions.
+
+  def write_TypeHttpIdempotencyOptions(obj)
+    handle = HttpIdempotencyOptions.uniffi_lower obj
+    pack_into(8, 'Q>', handle)
+  end
+
   # The Object type Idempotency.
 
   def write_TypeIdempotency(obj)
@@ -1685,6 +1868,13 @@ class RustBufferBuilder
     pack_into(8, 'Q>', handle)
   end
 
+  # The Object type ValueWatch.
+
+  def write_TypeValueWatch(obj)
+    handle = ValueWatch.uniffi_lower obj
+    pack_into(8, 'Q>', handle)
+  end
+
   # The Record type AcquireOptions.
 
   def write_TypeAcquireOptions(v)
@@ -1713,6 +1903,21 @@ class RustBufferBuilder
   def write_TypeErrorKindInfo(v)
     self.write_string(v.name)
     self.write_u8(v.code)
+  end
+
+  # The Record type HttpHeader.
+
+  def write_TypeHttpHeader(v)
+    self.write_string(v.name)
+    self.write_string(v.value)
+  end
+
+  # The Record type HttpResponse.
+
+  def write_TypeHttpResponse(v)
+    self.write_u32(v.status)
+    self.write_SequenceTypeHttpHeader(v.headers)
+    self.write_bytes(v.body)
   end
 
   # The Record type LeaderChange.
@@ -1766,6 +1971,13 @@ class RustBufferBuilder
     self.write_u64(v.timestamp_ms)
     self.write_u64(v.worker)
     self.write_u64(v.sequence)
+  end
+
+  # The Record type ValueWatchStep.
+
+  def write_TypeValueWatchStep(v)
+    self.write_string(v.outcome)
+    self.write_OptionalTypeVersionedValue(v.state)
   end
 
   # The Record type VersionedValue.
@@ -1960,6 +2172,17 @@ class RustBufferBuilder
     end
   end
 
+  # The Optional<T> type for Sequencestring.
+
+  def write_OptionalSequencestring(v)
+    if v.nil?
+      pack_into(1, 'c', 0)
+    else
+      pack_into(1, 'c', 1)
+      self.write_Sequencestring(v)
+    end
+  end
+
   # The Optional<T> type for SequenceTypeMultiPart.
 
   def write_OptionalSequenceTypeMultiPart(v)
@@ -1998,6 +2221,16 @@ class RustBufferBuilder
 
     items.each do |item|
       self.write_TypeErrorKindInfo(item)
+    end
+  end
+
+  # The Sequence<T> type for TypeHttpHeader.
+
+  def write_SequenceTypeHttpHeader(items)
+    pack_into(4, 'l>', items.size)
+
+    items.each do |item|
+      self.write_TypeHttpHeader(item)
     end
   end
 
@@ -2744,6 +2977,34 @@ module UniFFILib
     [:uint64, RustCallStatus.by_ref],
     RustBuffer.by_value
   
+  attach_function :uniffi_polylock_uniffi_fn_clone_httpidempotencyoptions,
+    [:uint64, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_free_httpidempotencyoptions,
+    [:uint64, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_polylock_uniffi_fn_constructor_httpidempotencyoptions_new,
+    [RustBuffer.by_value, RustBuffer.by_value, RustBuffer.by_value, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_httpidempotencyoptions_applies_to,
+    [:uint64, RustBuffer.by_value, RustCallStatus.by_ref],
+    :int8
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_httpidempotencyoptions_header,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_httpidempotencyoptions_lifetime_seconds,
+    [:uint64, RustCallStatus.by_ref],
+    :double
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_httpidempotencyoptions_methods,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
   attach_function :uniffi_polylock_uniffi_fn_clone_leasedsnowflake,
     [:uint64, RustCallStatus.by_ref],
     :uint64
@@ -3072,9 +3333,41 @@ module UniFFILib
     [:uint64, RustCallStatus.by_ref],
     RustBuffer.by_value
   
+  attach_function :uniffi_polylock_uniffi_fn_method_value_watch,
+    [:uint64, ],
+    :uint64
+  
   attach_function :uniffi_polylock_uniffi_fn_method_value_write_fenced,
     [:uint64, :uint64, RustBuffer.by_value, ],
     :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_clone_valuewatch,
+    [:uint64, RustCallStatus.by_ref],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_free_valuewatch,
+    [:uint64, RustCallStatus.by_ref],
+    :void
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_valuewatch_changed,
+    [:uint64, RustBuffer.by_value, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_valuewatch_close,
+    [:uint64, ],
+    :uint64
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_valuewatch_current,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_valuewatch_is_closed,
+    [:uint64, RustCallStatus.by_ref],
+    :int8
+  
+  attach_function :uniffi_polylock_uniffi_fn_method_valuewatch_name,
+    [:uint64, RustCallStatus.by_ref],
+    RustBuffer.by_value
   
   attach_function :uniffi_polylock_uniffi_fn_init_callback_vtable_lostlistener,
     [VTableCallbackInterfaceLostListener.by_ref, ],
@@ -3091,6 +3384,38 @@ module UniFFILib
   attach_function :uniffi_polylock_uniffi_fn_func_fail_with_kind,
     [RustBuffer.by_value, RustCallStatus.by_ref],
     :void
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_http_decode_response,
+    [RustBuffer.by_value, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_http_encode_response,
+    [RustBuffer.by_value, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_http_fingerprint,
+    [RustBuffer.by_value, RustBuffer.by_value, RustBuffer.by_value, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_http_key_of,
+    [RustBuffer.by_value, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_http_key_problem,
+    [RustBuffer.by_value, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_http_refusal_response,
+    [RustBuffer.by_value, RustBuffer.by_value, RustBuffer.by_value, RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_http_replayed_header,
+    [RustCallStatus.by_ref],
+    RustBuffer.by_value
+  
+  attach_function :uniffi_polylock_uniffi_fn_func_http_stores,
+    [:uint32, RustCallStatus.by_ref],
+    :int8
   
   attach_function :uniffi_polylock_uniffi_fn_func_decode_response,
     [RustBuffer.by_value, RustCallStatus.by_ref],
@@ -3412,6 +3737,38 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_polylock_uniffi_checksum_func_http_decode_response,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_http_encode_response,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_http_fingerprint,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_http_key_of,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_http_key_problem,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_http_refusal_response,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_http_replayed_header,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_func_http_stores,
+    [],
+    :uint16
+  
   attach_function :uniffi_polylock_uniffi_checksum_func_decode_response,
     [],
     :uint16
@@ -3652,6 +4009,22 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_polylock_uniffi_checksum_method_httpidempotencyoptions_applies_to,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_httpidempotencyoptions_header,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_httpidempotencyoptions_lifetime_seconds,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_httpidempotencyoptions_methods,
+    [],
+    :uint16
+  
   attach_function :uniffi_polylock_uniffi_checksum_method_leasedsnowflake_close,
     [],
     :uint16
@@ -3880,7 +4253,35 @@ module UniFFILib
     [],
     :uint16
   
+  attach_function :uniffi_polylock_uniffi_checksum_method_value_watch,
+    [],
+    :uint16
+  
   attach_function :uniffi_polylock_uniffi_checksum_method_value_write_fenced,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_valuewatch_changed,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_valuewatch_close,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_valuewatch_current,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_valuewatch_is_closed,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_method_valuewatch_name,
+    [],
+    :uint16
+  
+  attach_function :uniffi_polylock_uniffi_checksum_constructor_httpidempotencyoptions_new,
     [],
     :uint16
   
@@ -4076,6 +4477,54 @@ class ErrorKindInfo
       return false
     end
     if @code != other.code
+      return false
+    end
+
+    true
+  end
+  
+end
+  
+  # Record type HttpHeader
+class HttpHeader
+  attr_reader :name, :value
+
+  def initialize(name:, value:)
+    @name = name
+    @value = value
+  end
+
+  def ==(other)
+    if @name != other.name
+      return false
+    end
+    if @value != other.value
+      return false
+    end
+
+    true
+  end
+  
+end
+  
+  # Record type HttpResponse
+class HttpResponse
+  attr_reader :status, :headers, :body
+
+  def initialize(status:, headers:, body:)
+    @status = status
+    @headers = headers
+    @body = body
+  end
+
+  def ==(other)
+    if @status != other.status
+      return false
+    end
+    if @headers != other.headers
+      return false
+    end
+    if @body != other.body
       return false
     end
 
@@ -4284,6 +4733,28 @@ class PermitInfo
   
 end
   
+  # Record type ValueWatchStep
+class ValueWatchStep
+  attr_reader :outcome, :state
+
+  def initialize(outcome:, state:)
+    @outcome = outcome
+    @state = state
+  end
+
+  def ==(other)
+    if @outcome != other.outcome
+      return false
+    end
+    if @state != other.state
+      return false
+    end
+
+    true
+  end
+  
+end
+  
   # Record type VersionedValue
 class VersionedValue
   attr_reader :value, :version, :fencing_token
@@ -4346,6 +4817,111 @@ def self.fail_with_kind(name)
     
   ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_func_fail_with_kind,RustBuffer.alloc_from_string(name))
 end
+
+  
+  
+
+def self.http_decode_response(stored)
+    stored = ::PolylockUniffi::uniffi_bytes(stored)
+    
+    
+  result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_func_http_decode_response,RustBuffer.alloc_from_bytes(stored))
+  return result.consume_into_TypeHttpResponse
+end
+
+
+  
+  
+
+def self.http_encode_response(response)
+    response = response
+    RustBuffer.check_lower_TypeHttpResponse(response)
+    
+  result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_func_http_encode_response,RustBuffer.alloc_from_TypeHttpResponse(response))
+  return result.consume_into_bytes
+end
+
+
+  
+  
+
+def self.http_fingerprint(method, path, body)
+    method = ::PolylockUniffi::uniffi_utf8(method)
+    
+    
+    path = ::PolylockUniffi::uniffi_utf8(path)
+    
+    
+    body = ::PolylockUniffi::uniffi_bytes(body)
+    
+    
+  result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_func_http_fingerprint,RustBuffer.alloc_from_string(method),RustBuffer.alloc_from_string(path),RustBuffer.alloc_from_bytes(body))
+  return result.consume_into_bytes
+end
+
+
+  
+  
+
+def self.http_key_of(header_value)
+    header_value = ::PolylockUniffi::uniffi_utf8(header_value)
+    
+    
+  result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_func_http_key_of,RustBuffer.alloc_from_string(header_value))
+  return result.consume_into_string
+end
+
+
+  
+  
+
+def self.http_key_problem(key)
+    key = ::PolylockUniffi::uniffi_utf8(key)
+    
+    
+  result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_func_http_key_problem,RustBuffer.alloc_from_string(key))
+  return result.consume_into_Optionalstring
+end
+
+
+  
+  
+
+def self.http_refusal_response(refusal, key, retry_after_seconds)
+    refusal = ::PolylockUniffi::uniffi_utf8(refusal)
+    
+    
+    key = ::PolylockUniffi::uniffi_utf8(key)
+    
+    
+    retry_after_seconds = (retry_after_seconds ? retry_after_seconds : nil)
+    RustBuffer.check_lower_Optionalf64(retry_after_seconds)
+    
+  result = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_func_http_refusal_response,RustBuffer.alloc_from_string(refusal),RustBuffer.alloc_from_string(key),RustBuffer.alloc_from_Optionalf64(retry_after_seconds))
+  return result.consume_into_TypeHttpResponse
+end
+
+
+  
+  
+
+def self.http_replayed_header()
+  result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_func_http_replayed_header,)
+  return result.consume_into_string
+end
+
+
+  
+  
+
+def self.http_stores(status)
+    status = ::PolylockUniffi::uniffi_in_range(status, "u32", 0, 2**32)
+    
+    
+  result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_func_http_stores,status)
+  return 1 == result
+end
+
 
   
   
@@ -5098,6 +5674,86 @@ end
   def value()
     result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_leadership_value,uniffi_clone_handle(),)
     return result.consume_into_bytes
+  end
+  
+end
+  
+  class HttpIdempotencyOptions
+
+  # A private helper for initializing instances of the class from a raw handle,
+  # bypassing any initialization logic and ensuring they are GC'd properly.
+  def self.uniffi_allocate(handle)
+    inst = allocate
+    inst.instance_variable_set :@handle, handle
+    ObjectSpace.define_finalizer(inst, uniffi_define_finalizer_by_handle(handle, inst.object_id))
+    return inst
+  end
+
+  # A private helper for registering an object finalizer.
+  # N.B. it's important that this does not capture a reference
+  # to the actual instance, only its underlying handle.
+  def self.uniffi_define_finalizer_by_handle(handle, object_id)
+    Proc.new do |_id|
+      ::PolylockUniffi.rust_call(
+        :uniffi_polylock_uniffi_fn_free_httpidempotencyoptions,
+        handle
+      )
+    end
+  end
+  # A private helper for lowering instances into a raw handle.
+  # This does an explicit typecheck, because accidentally lowering a different type of
+  # object in a place where this type is expected, could lead to memory unsafety.
+  def self.uniffi_check_lower(inst)
+    if !inst.is_a? self
+      raise TypeError.new "Expected a HttpIdempotencyOptions instance, got #{inst}"
+    end
+  end
+
+  def uniffi_clone_handle()
+    return ::PolylockUniffi.rust_call(
+      :uniffi_polylock_uniffi_fn_clone_httpidempotencyoptions,
+      @handle
+    )
+  end
+
+  def self.uniffi_lower(inst)
+    return inst.uniffi_clone_handle()
+  end
+
+  def self.uniffi_lift(handle)
+    uniffi_allocate handle
+  end
+  def initialize(header, lifetime_seconds, methods)
+        header = (header ? ::PolylockUniffi::uniffi_utf8(header) : nil)
+        RustBuffer.check_lower_Optionalstring(header)
+        lifetime_seconds = (lifetime_seconds ? lifetime_seconds : nil)
+        RustBuffer.check_lower_Optionalf64(lifetime_seconds)
+        methods = (methods ? methods.map { |v| ::PolylockUniffi::uniffi_utf8(v) } : nil)
+        RustBuffer.check_lower_OptionalSequencestring(methods)
+    handle = ::PolylockUniffi.rust_call_with_error(PolylockError,:uniffi_polylock_uniffi_fn_constructor_httpidempotencyoptions_new,RustBuffer.alloc_from_Optionalstring(header),RustBuffer.alloc_from_Optionalf64(lifetime_seconds),RustBuffer.alloc_from_OptionalSequencestring(methods))
+    @handle = handle
+    ObjectSpace.define_finalizer(self, self.class.uniffi_define_finalizer_by_handle(handle, self.object_id))
+  end
+
+  
+
+  def applies_to(method)
+        method = ::PolylockUniffi::uniffi_utf8(method)
+        
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_httpidempotencyoptions_applies_to,uniffi_clone_handle(),RustBuffer.alloc_from_string(method))
+    return 1 == result
+  end
+  def header()
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_httpidempotencyoptions_header,uniffi_clone_handle(),)
+    return result.consume_into_string
+  end
+  def lifetime_seconds()
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_httpidempotencyoptions_lifetime_seconds,uniffi_clone_handle(),)
+    return result.to_f
+  end
+  def methods()
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_httpidempotencyoptions_methods,uniffi_clone_handle(),)
+    return result.consume_into_Sequencestring
   end
   
 end
@@ -6261,6 +6917,18 @@ end
     return result.consume_into_string
   end
   
+  def watch()
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_value_watch(uniffi_clone_handle(),),
+      :ffi_polylock_uniffi_rust_future_poll_u64,
+      :ffi_polylock_uniffi_rust_future_cancel_u64,
+      :ffi_polylock_uniffi_rust_future_complete_u64,
+      :ffi_polylock_uniffi_rust_future_free_u64,
+      Proc.new { |v| ValueWatch.uniffi_lift(v) },
+    PolylockError
+    )
+  end
+  
   def write_fenced(token, value)
         token = ::PolylockUniffi::uniffi_in_range(token, "u64", 0, 2**64)
         
@@ -6275,6 +6943,95 @@ end
       Proc.new { |v| v.to_i },
     PolylockError
     )
+  end
+  
+end
+  
+  class ValueWatch
+
+  # A private helper for initializing instances of the class from a raw handle,
+  # bypassing any initialization logic and ensuring they are GC'd properly.
+  def self.uniffi_allocate(handle)
+    inst = allocate
+    inst.instance_variable_set :@handle, handle
+    ObjectSpace.define_finalizer(inst, uniffi_define_finalizer_by_handle(handle, inst.object_id))
+    return inst
+  end
+
+  # A private helper for registering an object finalizer.
+  # N.B. it's important that this does not capture a reference
+  # to the actual instance, only its underlying handle.
+  def self.uniffi_define_finalizer_by_handle(handle, object_id)
+    Proc.new do |_id|
+      ::PolylockUniffi.rust_call(
+        :uniffi_polylock_uniffi_fn_free_valuewatch,
+        handle
+      )
+    end
+  end
+  # A private helper for lowering instances into a raw handle.
+  # This does an explicit typecheck, because accidentally lowering a different type of
+  # object in a place where this type is expected, could lead to memory unsafety.
+  def self.uniffi_check_lower(inst)
+    if !inst.is_a? self
+      raise TypeError.new "Expected a ValueWatch instance, got #{inst}"
+    end
+  end
+
+  def uniffi_clone_handle()
+    return ::PolylockUniffi.rust_call(
+      :uniffi_polylock_uniffi_fn_clone_valuewatch,
+      @handle
+    )
+  end
+
+  def self.uniffi_lower(inst)
+    return inst.uniffi_clone_handle()
+  end
+
+  def self.uniffi_lift(handle)
+    uniffi_allocate handle
+  end
+
+  
+
+  
+  def changed(wait_seconds)
+        wait_seconds = (wait_seconds ? wait_seconds : nil)
+        RustBuffer.check_lower_Optionalf64(wait_seconds)
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_valuewatch_changed(uniffi_clone_handle(),RustBuffer.alloc_from_Optionalf64(wait_seconds)),
+      :ffi_polylock_uniffi_rust_future_poll_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_cancel_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_complete_rust_buffer,
+      :ffi_polylock_uniffi_rust_future_free_rust_buffer,
+      Proc.new { |v| v.consume_into_TypeValueWatchStep },
+    PolylockError
+    )
+  end
+  
+  def close()
+    ::PolylockUniffi.uniffi_rust_call_async(
+      UniFFILib.uniffi_polylock_uniffi_fn_method_valuewatch_close(uniffi_clone_handle(),),
+      :ffi_polylock_uniffi_rust_future_poll_void,
+      :ffi_polylock_uniffi_rust_future_cancel_void,
+      :ffi_polylock_uniffi_rust_future_complete_void,
+      :ffi_polylock_uniffi_rust_future_free_void,
+      Proc.new { |v| nil },
+    PolylockError
+    )
+  end
+  def current()
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_valuewatch_current,uniffi_clone_handle(),)
+    return result.consume_into_OptionalTypeVersionedValue
+  end
+  def is_closed()
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_valuewatch_is_closed,uniffi_clone_handle(),)
+    return 1 == result
+  end
+  def name()
+    result = ::PolylockUniffi.rust_call(:uniffi_polylock_uniffi_fn_method_valuewatch_name,uniffi_clone_handle(),)
+    return result.consume_into_string
   end
   
 end

@@ -86,6 +86,7 @@ class Driver
   def initialize
     @objects = {}
     @rw_locks = {} # [client label, name] => Polylock::RwLock
+    @watches = {} # value label => the Polylock::ValueWatch its first value_watch started
   end
 
   OPS = {}
@@ -245,7 +246,18 @@ class Driver
   op('value_cas') { |r| obj(r, 'value', Polylock::Value).compare_and_set(r.fetch('version'), r.fetch('data')) }
   op('value_delete') { |r| obj(r, 'value', Polylock::Value).delete(r.fetch('version')) }
   op('value_write_fenced') { |r| obj(r, 'value', Polylock::Value).write_fenced(r.fetch('token'), r.fetch('data')) }
-  op('value_watch') { |_r| raise NotOffered, 'Polylock::Value has no watch in the gem' }
+  op('value_watch') do |r|
+    value = obj(r, 'value', Polylock::Value)
+    watch = (@watches[r.fetch('value')] ||= value.watch)
+    wait = seconds(r, 'wait_ms')
+    # changed: a VersionedValue, :deleted, or nil when nothing changed within the timeout.
+    change = wait.nil? ? watch.changed : watch.changed(timeout: wait)
+    case change
+    when nil then 'no change'
+    when :deleted then nil
+    else { 'value' => text(change.value), 'version' => change.version }
+    end
+  end
 
   # ---- Idempotency
   op('idempotency') { |r| put(r, obj(r, 'client', Polylock::Client).idempotency(r.fetch('namespace'))) }
@@ -396,6 +408,12 @@ class Driver
   end
 
   def reset
+    @watches.each_value do |watch|
+      watch.close
+    rescue StandardError
+      nil # reset ignores errors
+    end
+    @watches.clear
     @objects.each_value do |object|
       case object
       when ElectionEntry then object.changes&.close
