@@ -28,9 +28,9 @@ root=$(cd "$here/.." && pwd)
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${POLYLOCK_CARGO_TARGET:-$HOME/.cache/polylock/target}}"
 step() { printf '\n==> %s\n' "$*"; }
 
-step "Debian packages: ruby ruby-ffi ruby-minitest ruby-redis binutils (only those missing)"
+step "Debian packages: ruby ruby-ffi ruby-minitest ruby-redis ruby-rack ruby-activejob binutils (only those missing)"
 missing=()
-for package in ruby ruby-ffi ruby-minitest ruby-redis binutils; do
+for package in ruby ruby-ffi ruby-minitest ruby-redis ruby-rack ruby-activejob binutils; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q 'install ok installed' || missing+=("$package")
 done
 if ((${#missing[@]})); then

@@ -29,6 +29,7 @@ require_relative 'polylock/ids'
 require_relative 'polylock/observe'
 require_relative 'polylock/fork'
 require_relative 'polylock/redlock'
+require_relative 'polylock/rack'
 
 module Polylock
   # Connect to the backend `url` names (nil: $POLYLOCK_URL, else sqlite://polylock.db), by the

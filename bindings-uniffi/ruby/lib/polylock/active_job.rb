@@ -1,0 +1,4 @@
+# frozen_string_literal: true
+
+require 'polylock'
+require_relative 'active_job/singleton'
