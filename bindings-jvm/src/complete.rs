@@ -5,7 +5,7 @@ use jni::objects::{GlobalRef, JClass, JObject};
 use jni::signature::{Primitive, ReturnType};
 use jni::sys::jvalue;
 use jni::JNIEnv;
-use polylock::Error;
+use polylock::{Error, VersionedValue};
 
 use crate::entry::{code, require_object, JResult, JniResultExt};
 use crate::vm::{bridge, with_env};
@@ -14,6 +14,11 @@ use crate::vm::{bridge, with_env};
 pub enum Outcome {
     /// A `Long` (a token, a count, a duration in ms, a 0/1 flag).
     Value(i64),
+    /// A `long[2]` (a permit's id and its fencing token), through `NativeBridge.completedPair`.
+    Pair(i64, i64),
+    /// An `io.polylock.Versioned` (a value watch's next state), built by
+    /// `NativeBridge.completedVersioned` so that no runtime thread looks a class up.
+    Versioned(VersionedValue),
     /// `null`: a wait that ran out, or a call with no value.
     Nothing,
     Failed(Error),
@@ -22,6 +27,7 @@ pub enum Outcome {
 const STATUS_VALUE: i32 = 0;
 const STATUS_NOTHING: i32 = 1;
 const STATUS_FAILED: i32 = 2;
+const NULL: jvalue = jvalue { l: std::ptr::null_mut() };
 
 /// The Java future of one call. Completing it consumes the completer; one dropped unused
 /// (a task that panicked, or was dropped with its runtime at close) fails the future, so no
@@ -69,23 +75,33 @@ fn deliver(future: &GlobalRef, outcome: Outcome) -> bool {
 fn deliver_on(env: &mut JNIEnv<'_>, bridge: &crate::vm::Bridge, future: &GlobalRef, outcome: Outcome) -> bool {
     // A local frame, so that permanently attached worker threads do not pile up local refs.
     let delivered = env.with_local_frame(4, |env| -> jni::errors::Result<bool> {
-        let (status, value, message) = match outcome {
-            Outcome::Value(value) => (STATUS_VALUE, value, JObject::null()),
-            Outcome::Nothing => (STATUS_NOTHING, 0, JObject::null()),
+        let class = <&JClass<'_>>::from(bridge.class.as_obj());
+        let this = jvalue { l: future.as_obj().as_raw() };
+        // Local references made here stay valid until the frame is popped, after the call.
+        // `completedPair` takes three arguments, the others four.
+        let (method, args, count) = match outcome {
+            Outcome::Pair(first, second) => {
+                (bridge.completed_pair, [this, jvalue { j: first }, jvalue { j: second }, NULL], 3)
+            }
+            Outcome::Versioned(versioned) => {
+                let bytes = env.byte_array_from_slice(&versioned.value)?;
+                let token = versioned.fencing_token.map_or(-1, |token| token as i64);
+                let version = jvalue { j: versioned.version as i64 };
+                (bridge.completed_versioned, [this, jvalue { l: bytes.as_raw() }, version, jvalue { j: token }], 4)
+            }
+            Outcome::Value(value) => {
+                (bridge.completed, [this, jvalue { i: STATUS_VALUE }, jvalue { j: value }, NULL], 4)
+            }
+            Outcome::Nothing => (bridge.completed, [this, jvalue { i: STATUS_NOTHING }, jvalue { j: 0 }, NULL], 4),
             Outcome::Failed(err) => {
-                (STATUS_FAILED, i64::from(code(err.kind())), env.new_string(err.to_string())?.into())
+                let message = env.new_string(err.to_string())?;
+                let code = jvalue { j: i64::from(code(err.kind())) };
+                (bridge.completed, [this, jvalue { i: STATUS_FAILED }, code, jvalue { l: message.as_raw() }], 4)
             }
         };
-        let class = <&JClass<'_>>::from(bridge.class.as_obj());
-        let args = [
-            jvalue { l: future.as_obj().as_raw() },
-            jvalue { i: status },
-            jvalue { j: value },
-            jvalue { l: message.as_raw() },
-        ];
-        // SAFETY: the method id was looked up on this class with exactly this signature.
+        // SAFETY: each method id was looked up on this class with the signature its arguments follow.
         let completed = unsafe {
-            env.call_static_method_unchecked(class, bridge.completed, ReturnType::Primitive(Primitive::Boolean), &args)
+            env.call_static_method_unchecked(class, method, ReturnType::Primitive(Primitive::Boolean), &args[..count])
         }?;
         completed.z()
     });

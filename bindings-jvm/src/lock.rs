@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use jni::objects::{JClass, JObject, JString};
-use jni::sys::{jboolean, jint, jlong, JNI_FALSE};
+use jni::sys::{jboolean, jint, jlong, jstring, JNI_FALSE};
 use jni::JNIEnv;
 use polylock::kit::LockTarget;
 use polylock::{AcquireOptions, Error, ErrorKind};
@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::NativeClient;
 use crate::complete::{Completer, Outcome};
-use crate::entry::{entry, read_string, JResult};
+use crate::entry::{entry, read_string, JResult, JniResultExt};
 
 /// The lock one call is about, from the (client, name, kind, thread id) Java passes.
 fn lock_for(
@@ -36,7 +36,7 @@ pub fn runtime(handle: jlong) -> JResult<tokio::runtime::Handle> {
     Ok(unsafe { NativeClient::from_handle(handle)? }.runtime.handle().clone())
 }
 
-fn closing(handle: jlong) -> JResult<CancellationToken> {
+pub fn closing(handle: jlong) -> JResult<CancellationToken> {
     // SAFETY: as in `lock_for`.
     Ok(unsafe { NativeClient::from_handle(handle)? }.closing.clone())
 }
@@ -111,7 +111,7 @@ pub extern "system" fn Java_io_polylock_NativeBridge_acquire<'l>(
 /// `cancel`), holding nothing, and fails with CONNECTION when the client closes; a hold
 /// granted after the Java future was cancelled is given back by `give_back`. Returns the
 /// call handle for `cancel`/`freeCall`.
-pub fn spawn_acquisition<A, G, GF>(
+pub fn spawn_acquisition<V, A, G, GF>(
     handle: jlong,
     completer: Completer,
     form: Form,
@@ -119,8 +119,9 @@ pub fn spawn_acquisition<A, G, GF>(
     give_back: G,
 ) -> JResult<jlong>
 where
-    A: std::future::Future<Output = polylock::Result<Option<u64>>> + Send + 'static,
-    G: FnOnce(u64) -> GF + Send + 'static,
+    V: Acquired,
+    A: std::future::Future<Output = polylock::Result<Option<V>>> + Send + 'static,
+    G: FnOnce(V) -> GF + Send + 'static,
     GF: std::future::Future<Output = ()> + Send + 'static,
 {
     let cancel = Arc::new(CancellationToken::new());
@@ -143,7 +144,7 @@ where
         };
         match acquired {
             Ok(Some(value)) => {
-                if !completer.complete(Outcome::Value(value as i64)) {
+                if !completer.complete(value.outcome()) {
                     give_back(value).await;
                 }
             }
@@ -159,6 +160,24 @@ where
         }
     });
     Ok(Arc::into_raw(cancel) as jlong)
+}
+
+/// What an acquisition hands Java: a number (a fencing token, a permit count), or a permit's
+/// id with its fencing token (a `long[2]`).
+pub trait Acquired: Copy + Send + 'static {
+    fn outcome(self) -> Outcome;
+}
+
+impl Acquired for u64 {
+    fn outcome(self) -> Outcome {
+        Outcome::Value(self as i64)
+    }
+}
+
+impl Acquired for (u64, u64) {
+    fn outcome(self) -> Outcome {
+        Outcome::Pair(self.0 as i64, self.1 as i64)
+    }
 }
 
 /// Stop a pending acquisition (interrupt, or the Java future cancelled).
@@ -205,8 +224,12 @@ pub extern "system" fn Java_io_polylock_NativeBridge_release<'l>(
     entry(&mut env, (), |env| {
         let lock = lock_for(env, handle, &name, kind, thread_id)?;
         let completer = Completer::new(env, &future)?;
+        // SAFETY: as in `lock_for`.
+        let hold_ends = unsafe { NativeClient::from_handle(handle)? }.hold_ends.clone();
         runtime(handle)?.spawn(async move {
-            completer.complete(match lock.release().await {
+            let released = lock.release().await;
+            hold_ends.released(&lock, thread_id as u64);
+            completer.complete(match released {
                 Ok(()) => Outcome::Nothing,
                 Err(err) => Outcome::Failed(err),
             });
@@ -285,5 +308,65 @@ pub extern "system" fn Java_io_polylock_NativeBridge_token<'l>(
     entry(&mut env, -1, |env| {
         let lock = lock_for(env, handle, &name, kind, thread_id)?;
         Ok(lock.fencing_token().map_or(-1, |token| token as jlong))
+    })
+}
+
+/// Why `thread_id`'s current hold was lost, or null while it holds nothing or holds it still.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_NativeBridge_lostReason<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    kind: jint,
+    thread_id: jlong,
+) -> jstring {
+    entry(&mut env, std::ptr::null_mut(), |env| {
+        let lock = lock_for(env, handle, &name, kind, thread_id)?;
+        match lock.lost_watch().and_then(|watch| watch.reason()) {
+            Some(reason) => Ok(env.new_string(reason.to_string()).or_backend()?.into_raw()),
+            None => Ok(std::ptr::null_mut()),
+        }
+    })
+}
+
+/// Complete `future` when `thread_id`'s current hold is lost: exceptionally with a LOST error
+/// whose message is the reason. Completed with null instead when the hold is given back first,
+/// or when Java cancels the call (`cancel`). NOT_OWNER (thrown) if the thread holds nothing.
+/// Returns a call handle for `cancel`/`freeCall`.
+#[no_mangle]
+pub extern "system" fn Java_io_polylock_NativeBridge_watchLost<'l>(
+    mut env: JNIEnv<'l>,
+    _class: JClass<'l>,
+    handle: jlong,
+    name: JString<'l>,
+    kind: jint,
+    thread_id: jlong,
+    future: JObject<'l>,
+) -> jlong {
+    entry(&mut env, 0, |env| {
+        let lock = lock_for(env, handle, &name, kind, thread_id)?;
+        // SAFETY: as in `lock_for`.
+        let native = unsafe { NativeClient::from_handle(handle)? };
+        let Some((watch, ended)) = native.hold_ends.watch(&lock, thread_id as u64) else {
+            return Err(Error::not_owner(format!(
+                "{} '{}' is not held by thread {thread_id} of this client, so it cannot be lost",
+                if matches!(lock, LockTarget::Lock(_)) { "lock" } else { "read-write lock" },
+                lock.name()
+            )));
+        };
+        let completer = Completer::new(env, &future)?;
+        let cancel = Arc::new(CancellationToken::new());
+        let cancelled = cancel.clone();
+        native.runtime.spawn(async move {
+            let outcome = tokio::select! {
+                biased;
+                reason = watch.wait() => Outcome::Failed(Error::lost(reason.to_string())),
+                () = cancelled.cancelled() => Outcome::Nothing,
+                () = ended.cancelled() => Outcome::Nothing,
+            };
+            completer.complete(outcome);
+        });
+        Ok(Arc::into_raw(cancel) as jlong)
     })
 }

@@ -22,7 +22,7 @@ fn multi_lock_for(
     names: &JObjectArray<'_>,
     kinds: &JIntArray<'_>,
     thread_id: jlong,
-) -> JResult<(MultiLock, Vec<String>)> {
+) -> JResult<(MultiLock, Vec<(String, i32)>)> {
     // SAFETY: Java keeps the client handle alive for the call (PolylockClient's read lock).
     let native = unsafe { client(handle)? };
     if names.is_null() || kinds.is_null() {
@@ -40,7 +40,7 @@ fn multi_lock_for(
         let name = JString::from(env.get_object_array_element(names, i as i32).or_backend()?);
         let name = read_string(env, &name, "lock name")?;
         parts.push(multi_lock_part(&name, kind)?);
-        part_names.push(name);
+        part_names.push((name, kind));
     }
     let multi = native.client.multi_lock_of(parts)?.with_local_id(thread_id as u64);
     Ok((multi, part_names))
@@ -99,10 +99,20 @@ pub extern "system" fn Java_io_polylock_MultiLock_nativeRelease<'l>(
     future: JObject<'l>,
 ) {
     entry(&mut env, (), |env| {
-        let (multi, _) = multi_lock_for(env, handle, &names, &kinds, thread_id)?;
+        let (multi, parts) = multi_lock_for(env, handle, &names, &kinds, thread_id)?;
+        // SAFETY: Java keeps the client handle alive for the call.
+        let native = unsafe { client(handle)? };
+        let targets =
+            parts.iter().map(|(name, kind)| native.lock(name, *kind, thread_id)).collect::<JResult<Vec<_>>>()?;
+        let hold_ends = native.hold_ends.clone();
         let completer = Completer::new(env, &future)?;
         runtime(handle)?.spawn(async move {
-            completer.complete(match multi.release().await {
+            let released = multi.release().await;
+            // The parts' holds may end here: their lost waits (`RLock.onLost`) end with them.
+            for target in &targets {
+                hold_ends.released(target, thread_id as u64);
+            }
+            completer.complete(match released {
                 Ok(()) => Outcome::Nothing,
                 Err(err) => Outcome::Failed(err),
             });
@@ -139,7 +149,8 @@ pub extern "system" fn Java_io_polylock_MultiLock_nativeTokens<'l>(
     thread_id: jlong,
 ) -> jlongArray {
     entry(&mut env, std::ptr::null_mut(), |env| {
-        let (multi, names) = multi_lock_for(env, handle, &names, &kinds, thread_id)?;
+        let (multi, parts) = multi_lock_for(env, handle, &names, &kinds, thread_id)?;
+        let names: Vec<String> = parts.into_iter().map(|(name, _)| name).collect();
         let held = multi.fencing_tokens();
         let tokens: Vec<u64> = names
             .iter()

@@ -23,8 +23,8 @@ fn semaphore_for(env: &mut JNIEnv<'_>, handle: jlong, name: &JString<'_>, permit
     native.client.semaphore(&name, permits)
 }
 
-/// Start taking a permit in `waiting`'s form; the future gets the permit id, or null (try
-/// form) or TIMEOUT (waiting form) when the wait ran out.
+/// Start taking a permit in `waiting`'s form; the future gets `{permit id, fencing token}` (a
+/// `long[2]`), or null (try form) or TIMEOUT (waiting form) when the wait ran out.
 /// Returns a call handle for `cancel`/`freeCall`, as `acquire` does; a permit that arrives
 /// for a cancelled call is given back.
 #[no_mangle]
@@ -48,10 +48,10 @@ pub extern "system" fn Java_io_polylock_NativeBridge_semaphoreAcquire<'l>(
             let permit = semaphore.acquire_with(options).await?;
             let id = permit.id();
             // Released by id, so the permit outlives the guard.
-            permit.detach();
-            Ok(Some(id))
+            let token = permit.detach();
+            Ok(Some((id, token)))
         };
-        spawn_acquisition(handle, completer, Form::from_java(waiting), acquiring, move |id| async move {
+        spawn_acquisition(handle, completer, Form::from_java(waiting), acquiring, move |(id, _token)| async move {
             let _ = giving_back.release_permit(id).await;
         })
     })

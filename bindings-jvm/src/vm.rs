@@ -14,13 +14,16 @@ use jni::{JNIEnv, JavaVM};
 static VM: OnceLock<JavaVM> = OnceLock::new();
 static BRIDGE: OnceLock<Bridge> = OnceLock::new();
 
-/// `io.polylock.NativeBridge`, its static `completed(CompletableFuture, int, long, String)` and
-/// its static `log(int, String, String, String[])`. Held as a global reference and looked up on
+/// `io.polylock.NativeBridge`, its static `completed(CompletableFuture, int, long, String)`,
+/// `completedPair(CompletableFuture, long, long)` and `completedVersioned(CompletableFuture,
+/// byte[], long, long)`, and its static `log(int, String, String, String[])`. Held as a global reference and looked up on
 /// a Java thread, so worker threads (whose `FindClass` would only see the system class loader)
 /// never have to find it themselves.
 pub struct Bridge {
     pub class: GlobalRef,
     pub completed: JStaticMethodID,
+    pub completed_pair: JStaticMethodID,
+    pub completed_versioned: JStaticMethodID,
     pub log: JStaticMethodID,
 }
 
@@ -52,8 +55,12 @@ fn load_bridge(env: &mut JNIEnv<'_>) -> jni::errors::Result<Bridge> {
         "completed",
         "(Ljava/util/concurrent/CompletableFuture;IJLjava/lang/String;)Z",
     )?;
+    let completed_pair =
+        env.get_static_method_id(&class, "completedPair", "(Ljava/util/concurrent/CompletableFuture;JJ)Z")?;
+    let completed_versioned =
+        env.get_static_method_id(&class, "completedVersioned", "(Ljava/util/concurrent/CompletableFuture;[BJJ)Z")?;
     let log = env.get_static_method_id(&class, "log", "(ILjava/lang/String;Ljava/lang/String;[Ljava/lang/String;)V")?;
-    Ok(Bridge { class: env.new_global_ref(class)?, completed, log })
+    Ok(Bridge { class: env.new_global_ref(class)?, completed, completed_pair, completed_versioned, log })
 }
 
 pub fn vm() -> Option<&'static JavaVM> {

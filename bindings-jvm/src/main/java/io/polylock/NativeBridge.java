@@ -54,9 +54,22 @@ final class NativeBridge {
 
     static native long token(long client, String name, int kind, long threadId);
 
-    /** Completes {@code future} with the permit id; when the wait ran out, as {@link #acquire}. Returns a call handle. */
+    /** Why the thread's current hold was lost, or null while it holds nothing or holds it still. */
+    static native String lostReason(long client, String name, int kind, long threadId);
+
+    /**
+     * Completes {@code future} exceptionally with LOST (the message is the reason) when the thread's current hold is
+     * lost, or with null once that hold is given back first (or the call is cancelled). Throws
+     * IllegalMonitorStateException if the thread holds nothing. Returns a call handle, as {@link #acquire}.
+     */
+    static native long watchLost(long client, String name, int kind, long threadId, CompletableFuture<Long> future);
+
+    /**
+     * Completes {@code future} with {@code {permit id, fencing token}}; when the wait ran out, as {@link #acquire}.
+     * Returns a call handle.
+     */
     static native long semaphoreAcquire(long client, String name, int permits, long waitMs, long leaseMs,
-            boolean waiting, CompletableFuture<Long> future);
+            boolean waiting, CompletableFuture<long[]> future);
 
     static native void semaphoreRelease(long client, String name, int permits, long permitId, CompletableFuture<Long> future);
 
@@ -133,6 +146,18 @@ final class NativeBridge {
             return target.complete(null);
         }
         return target.completeExceptionally(error((int) value, message));
+    }
+
+    /** Called from the native runtime's threads to complete a call's future with two numbers. */
+    @SuppressWarnings({"unchecked", "unused"})
+    private static boolean completedPair(CompletableFuture<?> future, long first, long second) {
+        return ((CompletableFuture<long[]>) future).complete(new long[] {first, second});
+    }
+
+    /** Called from the native runtime's threads to complete a call's future with a value as it was read. */
+    @SuppressWarnings({"unchecked", "unused"})
+    private static boolean completedVersioned(CompletableFuture<?> future, byte[] value, long version, long token) {
+        return ((CompletableFuture<Object>) future).complete(new Versioned(value, version, token));
     }
 
     /** The one mapping of native error codes to Java exceptions (also used for errors thrown synchronously). */

@@ -234,6 +234,45 @@ final class NativeLock implements RFencedLock {
     }
 
     @Override
+    public boolean isLost() {
+        return getLostReason() != null;
+    }
+
+    @Override
+    public String getLostReason() {
+        long threadId = currentThreadId();
+        return client.withHandle(h -> NativeBridge.lostReason(h, name, kind, threadId));
+    }
+
+    @Override
+    public CompletableFuture<String> onLost() {
+        return onLost(currentThreadId());
+    }
+
+    @Override
+    public CompletableFuture<String> onLost(long threadId) {
+        // The native wait completes `watch`: exceptionally with the loss (LOST, or CONNECTION when the client closed
+        // first), or with null once the hold is given back unlost, when `lost` stays incomplete.
+        CompletableFuture<Long> watch = new CompletableFuture<>();
+        long call = client.withHandle(h -> NativeBridge.watchLost(h, name, kind, threadId, watch));
+        CompletableFuture<String> lost = new CompletableFuture<>();
+        watch.whenComplete((nothing, error) -> {
+            if (watch.isCancelled()) {
+                NativeBridge.cancel(call);
+            } else if (error != null) {
+                lost.complete(error.getMessage());
+            }
+            NativeBridge.freeCall(call);
+        });
+        lost.whenComplete((reason, error) -> {
+            if (lost.isCancelled()) {
+                watch.cancel(false);
+            }
+        });
+        return lost;
+    }
+
+    @Override
     public long remainTimeToLive() {
         return await(remainTimeToLiveAsync());
     }

@@ -1,5 +1,6 @@
 package io.polylock;
 
+import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
@@ -44,18 +45,18 @@ final class PermitExpirableSemaphore implements RPermitExpirableSemaphore {
         return count;
     }
 
-    /** Completes with the permit id, or null when the wait ran out. */
-    private CompletableFuture<Long> acquireAsync(long waitMs, long leaseMs) {
+    /** Completes with {permit id, fencing token}, or null when the wait ran out. */
+    private CompletableFuture<long[]> acquireAsync(long waitMs, long leaseMs) {
         return acquireAsync(waitMs, leaseMs, false);
     }
 
-    /** Completes with the permit id; when the wait ran out, with null, or with TIMEOUT if {@code waiting}. */
-    private CompletableFuture<Long> acquireAsync(long waitMs, long leaseMs, boolean waiting) {
+    /** Completes with {permit id, fencing token}; when the wait ran out, with null, or with TIMEOUT if {@code waiting}. */
+    private CompletableFuture<long[]> acquireAsync(long waitMs, long leaseMs, boolean waiting) {
         int count = permits();
-        CompletableFuture<Long> future = new CompletableFuture<>();
+        CompletableFuture<long[]> future = new CompletableFuture<>();
         long call = client.withHandle(
                 h -> NativeBridge.semaphoreAcquire(h, name, count, waitMs, leaseMs, waiting, future));
-        future.whenComplete((id, error) -> {
+        future.whenComplete((permit, error) -> {
             if (future.isCancelled()) {
                 NativeBridge.cancel(call);
             }
@@ -64,16 +65,23 @@ final class PermitExpirableSemaphore implements RPermitExpirableSemaphore {
         return future;
     }
 
+    private static Permit permit(long[] idAndToken) {
+        return idAndToken == null ? null : new Permit(Long.toHexString(idAndToken[0]), idAndToken[1]);
+    }
+
+    private static String id(Permit permit) {
+        return permit == null ? null : permit.getId();
+    }
+
     /** Wait for a permit; an interrupt cancels the wait (no permit stays taken) and throws InterruptedException. */
-    private String await(CompletableFuture<Long> acquisition) throws InterruptedException {
+    private Permit await(CompletableFuture<long[]> acquisition) throws InterruptedException {
         try {
-            Long id = acquisition.get();
-            return id == null ? null : Long.toHexString(id);
+            return permit(acquisition.get());
         } catch (InterruptedException interrupted) {
             if (!acquisition.cancel(false) && !acquisition.isCompletedExceptionally()) {
-                Long id = acquisition.getNow(null);
-                if (id != null) {
-                    release(Long.toHexString(id)); // arrived just before the interrupt: give it back
+                Permit permit = permit(acquisition.getNow(null));
+                if (permit != null) {
+                    release(permit); // arrived just before the interrupt: give it back
                 }
             }
             throw interrupted;
@@ -84,33 +92,62 @@ final class PermitExpirableSemaphore implements RPermitExpirableSemaphore {
 
     @Override
     public String acquire() throws InterruptedException {
-        return await(acquireAsync(FOREVER, WATCHDOG));
+        return acquirePermit().getId();
     }
 
     @Override
     public String acquire(long leaseTime, TimeUnit unit) throws InterruptedException {
-        return await(acquireAsync(FOREVER, NativeLock.leaseMillis(leaseTime, unit)));
+        return acquirePermit(leaseTime, unit).getId();
     }
 
     @Override
     public String tryAcquire() {
+        return id(tryAcquirePermit());
+    }
+
+    @Override
+    public String tryAcquire(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
+        return id(tryAcquirePermit(waitTime, leaseTime, unit));
+    }
+
+    @Override
+    public String acquireWithin(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
+        return acquirePermitWithin(waitTime, leaseTime, unit).getId();
+    }
+
+    @Override
+    public Permit acquirePermit() throws InterruptedException {
+        return await(acquireAsync(FOREVER, WATCHDOG));
+    }
+
+    @Override
+    public Permit acquirePermit(long leaseTime, TimeUnit unit) throws InterruptedException {
+        return await(acquireAsync(FOREVER, NativeLock.leaseMillis(leaseTime, unit)));
+    }
+
+    @Override
+    public Permit tryAcquirePermit() {
         try {
-            Long id = acquireAsync(0, WATCHDOG).join();
-            return id == null ? null : Long.toHexString(id);
+            return permit(acquireAsync(0, WATCHDOG).join());
         } catch (CompletionException e) {
             throw NativeLock.rethrow(e.getCause());
         }
     }
 
     @Override
-    public String tryAcquire(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
+    public Permit tryAcquirePermit(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
         return await(acquireAsync(NativeLock.waitMillis(waitTime, unit), NativeLock.leaseMillis(leaseTime, unit)));
     }
 
     @Override
-    public String acquireWithin(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
+    public Permit acquirePermitWithin(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException {
         return await(acquireAsync(NativeLock.waitMillis(waitTime, unit), NativeLock.leaseMillis(leaseTime, unit),
                 true));
+    }
+
+    @Override
+    public void release(Permit permit) {
+        release(Objects.requireNonNull(permit, "permit").getId());
     }
 
     @Override

@@ -18,6 +18,22 @@ import java.util.concurrent.locks.Lock;
  * <p>The futures of the async methods are completed on polylock's own worker threads: chain blocking work with the
  * {@code *Async(..., executor)} stages rather than running it in those threads. Cancelling a pending
  * {@code lockAsync}/{@code tryLockAsync} future stops its wait and leaves nothing held.
+ *
+ * <p>A hold that ends without its owner's unlock (its lease ran out, the store lost it, a forced unlock, the client
+ * closed) is <em>lost</em>: {@link #isLost()} and {@link #getLostReason()} tell it, {@link #onLost()} completes with
+ * the reason when it happens, and {@code unlock()} of a lost hold throws a {@link PolylockException} with {@link
+ * ErrorCode#LOST} (the hold is given up all the same).
+ *
+ * <pre>{@code
+ * lock.lock(30, TimeUnit.SECONDS);
+ * CompletableFuture<String> lost = lock.onLost();
+ * lost.thenAccept(reason -> work.cancel(true)); // stop writing once the lock is gone
+ * try {
+ *     work.run();
+ * } finally {
+ *     lock.unlock();                            // LOST if the lease ran out first
+ * }
+ * }</pre>
  */
 public interface RLock extends Lock {
     /** The lock's name, as given to {@code getLock}. */
@@ -55,6 +71,26 @@ public interface RLock extends Lock {
 
     /** How many times the calling thread holds the lock (0 if not at all). */
     int getHoldCount();
+
+    /**
+     * Whether the calling thread's current hold was lost (see the class comment): false while it holds the lock, and
+     * when it holds nothing (never took it, or gave it back). A lost hold stays lost until the thread unlocks it.
+     */
+    boolean isLost();
+
+    /** Why the calling thread's current hold was lost, or null (as {@link #isLost()} is false). */
+    String getLostReason();
+
+    /**
+     * The calling thread's current hold's loss: completes with the reason when the hold is lost (at once if it is lost
+     * already), as {@link RLeadership#onLost()} does. It never completes for a hold given back first, and then costs
+     * nothing: the wait behind it ends with the hold. Cancelling the future ends that wait too. Throws {@link
+     * IllegalMonitorStateException} if the thread holds nothing. Completed on polylock's worker threads.
+     */
+    CompletableFuture<String> onLost();
+
+    /** {@link #onLost()} for the hold of the owner {@code threadId} (as in {@link #lockAsync(long)}). */
+    CompletableFuture<String> onLost(long threadId);
 
     /** The holder's remaining lease in milliseconds: -2 if the lock is free, -1 if it is held without expiry. */
     long remainTimeToLive();

@@ -6,6 +6,9 @@ import java.util.concurrent.TimeUnit;
  * Redisson's RPermitExpirableSemaphore: a count of permits, each acquired permit named by an id and held with a lease
  * (renewed by the watchdog while this client lives, or fixed), so a crashed holder's permit comes back. Any thread may
  * release a permit by its id.
+ *
+ * <p>The {@code *Permit} forms are the same acquisitions returning a {@link Permit}: its id and its fencing token,
+ * as {@link RFencedLock#lockAndGetToken()} is {@code lock()} with the lock's token.
  */
 public interface RPermitExpirableSemaphore {
     /**
@@ -34,6 +37,24 @@ public interface RPermitExpirableSemaphore {
      * TimeUnit)} is the form that returns null. A negative wait other than -1 is {@link ErrorCode#INVALID_ARGUMENT}.
      */
     String acquireWithin(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException;
+
+    /** {@link #acquire()} returning the permit with its fencing token. */
+    Permit acquirePermit() throws InterruptedException;
+
+    /** {@link #acquire(long, TimeUnit)} returning the permit with its fencing token. */
+    Permit acquirePermit(long leaseTime, TimeUnit unit) throws InterruptedException;
+
+    /** {@link #tryAcquire()} returning the permit with its fencing token, or null if every permit is taken. */
+    Permit tryAcquirePermit();
+
+    /** {@link #tryAcquire(long, long, TimeUnit)} returning the permit with its fencing token, or null. */
+    Permit tryAcquirePermit(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException;
+
+    /** {@link #acquireWithin(long, long, TimeUnit)} returning the permit with its fencing token. */
+    Permit acquirePermitWithin(long waitTime, long leaseTime, TimeUnit unit) throws InterruptedException;
+
+    /** Give back {@code permit}, as {@link #release(String)} with its id. */
+    void release(Permit permit);
 
     /** Give back the permit {@code permitId}; throws {@link IllegalMonitorStateException} if this client does not hold it. */
     void release(String permitId);

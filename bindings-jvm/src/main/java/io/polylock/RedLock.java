@@ -208,4 +208,24 @@ public final class RedLock implements RLock, AutoCloseable {
     public String toString() {
         return "RedLock{name=" + lock.getName() + ", client=" + client.getId() + "}";
     }
+
+    @Override
+    public boolean isLost() {
+        return lock.isLost();
+    }
+
+    @Override
+    public String getLostReason() {
+        return lock.getLostReason();
+    }
+
+    @Override
+    public CompletableFuture<String> onLost() {
+        return lock.onLost();
+    }
+
+    @Override
+    public CompletableFuture<String> onLost(long threadId) {
+        return lock.onLost(threadId);
+    }
 }

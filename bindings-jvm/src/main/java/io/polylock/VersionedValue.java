@@ -76,6 +76,15 @@ public final class VersionedValue {
         return client.withHandle(h -> nativeWriteFenced(h, name, token, value));
     }
 
+    /**
+     * Follow this value's changes from now on (one round trip: the store's change feed is set up and the value read,
+     * which {@link ValueWatch#current()} then returns). Close the watch when done; see {@link ValueWatch}. Backends
+     * without versioned values throw {@link ErrorCode#UNSUPPORTED}.
+     */
+    public ValueWatch watch() {
+        return new ValueWatch(client, name);
+    }
+
     @Override
     public String toString() {
         return "VersionedValue{name=" + name + "}";

@@ -106,6 +106,42 @@ class RwLockAndSemaphoreTest {
         }
     }
 
+    @Test
+    void permitsCarryIncreasingFencingTokens() throws Exception {
+        for (Backends.Backend backend : Backends.all()) {
+            try (PolylockClient client = backend.connect()) {
+                RPermitExpirableSemaphore semaphore = client.getPermitExpirableSemaphore(Backends.uniqueName("tokens"));
+                semaphore.trySetPermits(2);
+                Permit first = semaphore.acquirePermit();
+                Permit second = semaphore.tryAcquirePermit(5, -1, TimeUnit.SECONDS);
+                assertNotNull(second, backend.label);
+                assertNotEquals(first.getId(), second.getId());
+                assertTrue(second.getToken() > first.getToken(), first + " then " + second);
+                assertNull(semaphore.tryAcquirePermit(), "both permits are taken");
+                assertNull(semaphore.tryAcquirePermit(50, -1, TimeUnit.MILLISECONDS));
+                assertEquals(ErrorCode.TIMEOUT, assertThrows(PolylockException.class,
+                        () -> semaphore.acquirePermitWithin(100, -1, TimeUnit.MILLISECONDS)).getCode());
+                semaphore.release(first);
+                assertThrows(IllegalMonitorStateException.class, () -> semaphore.release(first.getId()),
+                        "a Permit and its id name the same permit");
+                Permit third = semaphore.acquirePermitWithin(5, 30, TimeUnit.SECONDS);
+                assertTrue(third.getToken() > second.getToken());
+                semaphore.release(third.getId()); // the Redisson-style release by id
+                String id = semaphore.tryAcquire(); // the Redisson-style forms still hand out ids
+                assertNotNull(id);
+                Permit fourth = semaphore.tryAcquirePermit();
+                assertNull(fourth, "the id form's permit is held");
+                semaphore.release(id);
+                Permit leased = semaphore.acquirePermit(30, TimeUnit.SECONDS);
+                assertTrue(leased.getToken() > third.getToken());
+                assertEquals(leased, new Permit(leased.getId(), leased.getToken()));
+                semaphore.release(leased);
+                semaphore.release(second);
+                assertThrows(NullPointerException.class, () -> semaphore.release((Permit) null));
+            }
+        }
+    }
+
     /** The PolylockException an {@link #onOtherThread} call ended with. */
     private static PolylockException polylockCause(Throwable thrown) {
         Throwable cause = thrown;
