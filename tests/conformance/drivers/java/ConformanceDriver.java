@@ -21,6 +21,7 @@ import io.polylock.LeasedSnowflakeIdGenerator;
 import io.polylock.LockEntry;
 import io.polylock.LockStatus;
 import io.polylock.MultiLock;
+import io.polylock.Permit;
 import io.polylock.Polylock;
 import io.polylock.PolylockClient;
 import io.polylock.PolylockException;
@@ -32,6 +33,8 @@ import io.polylock.RLeadership;
 import io.polylock.RLock;
 import io.polylock.RPermitExpirableSemaphore;
 import io.polylock.RReadWriteLock;
+import io.polylock.ValueChange;
+import io.polylock.ValueWatch;
 import io.polylock.VersionedValue;
 import io.polylock.Versioned;
 
@@ -51,6 +54,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -67,11 +71,11 @@ public final class ConformanceDriver {
         LockHold(RLock lock) { this.lock = lock; }
     }
 
-    /** A permit: Java names it by its id and releases it through its semaphore. */
+    /** A permit (its id and fencing token): Java releases it through its semaphore. */
     private static final class PermitHold {
         final RPermitExpirableSemaphore semaphore;
-        final String permitId;
-        PermitHold(RPermitExpirableSemaphore semaphore, String permitId) { this.semaphore = semaphore; this.permitId = permitId; }
+        final Permit permit;
+        PermitHold(RPermitExpirableSemaphore semaphore, Permit permit) { this.semaphore = semaphore; this.permit = permit; }
     }
 
     /** A multi-lock held by the main thread. */
@@ -104,6 +108,7 @@ public final class ConformanceDriver {
     private final Map<String, Object> objects = new HashMap<>();
     private final Map<String, PolylockClient> clientOfLabel = new HashMap<>();
     private final Map<String, RReadWriteLock> rwLocks = new HashMap<>(); // "client label \0 name"
+    private final Map<String, ValueWatch> watches = new HashMap<>(); // by the value's label
     private final Map<String, Op> ops = new LinkedHashMap<>();
 
     private ConformanceDriver() {
@@ -160,7 +165,7 @@ public final class ConformanceDriver {
             if (guard instanceof LockHold) {
                 ((LockHold) guard).lock.unlock();
             } else if (guard instanceof PermitHold) {
-                ((PermitHold) guard).semaphore.release(((PermitHold) guard).permitId);
+                ((PermitHold) guard).semaphore.release(((PermitHold) guard).permit);
             } else if (guard instanceof MultiHold) {
                 ((MultiHold) guard).multi.unlock();
             } else {
@@ -192,7 +197,7 @@ public final class ConformanceDriver {
             } else if (guard instanceof MultiHold) {
                 return tokens(((MultiHold) guard).multi);
             } else if (guard instanceof PermitHold) {
-                throw new NotOffered("RPermitExpirableSemaphore hands out permit ids only, without a fencing token");
+                return ((PermitHold) guard).permit.getToken();
             }
             throw new DriverFailure("'" + str(r, "guard") + "' is not a guard");
         });
@@ -201,19 +206,30 @@ public final class ConformanceDriver {
             if (guard instanceof RLeadership) {
                 return ((RLeadership) guard).isLost();
             }
-            throw new NotOffered("Java's locks, permits and multi-locks have no lost state: a loss shows only as LOST from unlock()/release()");
+            if (guard instanceof LockHold) {
+                return ((LockHold) guard).lock.isLost(); // the main thread's hold: the owner of everything here
+            }
+            throw new NotOffered("Java's permits and multi-locks have no lost state: a loss shows only as LOST from release()/unlock()");
         });
         ops.put("wait_lost", r -> {
             Object guard = get(r, "guard", Object.class);
+            CompletableFuture<String> lost;
             if (guard instanceof RLeadership) {
-                try {
-                    ((RLeadership) guard).onLost().get(waitMs(r), MS);
-                    return true;
-                } catch (TimeoutException e) {
-                    return false;
-                }
+                lost = ((RLeadership) guard).onLost();
+            } else if (guard instanceof LockHold) {
+                lost = ((LockHold) guard).lock.onLost();
+            } else {
+                throw new NotOffered("Java's permits and multi-locks have no lost signal: a loss shows only as LOST from release()/unlock()");
             }
-            throw new NotOffered("Java's locks, permits and multi-locks have no lost signal: a loss shows only as LOST from unlock()/release()");
+            try {
+                lost.get(waitMs(r), MS);
+                return true;
+            } catch (TimeoutException e) {
+                if (guard instanceof LockHold) {
+                    lost.cancel(false); // a lock's onLost() is a new wait each call: end this one
+                }
+                return false;
+            }
         });
         ops.put("hold_count", r -> (long) rlock(r, "handle", "hold_count").getHoldCount());
         ops.put("is_locked", r -> rlock(r, "handle", "is_locked").isLocked());
@@ -317,7 +333,25 @@ public final class ConformanceDriver {
         ops.put("value_cas", r -> get(r, "value", VersionedValue.class).compareAndSet(integer(r, "version"), bytes(r, "data")));
         ops.put("value_delete", r -> { get(r, "value", VersionedValue.class).delete(integer(r, "version")); return null; });
         ops.put("value_write_fenced", r -> get(r, "value", VersionedValue.class).writeFenced(integer(r, "token"), bytes(r, "data")));
-        ops.put("value_watch", r -> { throw new NotOffered("VersionedValue has no watch in the Java API"); });
+        ops.put("value_watch", r -> {
+            String label = str(r, "value");
+            ValueWatch watch = watches.get(label);
+            if (watch == null) {
+                watch = get(r, "value", VersionedValue.class).watch();
+                watches.put(label, watch);
+            }
+            ValueChange change = watch.changed(waitMs(r), MS);
+            switch (change.getKind()) {
+                case UPDATED:
+                    return Map.of("value", change.getValue().getValueAsString(), "version", change.getValue().getVersion());
+                case DELETED:
+                    return null;
+                case NO_CHANGE:
+                    return "no change";
+                default:
+                    throw new DriverFailure("the watch of '" + label + "' was closed");
+            }
+        });
 
         // Idempotency
         ops.put("idempotency", r -> put(r, get(r, "client", PolylockClient.class).getIdempotency(str(r, "namespace"))));
@@ -427,9 +461,9 @@ public final class ConformanceDriver {
             return value;
         } else if (handle instanceof RPermitExpirableSemaphore) {
             RPermitExpirableSemaphore semaphore = (RPermitExpirableSemaphore) handle;
-            String permit = lease == null ? semaphore.acquire() : semaphore.acquire(lease, MS);
+            Permit permit = lease == null ? semaphore.acquirePermit() : semaphore.acquirePermit(lease, MS);
             store(r, new PermitHold(semaphore, permit));
-            return Map.of("permit", permit);
+            return tokenValue(permit.getToken());
         } else if (handle instanceof MultiLock) {
             MultiLock multi = (MultiLock) handle;
             if (lease == null) {
@@ -453,9 +487,9 @@ public final class ConformanceDriver {
             return isFenced(lock) ? tokenValue(((RFencedLock) lock).getToken()) : Map.of();
         } else if (handle instanceof RPermitExpirableSemaphore) {
             RPermitExpirableSemaphore semaphore = (RPermitExpirableSemaphore) handle;
-            String permit = semaphore.acquireWithin(wait, leaseOrWatchdog, MS);
+            Permit permit = semaphore.acquirePermitWithin(wait, leaseOrWatchdog, MS);
             store(r, new PermitHold(semaphore, permit));
-            return Map.of("permit", permit);
+            return tokenValue(permit.getToken());
         } else if (handle instanceof MultiLock) {
             throw new NotOffered("MultiLock has no acquisition with a wait that throws TIMEOUT: lock() waits forever and tryLock(wait, ...) returns false");
         }
@@ -490,14 +524,14 @@ public final class ConformanceDriver {
             return value;
         } else if (handle instanceof RPermitExpirableSemaphore) {
             RPermitExpirableSemaphore semaphore = (RPermitExpirableSemaphore) handle;
-            // tryAcquire's only overload with a wait takes a lease: -1 is its documented "watchdog" (Redisson's).
-            String permit = wait == null ? semaphore.tryAcquire()
-                    : semaphore.tryAcquire(wait, lease == null ? -1 : lease, MS);
+            // tryAcquirePermit's only overload with a wait takes a lease: -1 is its documented "watchdog" (Redisson's).
+            Permit permit = wait == null ? semaphore.tryAcquirePermit()
+                    : semaphore.tryAcquirePermit(wait, lease == null ? -1 : lease, MS);
             if (permit == null) {
                 return null;
             }
             store(r, new PermitHold(semaphore, permit));
-            return Map.of("permit", permit);
+            return tokenValue(permit.getToken());
         } else if (handle instanceof MultiLock) {
             MultiLock multi = (MultiLock) handle;
             boolean held = wait == null ? multi.tryLock()
@@ -545,6 +579,14 @@ public final class ConformanceDriver {
     }
 
     private void reset() {
+        for (ValueWatch watch : watches.values()) {
+            try {
+                watch.close();
+            } catch (RuntimeException ignored) {
+                // reset ignores errors
+            }
+        }
+        watches.clear();
         for (Object object : objects.values()) {
             try {
                 if (object instanceof ElectionEntry && ((ElectionEntry) object).subscription != null) {
