@@ -11,7 +11,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -21,6 +23,9 @@ RELEASE = TARGET / "release"
 VENV = Path(os.environ.get("POLYLOCK_PY_VENV") or Path.home() / ".cache/polylock/py-venv")
 GEM_HOME = ROOT / "tests/conformance/drivers/ruby/.build/gems"
 TIMEOUT = int(os.environ.get("POLYLOCK_EXAMPLE_TIMEOUT", "240"))
+# Blocks run this many at a time (most of a block's time is one process starting or compiling
+# on one core); those that share something run one after another in a lane of their own.
+JOBS = int(os.environ.get("POLYLOCK_EXAMPLE_JOBS", "2"))
 
 LANGS = {
     "python": "python", "py": "python",
@@ -92,14 +97,16 @@ class Missing(Exception):
 
 
 _cache = {}
+_cache_lock = threading.Lock()
 
 
 def once(key, fn):
-    if key not in _cache:
-        try:
-            _cache[key] = fn()
-        except Missing as e:
-            _cache[key] = e
+    with _cache_lock:
+        if key not in _cache:
+            try:
+                _cache[key] = fn()
+            except Missing as e:
+                _cache[key] = e
     if isinstance(_cache[key], Missing):
         raise _cache[key]
     return _cache[key]
@@ -236,22 +243,53 @@ def execute(block, tmp, env):
     raise AssertionError(lang)
 
 
+def shares_something(block, env):
+    """Whether the block must not run beside another: Rust blocks share one scratch crate and
+    its cargo lock, Redis blocks one server (and its key names), shell blocks the fixed port of
+    `polylock serve-metrics`."""
+    return block.lang in ("rust", "shell") or "POLYLOCK_URL" in env
+
+
 def main():
     only = sys.argv[1:]  # optional: path fragments to select files, or languages
-    passed = failed = 0
     redis = os.environ.get("POLYLOCK_TEST_REDIS_URL")
     base = {k: v for k, v in os.environ.items() if not k.startswith("POLYLOCK_URL")}
+    lock = threading.Lock()
+    totals = {"passed": 0, "failed": 0}
     per_lang = {}
+
+    def report(block, ok, line, out=None):
+        with lock:
+            totals["passed" if ok else "failed"] += 1
+            if block.lang is not None:
+                per_lang.setdefault(block.lang, [0, 0])[0 if ok else 1] += 1
+            print(line)
+            if out is not None:
+                print("     | " + "\n     | ".join(out.strip().splitlines()[-25:]))
+            sys.stdout.flush()
+
+    def run_block(block, env):
+        start = time.monotonic()
+        with tempfile.TemporaryDirectory(prefix="polylock-example-") as tmp:
+            try:
+                code, out = execute(block, Path(tmp), env)
+            except Missing as e:
+                code, out = 1, f"not built: {e}"
+        took = time.monotonic() - start
+        if code == 0:
+            report(block, True, f"ok   {block.where} [{block.lang}] {took:.1f}s")
+        else:
+            report(block, False, f"FAIL {block.where} [{block.lang}] exit {code} {took:.1f}s", out)
+
+    serial, apart = [], []
     for path in sources():
         rel = str(path.relative_to(ROOT))
         for block in blocks(path):
             if only and not any(o in rel or o == block.lang for o in only):
                 continue
             if block.lang is None:
-                if block.tag in DATA:
-                    continue
-                failed += 1
-                print(f"FAIL {block.where} [{block.tag or 'untagged'}] tag it with its language, or ```text")
+                if block.tag not in DATA:
+                    report(block, False, f"FAIL {block.where} [{block.tag or 'untagged'}] tag it with its language, or ```text")
                 continue
             kept = [r for (f, text), r in KEPT.items() if rel == f and text in block.code]
             if kept:
@@ -261,8 +299,7 @@ def main():
             if m:
                 reason = (m.group(1) or m.group(2) or "").strip()
                 if not reason:
-                    failed += 1
-                    print(f"FAIL {block.where} [{block.lang}] norun without a reason (norun=\"why\")")
+                    report(block, False, f"FAIL {block.where} [{block.lang}] norun without a reason (norun=\"why\")")
                 else:
                     print(f"norun {block.where} [{block.lang}] {reason}")
                 continue
@@ -270,33 +307,21 @@ def main():
             needs = NEEDS.search(block.info) or NEEDS.search(block.code)
             if needs:
                 if not redis:
-                    failed += 1
-                    per_lang.setdefault(block.lang, [0, 0])[1] += 1
-                    print(f"FAIL {block.where} [{block.lang}] needs Redis: eval \"$(tests/services/services.sh env)\" "
-                          "(tests/services/services.sh start redis)")
+                    report(block, False, f"FAIL {block.where} [{block.lang}] needs Redis: eval \"$(tests/services/services.sh env)\" "
+                           "(tests/services/services.sh start redis)")
                     continue
                 env["POLYLOCK_URL"] = redis
-            start = time.monotonic()
-            with tempfile.TemporaryDirectory(prefix="polylock-example-") as tmp:
-                try:
-                    code, out = execute(block, Path(tmp), env)
-                except Missing as e:
-                    code, out = 1, f"not built: {e}"
-            took = time.monotonic() - start
-            counts = per_lang.setdefault(block.lang, [0, 0])
-            if code == 0:
-                passed += 1
-                counts[0] += 1
-                print(f"ok   {block.where} [{block.lang}] {took:.1f}s")
-            else:
-                failed += 1
-                counts[1] += 1
-                print(f"FAIL {block.where} [{block.lang}] exit {code} {took:.1f}s")
-                print("     | " + "\n     | ".join(out.strip().splitlines()[-25:]))
-            sys.stdout.flush()
+            (serial if shares_something(block, env) else apart).append((block, env))
+    # The lane of blocks that share something first: it is the longest, and the other
+    # worker(s) take the independent blocks beside it.
+    with ThreadPoolExecutor(max_workers=max(1, JOBS)) as pool:
+        futures = [pool.submit(lambda: [run_block(b, e) for b, e in serial])]
+        futures += [pool.submit(run_block, b, e) for b, e in apart]
+        for future in futures:
+            future.result()
     print("per language: " + ", ".join(f"{k} {v[0]} passed/{v[1]} failed" for k, v in sorted(per_lang.items())))
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    print(f"{totals['passed']} passed, {totals['failed']} failed")
+    return 1 if totals["failed"] else 0
 
 
 if __name__ == "__main__":
