@@ -886,3 +886,18 @@ async fn a_name_held_by_another_primitive_or_a_foreign_key_is_a_conflict() {
     let () = redis.del(&name).await.unwrap();
     client.close().await;
 }
+
+/// A value's watch let go of outside any runtime (as a binding may free it after its client)
+/// ends quietly: leaving its channel spawned a task and panicked with no runtime.
+#[test]
+fn a_watch_dropped_outside_any_runtime_lets_go_quietly() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (client, watch) = runtime.block_on(async {
+        let client = Client::connect(&redis_url()).await.unwrap();
+        let watch = client.value("watch-dropped-outside").unwrap().watch().await.unwrap();
+        (client, watch)
+    });
+    assert!(watch.is_notified());
+    drop(watch);
+    runtime.block_on(client.close());
+}

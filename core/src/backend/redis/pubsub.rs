@@ -138,9 +138,19 @@ impl Subscriptions {
             }
             channel.subscribed.clone()
         };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            // Let go of outside any runtime (a binding freeing a watch after its client): no
+            // task can unsubscribe now; the channel is forgotten, and a later listener on it
+            // subscribes again (a second SUBSCRIBE is harmless).
+            let mut channels = self.channels.lock().unwrap_or_else(|e| e.into_inner());
+            if channels.get(name).is_some_and(|c| c.listeners == 0) {
+                channels.remove(name);
+            }
+            return;
+        };
         let this = self.clone();
         let name = name.to_string();
-        tokio::spawn(async move {
+        runtime.spawn(async move {
             let mut is_subscribed = subscribed.lock().await;
             let still_unused =
                 this.channels.lock().unwrap_or_else(|e| e.into_inner()).get(&name).is_some_and(|c| c.listeners == 0);
