@@ -181,7 +181,8 @@ bg_start fault-injection env POLYLOCK_CLI="$CARGO_TARGET_DIR/release/polylock" \
 step "fuzz targets, bounded, started in the background (fuzz/run.sh --quick; joined before the JVM stage)"
 # polylock-fuzz is a workspace member: the Rust build above made its runner from the
 # workspace's dependency builds (formatted and linted with the workspace too). It replays
-# the committed crash cases and seeds, then 10 s of deterministic mutations a target, in a
+# the committed crash cases and seeds, then a fixed count of deterministic mutations a target
+# (~10 s each; the same inputs on every machine), in a
 # network namespace of its own (no server, no port shared with anything). The long
 # coverage-guided run (cargo fuzz) is fuzz/run.sh --long: fuzz/README.md.
 bg_start fuzz fuzz/run.sh --quick
