@@ -83,7 +83,7 @@ int main(int argc, char **argv) {
     seconds = atof(argv[3]);
     lease_ms = strtoll(argv[4], NULL, 10);
     if (lease_ms == 0) lease_ms = POLYLOCK_LEASE_WATCHDOG; /* the command line's 0 */
-    if (threads < 1 || threads > 256 || seconds <= 0 || lease_ms < 0 && lease_ms != POLYLOCK_LEASE_WATCHDOG) {
+    if (threads < 1 || threads > 256 || seconds <= 0 || (lease_ms < 0 && lease_ms != POLYLOCK_LEASE_WATCHDOG)) {
         fprintf(stderr, "bench_pairs: bad THREADS, SECONDS or LEASE_MS\n");
         return 2;
     }
