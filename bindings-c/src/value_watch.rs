@@ -225,27 +225,14 @@ pub unsafe extern "C" fn polylock_watch_free(watch: *mut polylock_watch) {
         if handle.watch.is_closed() {
             return drop(handle);
         }
-        // Let go of the change feed inside the client's runtime, whose task it is.
+        // Let go of the change feed inside the client's runtime, whose task it is. Once the
+        // client is freed (or in a forked child) that fails, and a feed let go of outside any
+        // runtime forgets itself (the core's contract, e.g. Redis's subscription).
         let watch = handle.watch.clone();
-        let closed = handle.shared.block_on(async move {
+        let _ = handle.shared.block_on(async move {
             watch.close().await;
             Ok(())
         });
-        if closed.is_ok() {
-            return drop(handle);
-        }
-        // The client was freed (or this is a forked child): its runtime is gone, and a change
-        // feed lets go of itself with a task (Redis's unsubscribe), which needs a runtime to
-        // be handed to. A runtime of the moment takes it and drops it unrun: the connection
-        // it would have used went with the client.
-        match tokio::runtime::Builder::new_current_thread().build() {
-            Ok(runtime) => {
-                let entered = runtime.enter();
-                drop(handle);
-                drop(entered);
-            }
-            // No thread-local runtime can be made: keep the feed rather than panic in a free.
-            Err(_) => std::mem::forget(handle),
-        }
+        drop(handle);
     });
 }
